@@ -174,6 +174,7 @@ class Operation:
         self._control_inputs: list[Operation] = list(control_inputs)
         self._attrs = dict(attrs)
         self._device = ""
+        self._device_assignments: list[tuple[str, str]] = []
         self._id = graph._next_id()
         shapes = output_shapes if output_shapes is not None else [None] * len(output_types)
         if len(shapes) != len(output_types):
@@ -223,6 +224,17 @@ class Operation:
         return self._device
 
     @property
+    def device_assignments(self) -> tuple[tuple[str, str], ...]:
+        """What set the requested device, in order: ``(source, device it gave)`` pairs.
+
+        A source is ``"tf.device('/job:ps')"``, a device function
+        (``"replica_device_setter(ps_tasks=2, ...)"``) or ``"colocate_with(<op>)"``;
+        only the ones that changed the device are listed (TF keeps the same
+        record as ``Operation._device_assignments``). Pictures show it in tooltips.
+        """
+        return tuple(self._device_assignments)
+
+    @property
     def node_def(self) -> dict:
         """A NodeDef-like dict: name, op, input (``^name`` for control inputs), device, attr."""
         inputs = [t._as_node_def_input() for t in self._inputs]
@@ -256,8 +268,12 @@ class Operation:
     def _attr_names(self) -> list[str]:
         return sorted(self._attrs)
 
-    def _set_device(self, device) -> None:
+    def _set_device(self, device, source: str | None = None) -> None:
         self._device = pydev.canonical_name(device)
+        if source is not None and (
+            not self._device_assignments or self._device_assignments[-1][1] != self._device
+        ):
+            self._device_assignments.append((source, self._device))
 
     def colocation_groups(self) -> list[bytes]:
         """The colocation groups of this op (``[b"loc:@<name>"]`` by default)."""
@@ -301,6 +317,15 @@ class _DeviceEntry:
         self.spec = _as_device_spec(device_name_or_function)
         self.is_null_merge = self.spec.to_string() == ""
         self.function = self._merge
+
+    def describe(self) -> str:
+        """How pictures name this entry: ``tf.device('/job:ps')`` or the device function."""
+        if self.spec is not None:
+            return f"tf.device({self.spec.to_string()!r})"
+        owner = getattr(self.function, "__self__", None)
+        if owner is not None and type(owner).__repr__ is not object.__repr__:
+            return repr(owner)
+        return "device function " + getattr(self.function, "__qualname__", repr(self.function))
 
     def _merge(self, op: Operation) -> str:
         # The op's current device (set by inner scopes) wins field by field; a
@@ -618,7 +643,9 @@ class Graph:
                 continue
             if entry.function is None:
                 break
-            op._set_device(entry.function(op))
+            before = op.device
+            device = entry.function(op)
+            op._set_device(device, None if device == before else entry.describe())
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing: bool = False) -> Iterator[None]:
@@ -658,7 +685,7 @@ class Graph:
         for target in reversed(stack):
             groups.update(target.colocation_groups())
             if target.device and not device_set:
-                op._set_device(target.device)
+                op._set_device(target.device, f"colocate_with({target.name})")
                 device_set = True
         op._set_attr("_class", sorted(groups))
 

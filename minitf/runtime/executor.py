@@ -84,6 +84,8 @@ class StepContext:
         rendezvous: The task's `Rendezvous`, where ``_Recv`` waits (cluster steps).
         transport: What ``_Send`` uses to reach other tasks (cluster steps).
         trace: A list to append one `OpEvent` per executed op to, or None.
+        notes: While tracing, what kernels tell the trace about their op
+            (``{op name: {field: value}}``; see `note`).
     """
 
     def __init__(
@@ -101,15 +103,27 @@ class StepContext:
         self.rendezvous = rendezvous
         self.transport = transport
         self.trace: list | None = None
+        self.notes: dict[str, dict] = {}
+
+    def note(self, op_name: str, field: str, value) -> None:
+        """Adds ``field`` to the traced stats of ``op_name`` (only while tracing).
+
+        Kernels use it to say what the trace cannot see from outside: what a
+        waiting op waited on, which peer a tensor went to, which queue
+        elements moved (`minitf.runtime.step_stats`).
+        """
+        if self.trace is not None:
+            self.notes.setdefault(op_name, {})[field] = value
 
 
 class OpEvent:
     """One executed op of a traced step: what ran, when, on which thread, what it produced."""
 
     __slots__ = ("name", "type", "start_ns", "end_ns", "thread_id", "thread_name",
-                 "output_bytes", "asynchronous")  # fmt: skip
+                 "output_bytes", "asynchronous", "wait_ns", "notes")  # fmt: skip
 
-    def __init__(self, name, op_type, start_ns, end_ns, output_bytes, asynchronous):
+    def __init__(self, name, op_type, start_ns, end_ns, output_bytes, asynchronous, wait_ns=0,
+                 notes=None):  # fmt: skip
         self.name = name
         self.type = op_type
         self.start_ns = start_ns
@@ -119,11 +133,16 @@ class OpEvent:
         self.thread_name = thread.name
         self.output_bytes = output_bytes
         self.asynchronous = asynchronous
+        self.wait_ns = wait_ns
+        self.notes = notes
 
     @classmethod
-    def of(cls, step, start_ns: int, vals: list, asynchronous: bool) -> OpEvent:
+    def of(cls, step, start_ns: int, vals: list, ctx: StepContext, wait_ns: int = 0) -> OpEvent:
         size = sum(getattr(vals[s], "nbytes", 0) for s in step.out_slots)
-        return cls(step.op.name, step.op.type, start_ns, time.perf_counter_ns(), size, asynchronous)
+        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
+        end_ns = time.perf_counter_ns()
+        return cls(step.op.name, step.op.type, start_ns, end_ns, size, step.is_async, wait_ns,
+                   notes)  # fmt: skip
 
 
 class FifoScheduler:
@@ -216,13 +235,13 @@ class Executor:
                     outstanding -= 1
                     item = completions.get_nowait()
                     self._complete(steps, vals, pending, ready, *item)
-                    self._traced(trace, steps, starts, vals, item[0])
+                    self._traced(trace, steps, starts, vals, ctx, item)
                 if not ready:
                     if outstanding:
                         item = self._wait(completions, ctx)
                         outstanding -= 1
                         self._complete(steps, vals, pending, ready, *item)
-                        self._traced(trace, steps, starts, vals, item[0])
+                        self._traced(trace, steps, starts, vals, ctx, item)
                     continue
                 i = self.scheduler.pick(ready, steps)
                 step = steps[i]
@@ -231,9 +250,11 @@ class Executor:
                     starts[i] = time.perf_counter_ns()
                 if step.is_async:
                     try:
-                        step.compute(ctx, _completion(completions, i), *args)
+                        step.compute(ctx, _completion(completions, i, trace), *args)
                     except Exception as exc:
                         raise as_op_error(exc, step.op) from exc
+                    if trace is not None:
+                        starts[i] = (starts[i], time.perf_counter_ns())
                     outstanding += 1
                     continue
                 try:
@@ -243,16 +264,22 @@ class Executor:
                 self._store(step, vals, result)
                 self._release(step, pending, ready)
                 if trace is not None:
-                    trace.append(OpEvent.of(step, starts.pop(i), vals, False))
+                    trace.append(OpEvent.of(step, starts.pop(i), vals, ctx))
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
 
     @staticmethod
-    def _traced(trace, steps, starts, vals, index: int) -> None:
-        """Records an asynchronous op that has just completed (its time includes the wait)."""
+    def _traced(trace, steps, starts, vals, ctx, item: tuple) -> None:
+        """Records an asynchronous op that has just completed (its time includes the wait).
+
+        It waited if its kernel finished after its compute call had returned.
+        """
+        index = item[0]
         if trace is not None and index in starts:
-            trace.append(OpEvent.of(steps[index], starts.pop(index), vals, True))
+            start_ns, returned_ns = starts.pop(index)
+            wait_ns = max(0, item[2] - returned_ns) if len(item) > 2 else 0
+            trace.append(OpEvent.of(steps[index], start_ns, vals, ctx, wait_ns))
 
     @staticmethod
     def _wait(completions: queue.SimpleQueue, ctx: StepContext):
@@ -264,7 +291,7 @@ class Executor:
                 None, None, "Timed out waiting for a blocked op (the run's deadline passed)"
             ) from None
 
-    def _complete(self, steps, vals, pending, ready, i: int, result: Any) -> None:
+    def _complete(self, steps, vals, pending, ready, i: int, result: Any, *_) -> None:
         step = steps[i]
         if isinstance(result, BaseException):
             raise as_op_error(result, step.op)
@@ -288,7 +315,14 @@ class Executor:
                 ready.append(j)
 
 
-def _completion(completions: queue.SimpleQueue, i: int) -> Callable[[Any], None]:
+def _completion(completions: queue.SimpleQueue, i: int, trace) -> Callable[[Any], None]:
+    if trace is not None:  # a traced step also learns when the kernel finished
+
+        def done_traced(result: Any) -> None:
+            completions.put((i, result, time.perf_counter_ns()))
+
+        return done_traced
+
     def done(result: Any) -> None:
         completions.put((i, result))
 

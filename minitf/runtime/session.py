@@ -21,6 +21,7 @@ import numpy as np
 from minitf.framework import device as pydev
 from minitf.framework import errors, ops
 from minitf.runtime import fetches as fetch_lib
+from minitf.runtime import step_stats
 from minitf.runtime.config import ConfigProto, RunOptions
 from minitf.runtime.executor import Executor, StepContext
 from minitf.runtime.master import Master
@@ -202,7 +203,8 @@ class BaseSession:
         finally:
             self._active_steps.discard(ctx)
             if tracing:
-                run_metadata.step_stats = step_stats(LOCAL_DEVICE, ctx.trace)
+                nodes = [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
+                run_metadata.step_stats = step_stats.build({LOCAL_DEVICE: nodes})
         return [
             _client_value(v.read() if t.dtype._is_ref_dtype else v)
             for t, v in zip(fetch_tensors, results)
@@ -353,34 +355,6 @@ def _satisfies(requested: pydev.DeviceSpec, device: pydev.DeviceSpec) -> bool:
         if want is not None and want != getattr(device, field):
             return False
     return True
-
-
-def step_stats(device: str, events) -> dict:
-    """TF's ``StepStats`` as a dict: one device, one ``node_stats`` entry per executed op.
-
-    Times are microseconds: ``all_start_micros`` on a wall clock shared by the
-    events of the run, the others relative to the op's start.
-    """
-    offset_ns = time.time_ns() - time.perf_counter_ns()
-    nodes = []
-    for e in events:
-        duration = (e.end_ns - e.start_ns) // 1000
-        nodes.append(
-            {
-                "node_name": e.name,
-                "op": e.type,
-                "all_start_micros": (e.start_ns + offset_ns) // 1000,
-                "op_start_rel_micros": 0,
-                "op_end_rel_micros": duration,
-                "all_end_rel_micros": duration,
-                "thread_id": e.thread_id,
-                "thread_name": e.thread_name,
-                "output_bytes": e.output_bytes,
-                "asynchronous": e.asynchronous,
-                "timeline_label": f"{e.name} = {e.type}()",
-            }
-        )
-    return {"dev_stats": [{"device": device, "node_stats": nodes}]}
 
 
 def _read_only_view(array: np.ndarray) -> np.ndarray:

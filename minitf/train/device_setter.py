@@ -98,6 +98,13 @@ class _ReplicaDeviceChooser:
         self._ps_ops = ps_ops
         self._ps_strategy = ps_strategy
 
+    def __repr__(self) -> str:
+        # How pictures name the device function that placed an op.
+        return (
+            f"replica_device_setter(ps_tasks={self._ps_tasks}, ps_device={self._ps_device!r}, "
+            f"worker_device={self._worker_device!r})"
+        )
+
     def device_function(self, op: Any) -> str:
         """Chooses the device of `op` (an `Operation`; only `device`, `type` are read).
 

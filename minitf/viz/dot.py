@@ -18,19 +18,7 @@ from minitf.framework import device as pydev
 from minitf.framework import ops
 from minitf.runtime import partition as partition_lib
 from minitf.runtime.plan import prune, topological_order
-from minitf.viz.graph_data import op_role
-
-ROLE_COLORS = {
-    "variable": "#f4a261",
-    "accumulator": "#e76f51",
-    "queue": "#e9c46a",
-    "init": "#a8dadc",
-    "update": "#f28482",
-    "sendrecv": "#8ecae6",
-    "feed": "#d9ed92",
-    "compute": "#ffffff",
-}
-
+from minitf.viz.graph_data import ROLE_COLORS, op_role
 
 _HIGHLIGHTS = {
     "done": ', penwidth=3, color="#2a9d8f"',

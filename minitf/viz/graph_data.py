@@ -24,6 +24,18 @@ from __future__ import annotations
 
 from minitf.framework import ops
 
+ROLE_COLORS = {
+    "variable": "#f4a261",
+    "accumulator": "#e76f51",
+    "queue": "#e9c46a",
+    "init": "#a8dadc",
+    "update": "#f28482",
+    "sendrecv": "#8ecae6",
+    "feed": "#d9ed92",
+    "compute": "#ffffff",
+}
+"""The fill colour of each role, shared by the graph pictures and the timeline picture."""
+
 _VARIABLE_OPS = {"VariableV2", "Variable", "VarHandleOp"}
 _QUEUE_OPS = {
     "FIFOQueueV2",

@@ -1,0 +1,110 @@
+"""Step statistics: what a traced step records, as TF's ``StepStats`` in plain dicts.
+
+A run with ``tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`` and a
+``tf.RunMetadata`` fills ``run_metadata.step_stats``; a `minitf.viz.Tracer`
+gathers the same for every step the tasks of a cluster ran during a span of
+training. Both have this shape (TF's field names, plus a few of minitf's own
+for the teaching pictures)::
+
+    {"dev_stats": [                      # one entry per task (its one device)
+        {"device": "/job:ps/replica:0/task:0/device:CPU:0",
+         "node_stats": [                 # one entry per executed op, in start order
+             {"node_name": "Adam/update_w/ApplyAdam",
+              "op": "ApplyAdam",
+              "all_start_micros": 1732420000123456,   # one clock for the cluster
+              "op_start_rel_micros": 0,
+              "op_end_rel_micros": 41,
+              "all_end_rel_micros": 41,              # duration, waits included
+              "thread_id": 140230, "thread_name": "minitf-run",
+              "output_bytes": 1024,                   # bytes of the op's outputs
+              "asynchronous": False,                  # an op that may wait
+              "timeline_label": "Adam/update_w/ApplyAdam = ApplyAdam()",
+              "step_id": 8841,                        # the step it belongs to
+              "wait_micros": 0,                       # time spent waiting
+              # only where they apply:
+              "waited_on": {"kind": "queue", "name": "sync_token_q",
+                            "size": 0},               # state when it began to wait
+              "transfer": {"direction": "send", "key": "<src>;<dst>;<tensor>",
+                           "peer": "/job:worker/...", "bytes": 1024},
+              "elements": {"queue": "sync_token_q", "direction": "enqueue",
+                           "ids": [17, 18]}},        # queue element ids moved
+             ...]}]}
+
+``waited_on`` kinds: ``"queue"`` (``name``, ``size`` and ``capacity``),
+``"accumulator"`` (``name``, ``count`` of gradients and ``required``) and
+``"rendezvous"`` (the ``key`` a ``_Recv`` waited for). ``transfer`` joins a
+``_Send`` to its ``_Recv`` through ``(step_id, key)``; ``elements`` joins an
+enqueue to the dequeue that took its elements through ``(queue, id)``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+_WALL_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
+
+
+def wall_micros(perf_ns: int) -> int:
+    """A ``time.perf_counter_ns()`` reading of this process as wall-clock microseconds."""
+    return (perf_ns + _WALL_OFFSET_NS) // 1000
+
+
+def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, Any]:
+    """One ``node_stats`` entry from an executor `OpEvent`.
+
+    Args:
+        event: The `minitf.runtime.executor.OpEvent`.
+        step_id: The step it ran in.
+        clock_offset_micros: Added to its start: this process's clock relative
+            to the clock the trace is kept in (see `minitf.runtime.master`).
+    """
+    duration = (event.end_ns - event.start_ns) // 1000
+    stats = {
+        "node_name": event.name,
+        "op": event.type,
+        "all_start_micros": wall_micros(event.start_ns) + clock_offset_micros,
+        "op_start_rel_micros": 0,
+        "op_end_rel_micros": duration,
+        "all_end_rel_micros": duration,
+        "thread_id": event.thread_id,
+        "thread_name": event.thread_name,
+        "output_bytes": event.output_bytes,
+        "asynchronous": event.asynchronous,
+        "timeline_label": f"{event.name} = {event.type}()",
+        "step_id": step_id,
+        "wait_micros": event.wait_ns // 1000,
+    }
+    if event.notes:
+        stats.update(event.notes)
+    return stats
+
+
+def shift(stats: list[dict], micros: int) -> list[dict]:
+    """``node_stats`` entries moved by ``micros`` on the clock (a task's offset)."""
+    if not micros:
+        return stats
+    return [{**s, "all_start_micros": s["all_start_micros"] + micros} for s in stats]
+
+
+def build(per_device: dict[str, list[dict]]) -> dict:
+    """``{"dev_stats": [...]}`` from ``{device: node_stats}``, each device's ops by start time."""
+    return {
+        "dev_stats": [
+            {"device": device, "node_stats": sorted(nodes, key=_start)}
+            for device, nodes in sorted(per_device.items())
+        ]
+    }
+
+
+def merge(*step_stats: dict) -> dict:
+    """One ``StepStats`` holding every device's ops of several."""
+    per_device: dict[str, list[dict]] = {}
+    for stats in step_stats:
+        for dev in stats.get("dev_stats", []):
+            per_device.setdefault(dev["device"], []).extend(dev["node_stats"])
+    return build(per_device)
+
+
+def _start(node: dict) -> tuple[int, int]:
+    return node["all_start_micros"], -node["all_end_rel_micros"]
