@@ -69,6 +69,11 @@ class _AccumulatorBase(BlockingResource):
             )
         self.global_step = step
 
+    def state_locked(self) -> dict:
+        """What a trace shows of an accumulator: its gradients so far and its step."""
+        return {"kind": "accumulator", "name": self.name, "count": self.counter,
+                "global_step": self.global_step}  # fmt: skip
+
     def run_take(self, attempt: Attempt):
         """Completes a take once enough gradients are in (lock held)."""
         if self.counter < attempt.state:
@@ -253,11 +258,25 @@ def _scalar_step(op, local_step) -> int:
     return int(local_step)
 
 
+def _apply(op, ctx, acc, step: int, apply) -> None:
+    """Runs ``apply()`` on the accumulator; a traced step notes whether it counted."""
+    if ctx.trace is None:
+        acc.mutate(apply)
+        return
+
+    def apply_and_look():
+        fresh = acc.is_fresh(step)
+        apply()
+        return {**acc.state_locked(), "local_step": step, "stale": not fresh}
+
+    ctx.note(op.name, "accumulated", acc.mutate(apply_and_look))
+
+
 @register_kernel("ResourceAccumulatorApplyGradient", stateful=True)
 def _apply_kernel(op):
     def compute(ctx, acc, local_step, gradient):
         step = _scalar_step(op, local_step)
-        acc.mutate(lambda: acc.apply(step, gradient))
+        _apply(op, ctx, acc, step, lambda: acc.apply(step, gradient))
 
     return compute
 
@@ -269,8 +288,9 @@ def _sparse_apply_kernel(op):
     def compute(ctx, acc, local_step, indices, values, shape):
         step = _scalar_step(op, local_step)
         indices, values = np.asarray(indices), np.asarray(values)
-        acc.mutate(lambda: acc.apply(step, indices, values, np.asarray(shape).tolist(),
-                                     has_known_shape))  # fmt: skip
+        shape = np.asarray(shape).tolist()
+        _apply(op, ctx, acc, step, lambda: acc.apply(step, indices, values, shape,
+                                                     has_known_shape))  # fmt: skip
 
     return compute
 
@@ -282,6 +302,9 @@ def _take_builder(op):
             raise errors.InvalidArgumentError(
                 op.node_def, op, f"Argument num_required must be positive, but was {n}"
             )
+        if ctx.trace is not None:
+            with acc.lock:
+                ctx.note(op.name, "waited_on", {**acc.state_locked(), "required": n})
         acc.try_attempt(TAKE, ctx, done, acc.run_take, "TakeGrad operation was cancelled", n)
 
     return compute

@@ -62,6 +62,10 @@ class FIFOQueue(BlockingResource):
         self.closed = False
         self._elements: list = []  # tuples, oldest first; a deque would not slice
         self._start = 0  # index of the oldest element in _elements
+        # Element ids for traces: the n-th element ever enqueued has id n. FIFO
+        # order means the next dequeue takes id ``popped``.
+        self.pushed = 0
+        self.popped = 0
 
     # -- state (call with the lock held) ---------------------------------------------------
 
@@ -74,8 +78,10 @@ class FIFOQueue(BlockingResource):
 
     def _push(self, element: tuple) -> None:
         self._elements.append(element)
+        self.pushed += 1
 
     def _pop(self) -> tuple:
+        self.popped += 1
         element = self._elements[self._start]
         self._elements[self._start] = None
         self._start += 1
@@ -88,6 +94,12 @@ class FIFOQueue(BlockingResource):
         live = self._elements[self._start :]
         self._elements = list(elements) + live
         self._start = 0
+        self.popped -= len(elements)  # they were the last ones taken: their ids come back
+
+    def state_locked(self) -> dict:
+        """What a trace shows of a queue an op waited on."""
+        return {"kind": "queue", "name": self.name, "size": self.size_locked(),
+                "capacity": self.capacity}  # fmt: skip
 
     def check_compatible(self, capacity: int, component_types, shapes) -> None:
         """Raises TF's error if a second creator asks for another queue under this name."""
@@ -169,6 +181,8 @@ class FIFOQueue(BlockingResource):
                 errors.CancelledError(None, None, f"FIFOQueue '{self.name}' is closed.")
             )
         elements, moved = attempt.state, False
+        if elements.next == 0:
+            elements.first_id = self.pushed
         while elements.next < len(elements.items) and self._has_room():
             self._push(elements.items[elements.next])
             elements.next += 1
@@ -180,6 +194,7 @@ class FIFOQueue(BlockingResource):
     def run_dequeue(self, attempt: Attempt):
         """Dequeues one element."""
         if self.size_locked():
+            attempt.state.first_id = self.popped  # the id of the element it takes
             return attempt.complete(self._pop())
         if self.closed:
             return attempt.complete(self._insufficient(1))
@@ -200,6 +215,8 @@ class FIFOQueue(BlockingResource):
             else:
                 return attempt.complete(self._insufficient(needed, size))
         moved = False
+        if not taken.items:
+            taken.first_id = self.popped
         while len(taken.items) < taken.wanted and self.size_locked():
             taken.items.append(self._pop())
             moved = True
@@ -243,21 +260,23 @@ class FIFOQueue(BlockingResource):
 class _Pending:
     """The elements an enqueue still has to insert."""
 
-    __slots__ = ("items", "next")
+    __slots__ = ("items", "next", "first_id")
 
     def __init__(self, items: list):
         self.items = items
         self.next = 0
+        self.first_id = 0
 
 
 class _Taken:
     """The elements a dequeue_many has taken so far."""
 
-    __slots__ = ("items", "wanted")
+    __slots__ = ("items", "wanted", "first_id")
 
     def __init__(self, wanted: int):
         self.items: list = []
         self.wanted = wanted
+        self.first_id = 0
 
 
 # -- kernels ----------------------------------------------------------------------------------
@@ -284,18 +303,40 @@ def _fifo_queue_kernel(op):
     return compute
 
 
+def _traced(op, ctx, queue: FIFOQueue, done, direction: str, state):
+    """``done``, or — in a traced step — ``done`` that first notes which elements moved.
+
+    Also notes the queue's state as the op starts: what it waits on if it must.
+    """
+    if ctx.trace is None:
+        return done
+    with queue.lock:
+        ctx.note(op.name, "waited_on", queue.state_locked())
+
+    def traced_done(result):
+        if not isinstance(result, Exception):
+            count = state.next if isinstance(state, _Pending) else max(len(state.items), 1)
+            ids = list(range(state.first_id, state.first_id + count))
+            ctx.note(op.name, "elements", {"queue": queue.name, "direction": direction,
+                                           "ids": ids})  # fmt: skip
+        done(result)
+
+    return traced_done
+
+
 @register_kernel("QueueEnqueueV2", is_async=True, stateful=True)
 def _enqueue_kernel(op):
     def compute(ctx, done, queue, *components):
         queue.validate_tuple(components, batched=False)
         element = tuple(frozen(c) for c in components)
+        pending = _Pending([element])
         queue.try_attempt(
             ENQUEUE,
             ctx,
-            done,
+            _traced(op, ctx, queue, done, "enqueue", pending),
             queue.run_enqueue,
             "Enqueue operation was cancelled",
-            _Pending([element]),
+            pending,
         )
 
     return compute
@@ -310,14 +351,14 @@ def _enqueue_many_kernel(op):
             done(None)  # TF: an empty batch completes at once, even on a closed queue
             return
         columns = [frozen(c) for c in components]
-        elements = [tuple(col[i, ...] for col in columns) for i in range(batch)]
+        pending = _Pending([tuple(col[i, ...] for col in columns) for i in range(batch)])
         queue.try_attempt(
             ENQUEUE,
             ctx,
-            done,
+            _traced(op, ctx, queue, done, "enqueue", pending),
             queue.run_enqueue,
             "Enqueue operation was cancelled",
-            _Pending(elements),
+            pending,
         )
 
     return compute
@@ -330,12 +371,15 @@ def _outputs(element: tuple):
 @register_kernel("QueueDequeueV2", is_async=True, stateful=True)
 def _dequeue_kernel(op):
     def compute(ctx, done, queue):
+        taken = _Taken(1)  # run_dequeue keeps only the id of the element in it
+        done = _traced(op, ctx, queue, done, "dequeue", taken)
         queue.try_attempt(
             DEQUEUE,
             ctx,
             lambda result: done(result if isinstance(result, Exception) else _outputs(result)),
             queue.run_dequeue,
             "Dequeue operation was cancelled",
+            taken,
         )
 
     return compute
@@ -371,8 +415,11 @@ def _dequeue_many_builder(up_to: bool):
                 done(_batch(queue, []))
                 return
 
+            taken = _Taken(n)
+            traced_done = _traced(op, ctx, queue, done, "dequeue", taken)
+
             def deliver(result):
-                done(result if isinstance(result, Exception) else _batch(queue, result))
+                traced_done(result if isinstance(result, Exception) else _batch(queue, result))
 
             queue.try_attempt(
                 DEQUEUE,
@@ -380,7 +427,7 @@ def _dequeue_many_builder(up_to: bool):
                 deliver,
                 lambda attempt: queue.run_dequeue_many(attempt, up_to),
                 "Dequeue operation was cancelled",
-                _Taken(n),
+                taken,
             )
 
         return compute

@@ -34,6 +34,7 @@ import numpy as np
 
 from minitf.framework import errors, ops
 from minitf.runtime import partition as partition_lib
+from minitf.runtime import step_stats
 from minitf.runtime.cluster_spec import ClusterSpec
 from minitf.runtime.plan import prune, topological_order
 from minitf.runtime.server import connect_with_retry
@@ -197,6 +198,7 @@ class Master:
         self._channels_lock = threading.Lock()
         self._plans: dict[tuple, _StepPlan] = {}
         self._build_lock = threading.Lock()
+        self._clock_offsets: dict[str, int] = {}
 
     def devices(self) -> list[str]:
         """Every device of the cluster."""
@@ -264,8 +266,13 @@ class Master:
 
     # -- running ---------------------------------------------------------------------------
 
-    def run(self, fetches, targets, feeds, feed_values, timeout_ms: int) -> list[Any]:
-        """Runs one step; returns the fetched values.
+    def run(
+        self, fetches, targets, feeds, feed_values, timeout_ms: int, trace: bool = False
+    ) -> tuple[list[Any], dict | None]:
+        """Runs one step; returns the fetched values and, if ``trace``, its step stats.
+
+        The step stats have one ``dev_stats`` entry per task, on this
+        process's clock (`clock_offset`).
 
         Raises:
             OpError: the root-cause TF error of a failing task, or
@@ -277,7 +284,7 @@ class Master:
         for task, handle, feed_idx in plan.parts:
             values = [feed_values[i] for i in feed_idx]
             channel = self.channel(task)
-            message = lambda c, h=handle, v=values: ("run", c, h, step_id, v, timeout_ms)  # noqa: E731
+            message = lambda c, h=handle, v=values: ("run", c, h, step_id, v, timeout_ms, trace)  # noqa: E731
             calls.append((task, channel.call(message)))
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
         results: dict[str, list] = {}
@@ -296,10 +303,66 @@ class Master:
                 break
         if failure is not None:
             raise self._abort(step_id, calls, failure)
-        return [
+        values = [
             feed_values[index] if task is None else _owned(results[task][index])
             for task, index in plan.fetch_from
         ]
+        if not trace:
+            return values, None
+        per_task = {
+            partition_lib.full_device_of(task): step_stats.shift(
+                pending.reply[3], self.clock_offset(task)
+            )
+            for task, pending in calls
+        }
+        return values, step_stats.build(per_task)
+
+    # -- tracing ---------------------------------------------------------------------------
+
+    def clock_offset(self, task: str) -> int:
+        """Microseconds to add to ``task``'s clock to read it on this process's clock.
+
+        Measured once per task, NTP-style: of three round trips, the one with
+        the shortest round trip time gives ``(send + receive) / 2 - task's time``.
+        On one machine it is about zero; across machines it lines traces up.
+        """
+        offset = self._clock_offsets.get(task)
+        if offset is None:
+            best = None
+            for _ in range(3):
+                sent = step_stats.wall_micros()
+                remote = self.channel(task).request(lambda c: ("clock", c), timeout=10.0)
+                received = step_stats.wall_micros()
+                if best is None or received - sent < best[0]:
+                    best = (received - sent, (sent + received) // 2 - remote)
+            offset = self._clock_offsets[task] = best[1]
+        return offset
+
+    def tasks(self) -> list[str]:
+        """Every task of the cluster (``/job:ps/replica:0/task:0``, ...)."""
+        return [
+            f"/job:{job}/replica:0/task:{i}"
+            for job in self.cluster.jobs
+            for i in self.cluster.task_indices(job)
+        ]
+
+    def start_recording(self) -> dict[str, int]:
+        """Has every task record every step it runs, whoever runs it; returns the recording ids."""
+        return {
+            task: self.channel(task).request(lambda c: ("trace_start", c), timeout=10.0)
+            for task in self.tasks()
+        }
+
+    def stop_recording(self, recordings: dict[str, int]) -> tuple[dict, int]:
+        """Ends the recordings; returns their step stats (this process's clock) and drops."""
+        per_task, dropped = {}, 0
+        for task, rid in recordings.items():
+            nodes, lost = self.channel(task).request(lambda c, r=rid: ("trace_stop", c, r), 30.0)
+            per_task[partition_lib.full_device_of(task)] = step_stats.shift(
+                nodes, self.clock_offset(task)
+            )
+            dropped += lost
+        return step_stats.build(per_task), dropped
 
     def _abort(self, step_id, calls, failure: errors.OpError) -> errors.OpError:
         """Aborts the step everywhere, lets the tasks report, returns the root cause."""

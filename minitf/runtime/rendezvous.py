@@ -119,7 +119,10 @@ def _send_kernel(op):
 
     def compute(ctx, *value):
         # A control edge sends no data: an empty marker stands for "done".
-        ctx.transport.send_tensor(recv_task, ctx.step_id, key, value[0] if value else np.True_)
+        tensor = value[0] if value else np.True_
+        ctx.transport.send_tensor(recv_task, ctx.step_id, key, tensor)
+        if ctx.trace is not None:
+            ctx.note(op.name, "transfer", _transfer("send", key, tensor))
 
     return compute
 
@@ -129,9 +132,30 @@ def _recv_kernel(op):
     key = op.get_attr("tensor_name")
 
     def compute(ctx, done):
-        ctx.rendezvous.recv(ctx.step_id, key, ctx, done)
+        if ctx.trace is None:
+            ctx.rendezvous.recv(ctx.step_id, key, ctx, done)
+            return
+        ctx.note(op.name, "waited_on", {"kind": "rendezvous", "key": key})
+
+        def traced_done(value):
+            if not isinstance(value, Exception):
+                ctx.note(op.name, "transfer", _transfer("recv", key, value))
+            done(value)
+
+        ctx.rendezvous.recv(ctx.step_id, key, ctx, traced_done)
 
     return compute
+
+
+def _transfer(direction: str, key: str, value) -> dict:
+    """A trace's record of one tensor crossing tasks (`minitf.runtime.step_stats`).
+
+    The peer is the other end's device, read off the key (``src;dst;tensor``).
+    """
+    src, dst, _ = key.split(";", 2)
+    peer = dst if direction == "send" else src
+    return {"direction": direction, "key": key, "peer": peer,
+            "bytes": int(getattr(value, "nbytes", 0))}  # fmt: skip
 
 
 NotDifferentiable("_Send")

@@ -17,13 +17,18 @@ carrying replies, tensors and aborts meanwhile.
 
 Messages are tuples whose first element names them:
 
-========================================  =====================================
-``("hello", call)``                        → the cluster and this task's name
-``("register", call, partition)``          → a handle for the partition
-``("run", call, handle, step, feeds, ms)`` → the fetched values, or the error
-``("tensor", step, key, value)``           a ``_Send`` from another task
-``("abort", step, code, message)``         cancel the step here
-========================================  =====================================
+===============================================  ================================
+``("hello", call)``                               → the cluster and this task's name
+``("register", call, partition)``                 → a handle for the partition
+``("run", call, handle, step, feeds, ms, trace)`` → the fetched values (and, when
+                                                  traced, the step's op stats), or
+                                                  the error
+``("tensor", step, key, value)``                  a ``_Send`` from another task
+``("abort", step, code, message)``                cancel the step here
+``("clock", call)``                               → this task's clock (µs), for traces
+``("trace_start", call)``                         → a recording id: trace every step
+``("trace_stop", call, id)``                      → the recording's op stats
+===============================================  ================================
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.runtime import partition as partition_lib
+from minitf.runtime import step_stats
 from minitf.runtime.cluster_spec import ClusterSpec
 from minitf.runtime.executor import Executor, StepContext
 from minitf.runtime.plan import bind_kernel, build_plan
@@ -238,6 +244,7 @@ class Server:
         self._registered: dict[int, _Registered] = {}
         self._handles = itertools.count(1)
         self._steps: dict[int, StepContext] = {}
+        self.recorders = step_stats.Recorders()
         self._steps_lock = threading.Lock()
         self._listener: WireListener | None = None
         self._wires: set[Wire] = set()
@@ -387,6 +394,12 @@ class Server:
             self._abort(step_id, errors.exception_type_from_error_code(code)(None, None, text))
         elif kind == "hello":
             self._reply(wire, ("ok", message[1], (self._cluster.as_dict(), self._job, self._task)))
+        elif kind == "clock":
+            self._reply(wire, ("ok", message[1], step_stats.wall_micros()))
+        elif kind == "trace_start":
+            self._reply(wire, ("ok", message[1], self.recorders.start()))
+        elif kind == "trace_stop":
+            self._reply(wire, ("ok", message[1], self.recorders.stop(message[2])))
         else:
             logger.warning("%s: unknown request %r", self.task_name, kind)
 
@@ -399,7 +412,7 @@ class Server:
     # -- running partitions --------------------------------------------------------------
 
     def _run(self, wire: Wire, message: tuple) -> None:
-        _, call, handle, step_id, feed_values, timeout_ms = message
+        _, call, handle, step_id, feed_values, timeout_ms, traced = message
         registered = self._registered.get(handle)
         if registered is None:
             self._reply(
@@ -411,6 +424,9 @@ class Server:
         ctx = StepContext(
             self.resource_mgr, deadline, step_id, rendezvous=self.rendezvous, transport=self._peers
         )
+        recording = self.recorders.active
+        if traced or recording:
+            ctx.trace = []
         with self._steps_lock:
             self._steps[step_id] = ctx
         try:
@@ -423,6 +439,12 @@ class Server:
             with self._steps_lock:
                 self._steps.pop(step_id, None)
             self.rendezvous.cleanup(step_id)
+        if ctx.trace is not None:
+            nodes = [step_stats.node_stats(e, step_id) for e in ctx.trace]
+            if recording:
+                self.recorders.record(nodes)
+            if traced and reply[0] == "ok":
+                reply = (*reply, nodes)
         self._reply(wire, reply)
 
     def _abort(self, step_id: int, error: errors.OpError) -> None:

@@ -67,6 +67,7 @@ class BaseSession:
         self._active_steps: set[StepContext] = set()
         self._resource_mgr = ResourceMgr()
         self._executor = Executor()
+        self.recorders = step_stats.Recorders()
         self._default_session_context = None
         # With a target, steps run on a cluster: the master places, partitions
         # and sends them to the tasks, whose servers hold the state.
@@ -96,6 +97,34 @@ class BaseSession:
         """The devices available to this session (every task's CPU in a cluster)."""
         names = self._master.devices() if self._master is not None else [LOCAL_DEVICE]
         return [_DeviceAttributes(name, "CPU", 268435456) for name in names]
+
+    def start_recording(self):
+        """Starts recording every step that this session's tasks run (minitf's, for `Tracer`).
+
+        A local session records its own steps. A cluster session asks every
+        task of the cluster to record every step it runs, whichever client
+        runs it — the other workers' steps included.
+
+        Returns:
+            A token for `stop_recording`.
+        """
+        self._check_open()
+        if self._master is not None:
+            return self._master.start_recording()
+        return self.recorders.start()
+
+    def stop_recording(self, token) -> tuple[dict, int]:
+        """Ends a recording.
+
+        Returns:
+            ``(step_stats, dropped)``: the recorded ops as ``StepStats``
+            (`minitf.runtime.step_stats`) on this process's clock, and how
+            many ops were left out over the recording limit.
+        """
+        if self._master is not None:
+            return self._master.stop_recording(token)
+        nodes, dropped = self.recorders.stop(token)
+        return step_stats.build({LOCAL_DEVICE: nodes}), dropped
 
     def as_default(self):
         """A context manager making this session the default session."""
@@ -183,14 +212,16 @@ class BaseSession:
     def _run_signature(
         self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata=None
     ):
+        tracing = run_metadata is not None and getattr(options, "trace_level", 0) > 0
         if self._master is not None:
             return self._run_on_cluster(
-                fetch_tensors, target_ops, feed_tensors, feed_values, options
-            )
+                fetch_tensors, target_ops, feed_tensors, feed_values, options,
+                run_metadata if tracing else None,
+            )  # fmt: skip
         plan = self._plan(fetch_tensors, target_ops, feed_tensors)
         ctx = StepContext(self._resource_mgr, deadline=self._deadline(options))
-        tracing = run_metadata is not None and getattr(options, "trace_level", 0) > 0
-        if tracing:
+        recording = self.recorders.active
+        if tracing or recording:
             ctx.trace = []
         # No lock here: many threads run steps at once, and set.add/discard are
         # atomic. close() sets _closed before it cancels the active steps, so a
@@ -202,20 +233,28 @@ class BaseSession:
             results = self._executor.run(plan, ctx, feed_values)
         finally:
             self._active_steps.discard(ctx)
-            if tracing:
+            if ctx.trace is not None:
                 nodes = [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
-                run_metadata.step_stats = step_stats.build({LOCAL_DEVICE: nodes})
+                if recording:
+                    self.recorders.record(nodes)
+                if tracing:
+                    run_metadata.step_stats = step_stats.build({LOCAL_DEVICE: nodes})
         return [
             _client_value(v.read() if t.dtype._is_ref_dtype else v)
             for t, v in zip(fetch_tensors, results)
         ]
 
-    def _run_on_cluster(self, fetch_tensors, target_ops, feed_tensors, feed_values, options):
+    def _run_on_cluster(
+        self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata
+    ):
         with self._lock:
             self._check_open()
-        values = self._master.run(
-            fetch_tensors, target_ops, feed_tensors, feed_values, self._timeout_ms(options)
-        )
+        values, stats = self._master.run(
+            fetch_tensors, target_ops, feed_tensors, feed_values, self._timeout_ms(options),
+            trace=run_metadata is not None,
+        )  # fmt: skip
+        if run_metadata is not None:
+            run_metadata.step_stats = stats
         return [_client_value(v) for v in values]
 
     def _timeout_ms(self, options) -> int:

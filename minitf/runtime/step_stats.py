@@ -39,14 +39,18 @@ enqueue to the dequeue that took its elements through ``(queue, id)``.
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from typing import Any
 
 _WALL_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
 
 
-def wall_micros(perf_ns: int) -> int:
-    """A ``time.perf_counter_ns()`` reading of this process as wall-clock microseconds."""
+def wall_micros(perf_ns: int | None = None) -> int:
+    """A ``time.perf_counter_ns()`` reading (default: now) as wall-clock microseconds."""
+    if perf_ns is None:
+        perf_ns = time.perf_counter_ns()
     return (perf_ns + _WALL_OFFSET_NS) // 1000
 
 
@@ -77,6 +81,8 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
     }
     if event.notes:
         stats.update(event.notes)
+        if not event.wait_ns:
+            stats.pop("waited_on", None)  # it did not have to wait after all
     return stats
 
 
@@ -108,3 +114,45 @@ def merge(*step_stats: dict) -> dict:
 
 def _start(node: dict) -> tuple[int, int]:
     return node["all_start_micros"], -node["all_end_rel_micros"]
+
+
+class Recorders:
+    """The open recordings of one task or local session (what a `minitf.viz.Tracer` reads).
+
+    While any is open, every step the owner runs is traced and its ops are
+    added to each. A recording keeps at most ``limit`` ops; past that it
+    counts what it dropped, so a forgotten tracer cannot eat the memory.
+    """
+
+    def __init__(self, limit: int = 500_000):
+        self._lock = threading.Lock()
+        self._open: dict[int, list[dict]] = {}
+        self._dropped: dict[int, int] = {}
+        self._ids = itertools.count(1)
+        self._limit = limit
+
+    @property
+    def active(self) -> bool:
+        """Whether a recording is open (read without the lock: a stale answer costs one step)."""
+        return bool(self._open)
+
+    def start(self) -> int:
+        """Opens a recording; returns its id."""
+        with self._lock:
+            rid = next(self._ids)
+            self._open[rid] = []
+            self._dropped[rid] = 0
+            return rid
+
+    def stop(self, rid: int) -> tuple[list[dict], int]:
+        """Closes a recording; returns its ops and how many were dropped over the limit."""
+        with self._lock:
+            return self._open.pop(rid, []), self._dropped.pop(rid, 0)
+
+    def record(self, nodes: list[dict]) -> None:
+        """Adds one step's ops to every open recording."""
+        with self._lock:
+            for rid, kept in self._open.items():
+                room = self._limit - len(kept)
+                kept.extend(nodes[: max(room, 0)])
+                self._dropped[rid] += max(len(nodes) - max(room, 0), 0)

@@ -1,0 +1,249 @@
+"""The timeline picture: lanes, one band per task, bars coloured by role, waits hatched."""
+
+import threading
+
+import pytest
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+
+import minitf as tf
+from minitf.viz.graph_data import ROLE_COLORS
+from minitf.viz.timeline_plot import lanes, plot_timeline
+
+pytestmark = pytest.mark.timeout(60)
+
+T0 = 1_700_000_000_000_000
+PS = "/job:ps/replica:0/task:0/device:CPU:0"
+WORKER0 = "/job:worker/replica:0/task:0/device:CPU:0"
+WORKER1 = "/job:worker/replica:0/task:1/device:CPU:0"
+
+# The role of each op type used below, as the graph_data module docstring lists them.
+ROLE_BY_TYPE = {
+    "AccumulatorTakeGradient": "accumulator",
+    "AccumulatorApplyGradient": "accumulator",
+    "ApplyGradientDescent": "update",
+    "_Recv": "sendrecv",
+    "MatMul": "compute",
+    "QueueDequeueV2": "queue",
+}
+
+
+def _node(name, op, start, duration, step_id, wait=0):
+    return {
+        "node_name": name,
+        "op": op,
+        "all_start_micros": T0 + start,
+        "op_start_rel_micros": 0,
+        "op_end_rel_micros": duration,
+        "all_end_rel_micros": duration,
+        "thread_id": 1,
+        "thread_name": "minitf-run",
+        "output_bytes": 16,
+        "asynchronous": wait > 0,
+        "step_id": step_id,
+        "wait_micros": wait,
+    }
+
+
+def _cluster_stats():
+    """1 ps and 2 workers; worker 1 takes 3 ms a step, worker 0 1.3 ms (waits left out)."""
+    ps = [
+        _node("ps/take", "AccumulatorTakeGradient", 1000, 3000, 10, wait=2500),
+        _node("ps/apply_w0", "AccumulatorApplyGradient", 2000, 200, 10),
+        _node("ps/update", "ApplyGradientDescent", 4000, 500, 10),
+    ]
+    worker0 = [
+        _node("w0/s10/recv", "_Recv", 0, 200, 10),
+        _node("w0/s10/MatMul", "MatMul", 200, 1000, 10),
+        _node("w0/s10/token", "QueueDequeueV2", 1200, 3400, 10, wait=3000),
+        _node("w0/s11/MatMul", "MatMul", 4600, 1000, 11),
+    ]
+    worker1 = [
+        _node("w1/s20/MatMul", "MatMul", 0, 2000, 20),
+        _node("w1/s20/MatMul_1", "MatMul", 2000, 2000, 20),
+        _node("w1/s21/MatMul", "MatMul", 4000, 2000, 21),
+    ]
+    return {
+        "dev_stats": [
+            {"device": WORKER0, "node_stats": worker0},
+            {"device": PS, "node_stats": ps},
+            {"device": WORKER1, "node_stats": worker1},
+        ]
+    }
+
+
+def _all_nodes(stats):
+    return [node for dev in stats["dev_stats"] for node in dev["node_stats"]]
+
+
+def _op_bars(fig):
+    return [p for p in fig.axes[0].patches if (p.get_gid() or "").startswith("op-")]
+
+
+def _hatched(fig):
+    return [p for p in fig.axes[0].patches if p.get_hatch()]
+
+
+def test_lanes_put_intervals_that_do_not_overlap_in_lane_zero():
+    # Touching ends (1 == 1) do not overlap.
+    assert lanes([(0, 1), (1, 2), (3, 4)]) == [0, 0, 0]
+
+
+def test_lanes_give_overlapping_intervals_distinct_lanes_and_reuse_freed_ones():
+    # (0,10) takes lane 0, (2,5) lane 1, (3,4) lane 2; at 6 lane 1 is free again.
+    assert lanes([(0, 10), (2, 5), (3, 4), (6, 8)]) == [0, 1, 2, 1]
+
+
+def test_lanes_are_returned_in_input_order_whatever_the_order_given():
+    assert lanes([(6, 8), (3, 4), (2, 5), (0, 10)]) == [1, 2, 1, 0]
+
+
+def test_lanes_beyond_the_cap_stack_in_the_last_lane():
+    assert lanes([(0, 10), (1, 10), (2, 10), (3, 10)], max_lanes=2) == [0, 1, 1, 1]
+    assert lanes([(0, 10), (1, 10)], max_lanes=1) == [0, 0]
+
+
+def test_lanes_reject_a_cap_below_one():
+    with pytest.raises(ValueError, match="max_lanes"):
+        lanes([(0, 1)], max_lanes=0)
+
+
+def test_one_band_per_task_ps_first_then_workers_in_given_order():
+    fig = plot_timeline(_cluster_stats())
+    assert isinstance(fig, Figure)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"]
+
+
+def test_one_bar_per_op_named_after_its_node():
+    stats = _cluster_stats()
+    fig = plot_timeline(stats)
+    bars = _op_bars(fig)
+    assert len(bars) == 10
+    assert sorted(b.get_label() for b in bars) == sorted(n["node_name"] for n in _all_nodes(stats))
+
+
+def test_bars_are_coloured_by_role_with_a_dark_edge():
+    stats = _cluster_stats()
+    fig = plot_timeline(stats)
+    op_type = {n["node_name"]: n["op"] for n in _all_nodes(stats)}
+    for bar in _op_bars(fig):
+        expected = to_rgba(ROLE_COLORS[ROLE_BY_TYPE[op_type[bar.get_label()]]])
+        assert bar.get_facecolor() == pytest.approx(expected)
+        assert sum(bar.get_edgecolor()[:3]) < 1.5  # dark, so white compute bars show
+
+
+def test_bars_sit_at_their_start_in_ms_from_the_first_op():
+    fig = plot_timeline(_cluster_stats())
+    take = next(b for b in _op_bars(fig) if b.get_label() == "ps/take")
+    assert take.get_x() == pytest.approx(1.0)  # 1000 µs after the earliest start
+    assert take.get_width() == pytest.approx(3.0)
+
+
+def test_exactly_the_waited_ops_have_a_hatched_part_at_their_end():
+    fig = plot_timeline(_cluster_stats())
+    hatched = {p.get_label(): p for p in _hatched(fig)}
+    assert set(hatched) == {"ps/take", "w0/s10/token"}
+    # The take runs 1.0..4.0 ms and waited its last 2.5 ms.
+    assert hatched["ps/take"].get_x() == pytest.approx(1.5)
+    assert hatched["ps/take"].get_width() == pytest.approx(2.5)
+
+
+def test_overlapping_ops_of_a_task_are_drawn_in_different_lanes():
+    fig = plot_timeline(_cluster_stats())
+    y = {b.get_label(): b.get_y() for b in _op_bars(fig)}
+    assert y["ps/apply_w0"] != y["ps/take"]  # 2.0..2.2 ms lies inside the take
+    assert y["ps/update"] == y["ps/take"]  # starts when the take ends
+    assert y["w1/s20/MatMul"] == y["w1/s20/MatMul_1"] == y["w1/s21/MatMul"]
+
+
+def test_the_cap_on_rows_keeps_a_band_to_that_many_lanes():
+    overlapping = [_node(f"op{i}", "MatMul", i * 10, 1000, 1) for i in range(6)]
+    fig = plot_timeline({"dev_stats": [{"device": WORKER0, "node_stats": overlapping}]})
+    ys = {b.get_y() for b in _op_bars(fig)}
+    assert len(ys) == 4
+    fig = plot_timeline(
+        {"dev_stats": [{"device": WORKER0, "node_stats": overlapping}]}, max_rows_per_task=2
+    )
+    assert len({b.get_y() for b in _op_bars(fig)}) == 2
+
+
+def test_each_worker_band_says_its_steps_and_busy_time_and_the_straggler_stands_out():
+    fig = plot_timeline(_cluster_stats())
+    notes = {t.get_text(): t for t in fig.axes[0].texts if "busy" in t.get_text()}
+    # worker 0: 0.2 + 1.0 + (3.4 - 3.0 waited) + 1.0 ms; worker 1: 3 x 2.0 ms. No note on the ps.
+    assert set(notes) == {
+        "2 steps, 2.6 ms busy, 1.3 ms/step",
+        "2 steps, 6.0 ms busy, 3.0 ms/step",
+    }
+    assert notes["2 steps, 6.0 ms busy, 3.0 ms/step"].get_fontweight() == "bold"
+    assert notes["2 steps, 2.6 ms busy, 1.3 ms/step"].get_fontweight() == "normal"
+
+
+def test_the_longest_ops_carry_their_name_and_short_ones_do_not():
+    fig = plot_timeline(_cluster_stats())
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert "w1/s20/MatMul" in texts  # 2 ms of a 6 ms span
+    assert "w0/s10/recv" not in texts and "recv" not in texts  # 0.2 ms, under 5% of the span
+
+
+def test_the_legend_lists_the_roles_present_and_waiting():
+    fig = plot_timeline(_cluster_stats())
+    (legend,) = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert sorted(names) == sorted(set(ROLE_BY_TYPE.values()) | {"waiting"})
+
+
+def test_the_figure_is_12_inches_wide_and_grows_with_the_tasks():
+    one_task = {"dev_stats": [_cluster_stats()["dev_stats"][2]]}
+    small, large = plot_timeline(one_task), plot_timeline(_cluster_stats())
+    assert small.get_size_inches()[0] == large.get_size_inches()[0] == 12
+    assert large.get_size_inches()[1] > small.get_size_inches()[1]
+
+
+def test_saving_writes_svg_and_png_and_creates_the_directory(tmp_path):
+    base = tmp_path / "pictures" / "step.timeline"
+    fig = plot_timeline(_cluster_stats(), path=base, title="a sync step")
+    assert fig.axes[0].get_title(loc="left") == "a sync step"
+    svg = (tmp_path / "pictures" / "step.timeline.svg").read_text()
+    assert "<svg" in svg
+    png = (tmp_path / "pictures" / "step.timeline.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 12 * 120  # IHDR width: 12 in at 120 dpi
+
+
+def test_only_the_requested_formats_are_written(tmp_path):
+    plot_timeline(_cluster_stats(), path=tmp_path / "t", formats=("png",))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.png"]
+
+
+@pytest.mark.parametrize(
+    "stats", [{}, {"dev_stats": []}, {"dev_stats": [{"device": PS, "node_stats": []}]}]
+)
+def test_step_stats_without_ops_is_a_clear_error(stats):
+    with pytest.raises(ValueError, match=r"no ops.*FULL_TRACE"):
+        plot_timeline(stats)
+
+
+def test_plotting_works_from_another_thread():
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(fig=plot_timeline(_cluster_stats())))
+    thread.start()
+    thread.join(30)
+    assert len(_op_bars(result["fig"])) == 10
+
+
+def test_a_traced_local_step_plots_one_band_with_a_bar_per_op(tmp_path):
+    x = tf.placeholder(tf.float32, [3])
+    y = tf.reduce_sum(tf.square(x) + 1.0)
+    md = tf.RunMetadata()
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    with tf.Session() as sess:
+        sess.run(y, {x: [1.0, 2.0, 3.0]}, options=options, run_metadata=md)
+    fig = plot_timeline(md.step_stats, path=tmp_path / "local")
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["/job:localhost/task:0"]
+    (dev,) = md.step_stats["dev_stats"]
+    assert len(_op_bars(fig)) == len(dev["node_stats"])
+    assert _hatched(fig) == []
+    assert (tmp_path / "local.png").stat().st_size > 0
