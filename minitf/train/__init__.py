@@ -1,6 +1,7 @@
 """``tf.train``: optimizers, the global step, moving averages, queue runners and the coordinator."""
 # ruff: noqa: F401
 
+from minitf.framework.meta_graph import export_meta_graph, import_meta_graph
 from minitf.runtime.cluster_spec import ClusterDef, ClusterSpec, JobDef
 from minitf.runtime.server import Server
 from minitf.train import queue_runner
