@@ -102,45 +102,56 @@ def _add_launch(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_render(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from minitf.viz import pictures
 
-    from minitf.framework import graph_keys
-    from minitf.viz import dot, render
-    from minitf.viz.capture import graph_of_script
+    if (args.script is None) == (args.graph_def is None):
+        print("minitf render: give a SCRIPT or --graph-def FILE (one of them)", file=sys.stderr)
+        return 2
+    if args.graph_def is not None:
+        graph = _imported_graph(args.graph_def)
+        if graph is None:
+            return 2
+    else:
+        from minitf.viz.capture import graph_of_script
 
-    script_args = list(args.script_args)
-    if script_args[:1] == ["--"]:
-        script_args = script_args[1:]
-    graph = graph_of_script(args.script, script_args)
-    out = Path(args.out)
-    views = {}
-    if args.view in ("whole", "all"):
-        views["whole"] = dot.graph_dot(graph)
-    if args.view in ("device", "all"):
-        tasks = sorted({_task_of(op.device) for op in graph.get_operations() if op.device})
-        for task in tasks:
-            views["task" + task.replace("/", "_").replace(":", "")] = dot.task_dot(graph, task)
-    if args.view in ("partitioned", "all"):
-        targets = graph.get_collection(graph_keys.GraphKeys.TRAIN_OP) or _sinks(graph)
-        views["partitioned"] = dot.partitioned_dot(graph, [], targets=targets)
-    for name, text in views.items():
-        for path in render.write(text, out / name):
-            print(path)
+        if not os.path.isfile(args.script):
+            print(f"minitf render: no such script: {args.script}", file=sys.stderr)
+            return 2
+        script_args = list(args.script_args)
+        if script_args[:1] == ["--"]:
+            script_args = script_args[1:]
+        graph = graph_of_script(args.script, script_args)
+    views = pictures.VIEWS if args.view == "all" else (args.view,)
+    collapse = _collapse_arg(args.collapse)
+    formats = tuple(f for f in args.formats.split(",") if f)
+    for path in pictures.graph_pictures(
+        graph, args.out, views=views, collapse=collapse, formats=formats
+    ):
+        print(path)
     return 0
 
 
-def _task_of(device: str) -> str:
-    from minitf.framework.device import DeviceSpec
+def _imported_graph(path: str):
+    """The graph of a file written by ``tf.train.export_meta_graph``, or None (reported)."""
+    import minitf as tf
 
-    spec = DeviceSpec.from_string(device)
-    return DeviceSpec(job=spec.job, task=spec.task).to_string()
+    graph = tf.Graph()
+    try:
+        with graph.as_default():
+            tf.train.import_meta_graph(path)
+    except (OSError, ValueError) as exc:
+        print(f"minitf render: cannot read the graph in {path}: {exc}", file=sys.stderr)
+        return None
+    return graph
 
 
-def _sinks(graph) -> list:
-    """The ops nothing consumes: what a step must run to run the whole graph."""
-    used = {t.op for op in graph.get_operations() for t in op.inputs}
-    used |= {c for op in graph.get_operations() for c in op.control_inputs}
-    return [op for op in graph.get_operations() if op not in used]
+def _collapse_arg(text: str | None):
+    """``--collapse``: a depth (``2``) or comma-separated scopes (``gradients,Adam``)."""
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    return [scope for scope in text.split(",") if scope]
 
 
 def _add_render(subparsers: argparse._SubParsersAction) -> None:
@@ -148,13 +159,26 @@ def _add_render(subparsers: argparse._SubParsersAction) -> None:
         "render",
         help="draw the graph a TF1 script builds",
         description="Run SCRIPT until it opens its first session and draw that session's "
-        "graph: the whole graph, one picture per task, or the partitions of a step with their "
+        "graph (or draw a graph saved by tf.train.export_meta_graph with --graph-def): the "
+        "whole graph, one picture per task, or the partitions of a training step with their "
         "Send/Recv pairs. Writes DOT, and SVG and PNG when Graphviz is installed.",
     )
-    p.add_argument("script", help="the script that builds the graph")
+    p.add_argument("script", nargs="?", help="the script that builds the graph")
+    p.add_argument(
+        "--graph-def", default=None, metavar="FILE",
+        help="draw the graph in FILE (written by tf.train.export_meta_graph) instead",
+    )  # fmt: skip
     p.add_argument(
         "--view", choices=["whole", "device", "partitioned", "all"], default="all",
         help="which picture (all)",
+    )  # fmt: skip
+    p.add_argument(
+        "--collapse", default=None, metavar="DEPTH|SCOPES",
+        help="fold name scopes into one box: a depth (2) or scopes (gradients,Adam)",
+    )  # fmt: skip
+    p.add_argument(
+        "--formats", default="svg,png", metavar="LIST",
+        help="picture formats besides .dot, when Graphviz is installed (svg,png; also pdf)",
     )  # fmt: skip
     p.add_argument("--out", default="minitf_render", metavar="DIR", help="output directory")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="-- then the script's arguments")

@@ -9,6 +9,14 @@ print a line every N global steps; this process follows the global step on
 the ps with a progress bar, and when the workers are done it evaluates the
 trained variables — still on the ps — on a test set, prints a summary and
 writes it to the output folder.
+
+It also shows what ran. The chief exports the graph it built
+(``tf.train.export_meta_graph``); this process imports it and draws it
+whole, per task and partitioned into the step each worker runs, with its
+Send/Recv pairs. And for a few global steps in the middle of training a
+`minitf.viz.Tracer` records every op every task runs — both workers' steps
+and their updates on the ps — written as a Chrome trace and a timeline
+picture.
 """
 
 from __future__ import annotations
@@ -23,9 +31,14 @@ from tqdm import tqdm
 import minitf as tf
 from minitf.cluster import LocalCluster
 from minitf.examples import async_mlp
+from minitf.viz import Tracer, pictures
 
 NUM_CLASSES = async_mlp.NUM_CLASSES
 make_spirals = async_mlp.make_spirals
+TRACED_STEPS = 6  # global steps recorded for the trace and timeline
+# Gradients and optimizer slots are folded into one box per scope and task, so
+# that the pictures fit a projector.
+COLLAPSE = ["gradients", "Adam", "save", "report_uninitialized_variables"]
 _LOCAL_STEPS = re.compile(r'^\[worker/(\d+)\] \{"worker": \d+, "local_steps": (\d+)\}')
 
 
@@ -78,21 +91,19 @@ def main(args) -> int:
     )
     output = _Output()
     report_every = max(1, steps // 10)
+    graph_file = out / "graph.json"
     cluster = LocalCluster(
         {"ps": ps, "worker": workers},
         script=async_mlp.__file__,
-        args=["--steps", str(steps), "--report_every", str(report_every)],
+        args=["--steps", str(steps), "--report_every", str(report_every),
+              "--export_graph", str(graph_file.resolve())],
         output=output,
-    )
+    )  # fmt: skip
     start = time.perf_counter()
     with cluster:
         sess, model = _observer(cluster)
         with sess:
-            bar = tqdm(total=steps, desc="global step", unit="step", leave=False, disable=None)
-            while any(code is None for (job, _), code in cluster.poll().items() if job != "ps"):
-                bar.update(min(steps, _global_step(sess, model)) - bar.n)
-                time.sleep(0.1)
-            bar.close()
+            trace = _train_and_trace(cluster, sess, model, steps)
             failed = {k: c for k, c in cluster.poll().items() if k[0] != "ps" and c}
             if failed:
                 print("a worker failed:", failed, *output.lines[-20:], sep="\n")
@@ -120,4 +131,48 @@ def main(args) -> int:
         f"test accuracy {test_acc:.3f}, test loss {test_loss:.4f}"
     )
     print(f"outputs: {out / 'metrics.json'}")
+    _write_pictures(out, graph_file, trace, ps, workers)
     return 0
+
+
+def _workers_running(cluster: LocalCluster) -> bool:
+    return any(code is None for (job, _), code in cluster.poll().items() if job != "ps")
+
+
+def _train_and_trace(cluster: LocalCluster, sess: tf.Session, model: dict, steps: int):
+    """Follows the global step until the workers are done; traces a few steps midway.
+
+    Returns the traced span's step stats (None if training ended before it began).
+    """
+    bar = tqdm(total=steps, desc="global step", unit="step", leave=False, disable=None)
+    tracer, trace, traced_from = None, None, None
+    while _workers_running(cluster):
+        global_step = _global_step(sess, model)
+        bar.update(min(steps, global_step) - bar.n)
+        if trace is None and tracer is None and global_step >= steps // 3:
+            tracer, traced_from = Tracer(sess).start(), global_step
+        elif tracer is not None and global_step >= traced_from + TRACED_STEPS:
+            trace, tracer = tracer.stop(), None
+        time.sleep(0.1 if tracer is None else 0.005)
+    if tracer is not None:
+        trace = tracer.stop()
+    bar.close()
+    return trace
+
+
+def _write_pictures(out: Path, graph_file: Path, trace, ps: int, workers: int) -> None:
+    """Draws the chief's graph and the traced span; prints where the pictures are."""
+    written = []
+    if graph_file.exists():
+        graph = tf.Graph()
+        with graph.as_default():
+            tf.train.import_meta_graph(str(graph_file))
+        written += pictures.graph_pictures(graph, out / "graphs", collapse=COLLAPSE)
+    if trace and any(dev["node_stats"] for dev in trace["dev_stats"]):
+        title = f"{TRACED_STEPS} global steps of asynchronous training, {ps} ps + {workers} workers"
+        written += pictures.trace_pictures(trace, out, title=title)
+    shown = [p for p in written if p.suffix in (".svg", ".json")]
+    if shown:
+        print("pictures (open the .svg files in a browser, trace.json in https://ui.perfetto.dev):")
+        for path in shown:
+            print(f"  {path}")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from minitf import demo
+from minitf.viz import render
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -34,6 +35,23 @@ def test_demo_trains_on_a_cluster_and_writes_its_outputs(tmp_path, capsys):
     assert sorted(metrics["cluster"]) == ["ps", "worker"]
     out = capsys.readouterr().out
     assert "test accuracy" in out and str(tmp_path / "metrics.json") in out
+    # The pictures of what ran: the chief's graph three ways, and a traced span.
+    for name in ("whole", "ps_task0", "worker_task0", "partitioned"):  # the chief's graph
+        assert (tmp_path / "graphs" / f"{name}.dot").stat().st_size > 0
+        if render.dot_available():
+            assert (tmp_path / "graphs" / f"{name}.svg").stat().st_size > 0
+    assert str(tmp_path / "graphs" / "partitioned.svg") in out or not render.dot_available()
+    trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    processes = {e["args"]["name"] for e in trace if e.get("name") == "process_name"}
+    assert processes == {
+        "/job:ps/replica:0/task:0/device:CPU:0",
+        "/job:worker/replica:0/task:0/device:CPU:0",
+        "/job:worker/replica:0/task:1/device:CPU:0",
+    }
+    # Both workers' updates reached the ps while the span was recorded.
+    updates = [e for e in trace if e["ph"] == "X" and e["name"] == "ApplyAdam"]
+    assert len(updates) >= 4  # 4 variables, at least one step
+    assert (tmp_path / "trace_timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_demo_rejects_a_non_positive_step_count(tmp_path):

@@ -56,6 +56,7 @@ def build_model(hidden: int = 64, learning_rate: float = 0.02) -> dict:
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
     global_step = tf.train.get_or_create_global_step()
     train = tf.train.AdamOptimizer(learning_rate).minimize(loss, global_step=global_step)
+    tf.add_to_collection(tf.GraphKeys.TRAIN_OP, train)
     return {"x": x, "y": y, "loss": loss, "accuracy": accuracy, "train": train,
             "global_step": global_step}  # fmt: skip
 
@@ -69,6 +70,10 @@ def parse_cluster(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
     parser.add_argument("--worker_hosts", default="")
     parser.add_argument("--steps", type=int, default=1000, help="global steps to train (1000)")
     parser.add_argument("--report_every", type=int, default=100)
+    parser.add_argument(
+        "--export_graph", default=None, metavar="FILE",
+        help="the chief writes its graph here (tf.train.export_meta_graph) for pictures",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.job_name is None and os.environ.get("TF_CONFIG"):
         config = json.loads(os.environ["TF_CONFIG"])
@@ -101,6 +106,8 @@ def main(argv=None) -> int:
         model = build_model()
     rng = np.random.default_rng(100 + index)
     is_chief = index == 0
+    if is_chief and args.export_graph:
+        tf.train.export_meta_graph(args.export_graph)
     with tf.Session(server.target) as sess:
         if is_chief:
             sess.run(tf.global_variables_initializer())

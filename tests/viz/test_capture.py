@@ -47,7 +47,39 @@ def test_minitf_render_writes_every_view(tmp_path):
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    for name in ("whole", "task_jobps_task0", "task_jobworker_task0", "partitioned"):
+    for name in ("whole", "ps_task0", "worker_task0", "partitioned"):
         assert (out / f"{name}.dot").exists()
     partitioned = (out / "partitioned.dot").read_text()
     assert partitioned.count("style=bold") == 1  # w's value crosses from ps to worker
+
+
+def test_minitf_render_draws_an_exported_graph(tmp_path):
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(2.0, name="w")
+    with tf.device("/job:worker/task:0"), tf.name_scope("model"):
+        tf.multiply(w, 3.0, name="y")
+    tf.train.export_meta_graph(str(tmp_path / "graph.json"))
+    out = tmp_path / "pictures"
+    done = subprocess.run(
+        [sys.executable, "-m", "minitf.cli", "render", "--graph-def", str(tmp_path / "graph.json"),
+         "--view", "whole", "--collapse", "model", "--formats", "", "--out", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["whole.dot"]
+    text = (out / "whole.dot").read_text()
+    assert '"w"' in text and '"model/y"' not in text  # model/ is folded into one box
+
+
+def test_minitf_render_needs_a_script_or_a_graph_file(tmp_path):
+    for args in ([], ["--graph-def", str(tmp_path / "missing.json"), "script.py"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "minitf.cli", "render", *args],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2 and "SCRIPT or --graph-def" in done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "minitf.cli", "render", "--graph-def", str(tmp_path / "no.json")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "does not exist" in done.stderr

@@ -1,0 +1,104 @@
+"""The standard set of pictures of a model: what ``minitf render`` and the demo write.
+
+`graph_pictures` draws a graph three ways — whole, one picture per task, and
+the partitions of its training step with their Send/Recv pairs — and
+`trace_pictures` writes a recorded span as Chrome trace JSON and as a
+timeline picture. Both return the files they wrote.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from minitf.framework import device as pydev
+from minitf.framework import graph_keys, ops
+from minitf.viz import dot, render
+
+VIEWS = ("whole", "device", "partitioned")
+
+
+def train_targets(graph: ops.Graph) -> list[ops.Operation]:
+    """What one training step runs: the ``TRAIN_OP`` collection, else every op nothing uses."""
+    targets = graph.get_collection(graph_keys.GraphKeys.TRAIN_OP)
+    if targets:
+        return [t if isinstance(t, ops.Operation) else t.op for t in targets]
+    used = {t.op for op in graph.get_operations() for t in op.inputs}
+    used |= {c for op in graph.get_operations() for c in op.control_inputs}
+    return [op for op in graph.get_operations() if op not in used]
+
+
+def task_names(graph: ops.Graph) -> list[str]:
+    """The tasks the graph's ops ask for (``/job:ps/task:0``, ...), sorted."""
+    names = set()
+    for op in graph.get_operations():
+        if op.device:
+            spec = pydev.DeviceSpec.from_string(op.device)
+            names.add(pydev.DeviceSpec(job=spec.job, task=spec.task).to_string())
+    return sorted(names)
+
+
+def graph_pictures(
+    graph: ops.Graph,
+    out,
+    views=VIEWS,
+    targets=None,
+    collapse=None,
+    formats=("svg", "png"),
+    default_job: str = "worker",
+    default_task: int = 0,
+) -> list[Path]:
+    """Writes ``whole``, ``<job>_task<i>`` and ``partitioned`` pictures of ``graph`` to ``out``.
+
+    Args:
+        graph: The graph.
+        out: The output directory.
+        views: Which of ``"whole"``, ``"device"`` (one picture per task) and
+            ``"partitioned"`` to draw.
+        targets: The ops of the step the partitioned view cuts (default:
+            `train_targets`).
+        collapse: Name scopes to fold (a depth or a list; see `minitf.viz.dot`).
+        formats: Picture formats besides the DOT text (when Graphviz is installed).
+        default_job, default_task: The task whose session runs the step.
+
+    Returns:
+        The files written.
+
+    Raises:
+        ValueError: for an unknown view.
+    """
+    unknown = set(views) - set(VIEWS)
+    if unknown:
+        raise ValueError(f"Unknown view(s) {sorted(unknown)}: choose from {list(VIEWS)}")
+    out = Path(out)
+    texts = {}
+    if "whole" in views:
+        texts["whole"] = dot.graph_dot(graph, collapse=collapse)
+    if "device" in views:
+        for task in task_names(graph):
+            spec = pydev.DeviceSpec.from_string(task)
+            texts[f"{spec.job}_task{spec.task}"] = dot.task_dot(graph, task, collapse=collapse)
+    if "partitioned" in views:
+        step = train_targets(graph) if targets is None else list(targets)
+        texts["partitioned"] = dot.partitioned_dot(
+            graph, [], targets=step, default_job=default_job, default_task=default_task,
+            collapse=collapse,
+        )  # fmt: skip
+    written = []
+    for name, text in texts.items():
+        written.extend(render.write(text, out / name, formats))
+    return written
+
+
+def trace_pictures(step_stats: dict, out, name: str = "trace", title=None) -> list[Path]:
+    """Writes ``<name>.json`` (Chrome trace) and ``<name>_timeline.svg/.png`` to ``out``."""
+    from minitf.viz.timeline import Timeline
+    from minitf.viz.timeline_plot import plot_timeline
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    trace = out / f"{name}.json"
+    trace.write_text(Timeline(step_stats).generate_chrome_trace_format())
+    base = out / f"{name}_timeline"
+    formats = ("svg", "png")
+    plot_timeline(step_stats, path=base, title=title, formats=formats)
+    return [trace] + [base.with_name(f"{base.name}.{fmt}") for fmt in formats]
