@@ -199,6 +199,8 @@ class Master:
         self._plans: dict[tuple, _StepPlan] = {}
         self._build_lock = threading.Lock()
         self._clock_offsets: dict[str, int] = {}
+        self._active: set[int] = set()  # steps running now, aborted by close()
+        self._closed = False
 
     def devices(self) -> list[str]:
         """Every device of the cluster."""
@@ -221,8 +223,19 @@ class Master:
             return channel
 
     def close(self) -> None:
-        """Closes the connections (the servers and their state stay)."""
+        """Cancels the steps still running on the tasks and closes the connections.
+
+        The servers and their state stay. A ``run`` still waiting raises
+        ``CancelledError``, as in TF; its partitions are aborted on every task,
+        so none of its blocked ops (a dequeue, a ``take_grad``) lives on to take
+        an element meant for a later step.
+        """
         with self._channels_lock:
+            self._closed = True
+            active = list(self._active)
+            for step_id in active:
+                for channel in self._channels.values():
+                    channel.send(("abort", step_id, errors.CANCELLED, "Session was closed."))
             for channel in self._channels.values():
                 channel.close()
             self._channels.clear()
@@ -280,6 +293,13 @@ class Master:
         """
         plan = self._plan(fetches, targets, feeds)
         step_id = random.getrandbits(62)
+        self._active.add(step_id)
+        try:
+            return self._run_step(plan, step_id, feed_values, timeout_ms, trace)
+        finally:
+            self._active.discard(step_id)
+
+    def _run_step(self, plan, step_id, feed_values, timeout_ms, trace):
         calls = []
         for task, handle, feed_idx in plan.parts:
             values = [feed_values[i] for i in feed_idx]
@@ -301,6 +321,8 @@ class Master:
             except errors.OpError as exc:
                 failure = exc
                 break
+        if failure is not None and self._closed:  # close() has aborted it everywhere
+            raise errors.CancelledError(None, None, "Session has been closed.")
         if failure is not None:
             raise self._abort(step_id, calls, failure)
         values = [

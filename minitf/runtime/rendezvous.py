@@ -73,6 +73,11 @@ class Rendezvous:
             if isinstance(entry, _Waiter):
                 entry.deliver(error)
 
+    def aborted(self, step_id: int) -> errors.OpError | None:
+        """The error a step was aborted with, if it was (recently)."""
+        with self._lock:
+            return self._aborted.get(step_id)
+
     def cleanup(self, step_id: int) -> None:
         """Forgets what is left of a finished step."""
         with self._lock:

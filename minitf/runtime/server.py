@@ -430,6 +430,11 @@ class Server:
         with self._steps_lock:
             self._steps[step_id] = ctx
         try:
+            # An abort that came before the step was registered (a session
+            # closed right after sending the run) left its mark here.
+            aborted = self.rendezvous.aborted(step_id)
+            if aborted is not None:
+                raise aborted
             values = Executor().run(registered.plan, ctx, feed_values)
             values = [v.read() if deref else v for v, deref in zip(values, registered.derefs)]
             reply = ("ok", call, [_wire_value(v) for v in values])

@@ -390,3 +390,29 @@ def test_server_needs_a_job_and_task_it_can_find():
     server = tf.train.Server(two_jobs, job_name="worker", task_index=1, start=False)
     assert server.server_def["job_name"] == "worker" and server.server_def["task_index"] == 1
     assert server.target == "grpc://127.0.0.1:3"
+
+
+def test_closing_a_session_cancels_its_blocked_step_on_the_ps(cluster):
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="closing")
+    sess = tf.Session(cluster["worker0"].target)
+    sess.run(q.size())  # the queue exists on the ps
+    queue = cluster["ps"].resource_mgr.lookup("", "closing")
+    errors_seen = []
+
+    def blocked():
+        try:
+            sess.run(q.dequeue())
+        except tf.errors.OpError as exc:
+            errors_seen.append(exc)
+
+    waiter = threading.Thread(target=blocked)
+    waiter.start()
+    assert queue.wait_for_waiting(1, 1, timeout=10)
+    sess.close()
+    waiter.join(10)
+    assert [type(e) for e in errors_seen] == [tf.errors.CancelledError]
+    assert queue.wait_for_waiting(1, 0, timeout=10)  # the dequeue left the ps too
+    with tf.Session(cluster["worker1"].target) as other:
+        other.run(q.enqueue(5.0))
+        assert other.run(q.dequeue()) == 5.0  # nobody else took it
