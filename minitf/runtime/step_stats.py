@@ -32,7 +32,10 @@ for the teaching pictures)::
 
 ``waited_on`` kinds: ``"queue"`` (``name``, ``size`` and ``capacity``),
 ``"accumulator"`` (``name``, ``count`` of gradients and ``required``) and
-``"rendezvous"`` (the ``key`` a ``_Recv`` waited for). ``transfer`` joins a
+``"rendezvous"`` (the ``key`` a ``_Recv`` waited for). An ``apply_grad``
+notes ``accumulated``: the accumulator's ``name``, its gradient ``count``
+afterwards, its ``global_step``, the gradient's ``local_step`` and whether
+it was ``stale`` (dropped). ``transfer`` joins a
 ``_Send`` to its ``_Recv`` through ``(step_id, key)``; ``elements`` joins an
 enqueue to the dequeue that took its elements through ``(queue, id)``.
 """
@@ -43,6 +46,9 @@ import itertools
 import threading
 import time
 from typing import Any
+
+NOTE_FIELDS = ("waited_on", "transfer", "elements", "accumulated")
+"""The fields kernels add to an op's stats (the ones the docstring above describes)."""
 
 _WALL_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
 

@@ -31,6 +31,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from minitf.runtime.step_stats import NOTE_FIELDS
 from minitf.viz.graph_data import op_role
 
 
@@ -210,7 +211,7 @@ def _slice_events(s: _Slice) -> list[dict]:
         "output_bytes": node.get("output_bytes", 0),
         "wait_micros": node.get("wait_micros", 0),
     }
-    args.update({k: node[k] for k in ("waited_on", "transfer", "elements") if k in node})
+    args.update({k: node[k] for k in NOTE_FIELDS if k in node})
     op = {"name": node["op"], "cat": op_role(node["op"]), "ph": "X", "pid": s.pid, "tid": s.tid,
           "ts": s.ts, "dur": s.dur, "args": args}  # fmt: skip
     if not s.wait:
