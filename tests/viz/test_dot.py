@@ -1,13 +1,92 @@
-"""DOT text of the whole graph, one task and a step's partitions: structure, not pixels."""
+"""DOT text of the whole graph, one task and a step's partitions: structure, not pixels.
 
-import re
+Every picture is parsed back with pydot (and handed to networkx) and checked
+for which nodes it has, in which cluster, joined by which edges; the expected
+values come from the graph each test builds, counted by hand or recomputed
+from the ops' requested devices.
+"""
 
+import networkx as nx
+import numpy as np
+import pydot
 import pytest
 
 import minitf as tf
-from minitf.viz import dot
+from minitf.framework import device as pydev
+from minitf.viz import dot, render
 
 pytestmark = pytest.mark.timeout(60)
+
+DONE, RUNNING, BLOCKED = "#2a9d8f", "#e63946", "#6a4c93"
+needs_dot = pytest.mark.skipif(not render.dot_available(), reason="Graphviz 'dot' not installed")
+
+
+def _unquote(text):
+    """A DOT string as the text it stands for."""
+    if text is None or not text.startswith('"'):
+        return text
+    out, chars = [], iter(text[1:-1])
+    for c in chars:
+        if c == "\\":
+            c = next(chars)
+            out.append("\n" if c == "n" else c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+class Picture:
+    """A DOT text parsed: its op nodes, their clusters and attributes, and its edges."""
+
+    def __init__(self, text):
+        self.text = text
+        (self.graph,) = pydot.graph_from_dot_data(text)
+        self.nx = nx.nx_pydot.from_pydot(self.graph)
+        self.clusters, self.attrs, self.cluster_attrs = {}, {}, {}
+        self.edges = []
+        self._walk(self.graph, [])
+
+    def _walk(self, graph, path):
+        for node in graph.get_nodes():
+            name = _unquote(node.get_name())
+            if name not in ("node", "edge", "graph") and not name.startswith("legend_"):
+                self.clusters[name] = path
+                self.attrs[name] = {k: _unquote(v) for k, v in node.get_attributes().items()}
+        for edge in graph.get_edges():
+            attrs = {k: _unquote(v) for k, v in edge.get_attributes().items()}
+            self.edges.append(
+                (_unquote(edge.get_source()), _unquote(edge.get_destination()), attrs)
+            )
+        for sub in graph.get_subgraphs():
+            name = _unquote(sub.get_name())
+            self.cluster_attrs[name] = {k: _unquote(v) for k, v in sub.get_attributes().items()}
+            self._walk(sub, path + [name])
+
+    @property
+    def nodes(self):
+        return set(self.clusters)
+
+    def in_cluster(self, cluster):
+        return {n for n, path in self.clusters.items() if cluster in path}
+
+    def label(self, node):
+        return self.attrs[node]["label"].split("\n")
+
+    def edges_of(self, kind):
+        """``(source, target)`` of one kind: data, control, colocation or sendrecv."""
+
+        def kind_of(attrs):
+            if attrs.get("dir") == "none":
+                return "colocation"
+            if attrs.get("style") == "bold":
+                return "sendrecv"
+            return "control" if attrs.get("style") == "dashed" else "data"
+
+        return [(a, b) for a, b, attrs in self.edges if kind_of(attrs) == kind]
+
+    def edge_label(self, source, target):
+        (label,) = [attrs.get("label") for a, b, attrs in self.edges if (a, b) == (source, target)]
+        return label
 
 
 def _model():
@@ -19,70 +98,347 @@ def _model():
     return x, y
 
 
-def _nodes(text):
-    """The op nodes of a DOT text (the legend's nodes left out)."""
-    found = set(re.findall(r'^"([^"]+)" \[label=', text, re.M))
-    return {n for n in found if not n.startswith("legend_")}
+def _trained_model(workers=1):
+    """``workers`` towers (one per worker task) sharing w1, w2 on two ps tasks, and a train op."""
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    losses = []
+    for i in range(workers):
+        setter = tf.train.replica_device_setter(ps_tasks=2, worker_device=f"/job:worker/task:{i}")
+        with tf.device(setter), tf.variable_scope("model", reuse=i > 0):
+            w1 = tf.get_variable("w1", [3, 4])
+            w2 = tf.get_variable("w2", [4, 2])
+            with tf.name_scope(f"tower{i}"):
+                losses.append(tf.reduce_sum(tf.matmul(tf.matmul(x, w1), w2)))
+    setter = tf.train.replica_device_setter(ps_tasks=2, worker_device="/job:worker/task:0")
+    with tf.device(setter):
+        loss = tf.add_n(losses, name="loss")
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    return x, loss, train
 
 
-def test_whole_graph_has_every_op_in_job_and_task_clusters():
-    _, y = _model()
-    text = dot.graph_dot(tf.get_default_graph())
+def test_whole_graph_has_every_op_in_its_job_and_task_cluster():
+    _model()
+    picture = Picture(dot.graph_dot(tf.get_default_graph()))
     names = {op.name for op in tf.get_default_graph().get_operations()}
-    assert _nodes(text) == names
-    assert 'subgraph "cluster_ps"' in text and 'subgraph "cluster_ps_task:1"' in text
-    assert '"x" -> "MatMul" [label="float32 [?,3]"];' in text
-    assert "legend_variable" in text and text.count("{") == text.count("}")
+    assert picture.nodes == names and set(picture.nx.nodes) >= names
+    # replica_device_setter: variables round-robin over the ps tasks (w1 → 0, w2 → 1), their
+    # Assign and read colocated with them; everything else on the (task-less) worker job.
+    assert picture.in_cluster("cluster_ps_task:0") == {"w1", "w1/Assign", "w1/read"}
+    assert picture.in_cluster("cluster_ps_task:1") == {"w2", "w2/Assign", "w2/read"}
+    assert picture.clusters["MatMul"] == ["cluster_worker"]
+    # Data edges: zeros, w1 → w1/Assign; w1 → w1/read; the same for w2; x, w1/read → MatMul;
+    # MatMul, w2/read → y. Assign and read are joined to their variable, so no colocation lines.
+    assert len(picture.edges_of("data")) == 10 and picture.edges_of("colocation") == []
+    assert picture.edge_label("x", "MatMul") == "float32 [?,3]"
+    assert "legend_variable" in picture.text
 
 
 def test_task_view_shows_only_that_task():
     _model()
-    text = dot.task_dot(tf.get_default_graph(), "/job:ps/task:1")
-    assert "w2" in _nodes(text) and "w1" not in _nodes(text)
+    picture = Picture(dot.task_dot(tf.get_default_graph(), "/job:ps/task:1"))
+    assert picture.nodes == {"w2", "w2/Assign", "w2/read"}
+    assert sorted(picture.edges_of("data")) == [("w2", "w2/Assign"), ("w2", "w2/read")]
 
 
-def test_partitioned_view_has_one_send_recv_pair_per_crossing_edge():
+def test_device_and_name_scope_clusters_nest_inside_the_task():
+    with tf.device("/job:worker/task:0/device:CPU:0"), tf.name_scope("layer"):
+        with tf.name_scope("dense"):
+            a = tf.constant(1.0, name="a")
+            b = tf.add(a, a, name="b")
+        with tf.name_scope("alone"):
+            tf.identity(b, name="c")
+    picture = Picture(dot.graph_dot(tf.get_default_graph()))
+    device = "cluster_worker_task:0_CPU:0"
+    assert picture.clusters["layer/dense/b"] == [
+        "cluster_worker",
+        "cluster_worker_task:0",
+        device,
+        device + "/layer",
+        device + "/layer/dense",
+    ]
+    assert picture.cluster_attrs[device + "/layer/dense"]["label"] == "dense/"
+    assert "dashed" in picture.cluster_attrs[device + "/layer/dense"]["style"]
+    # A name scope holding one op gets no cluster of its own; the op keeps its scope in its label.
+    assert picture.clusters["layer/alone/c"][-1] == device + "/layer"
+    assert picture.label("layer/alone/c")[0] == "alone/c"
+    assert picture.label("layer/dense/b") == ["b", "Add"]
+
+
+def _step_ops(fetches, targets, feeds):
+    """The ops a step runs: backwards from fetches and targets, a fed tensor cutting its edge."""
+    needed, stack = set(), [t.op for t in fetches if t not in feeds] + list(targets)
+    while stack:
+        op = stack.pop()
+        if op not in needed:
+            needed.add(op)
+            stack += [t.op for t in op.inputs if t not in feeds] + op.control_inputs
+    return needed
+
+
+def _task(op):
+    spec = pydev.DeviceSpec.from_string(op.device)
+    assert spec.job and spec.task is not None, op.name  # the oracle needs full requests
+    return spec.job, spec.task
+
+
+def _crossings(fetches, targets, feeds):
+    """Distinct (tensor, destination task) and (control op, destination task) crossing tasks."""
+    step = _step_ops(fetches, targets, feeds)
+    data, control = set(), set()
+    for op in step:
+        for t in op.inputs:
+            if t not in feeds and _task(t.op) != _task(op):
+                data.add((t, _task(op)))
+        for c in op.control_inputs:
+            if _task(c) != _task(op):
+                control.add((c, _task(op)))
+    return step, data, control
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_partitions_have_one_send_recv_pair_per_distinct_crossing(workers):
+    x, loss, train = _trained_model(workers)
+    step, data, control = _crossings([loss], [train], [x])
+    assert control  # the train op waits on each ps task's update group
+    cluster = {"ps": 2, "worker": workers}
+    text = dot.partitioned_dot(tf.get_default_graph(), [loss], [train], [x], cluster=cluster)
+    picture = Picture(text)
+    sends = [n for n in picture.nodes if picture.attrs[n]["label"].endswith("_Send")]
+    recvs = [n for n in picture.nodes if picture.attrs[n]["label"].endswith("_Recv")]
+    pairs = len(data) + len(control)
+    assert len(sends) == len(recvs) == len(picture.edges_of("sendrecv")) == pairs
+    summary = dot.partition_summary([loss], [train], [x], cluster=cluster)
+    assert summary["sendrecv_pairs"] == pairs
+    # Each task runs its ops, its Sends, its Recvs and one placeholder per fed tensor it reads.
+    for job, index in {_task(op) for op in step}:
+        ops_here = sum(_task(op) == (job, index) for op in step)
+        sent = sum(_task(t.op) == (job, index) for t, _ in data)
+        sent += sum(_task(c) == (job, index) for c, _ in control)
+        received = sum(dst == (job, index) for _, dst in data | control)
+        fed = any(x in op.inputs and _task(op) == (job, index) for op in step)
+        expected = ops_here + sent + received + fed
+        assert summary["tasks"][f"/job:{job}/replica:0/task:{index}"] == expected
+        assert len(picture.in_cluster(f"cluster_{job}_task:{index}")) == expected
+
+
+def test_partition_edges_carry_dtype_shape_and_bytes():
     x, y = _model()
     text = dot.partitioned_dot(
         tf.get_default_graph(), [y], feeds=[x], cluster={"ps": 2, "worker": 1}
     )
-    sends = [n for n in _nodes(text) if n.startswith("_send/")]
-    recvs = [n for n in _nodes(text) if n.startswith("_recv/")]
-    # w1's and w2's values cross from their ps tasks to the worker.
-    assert len(sends) == len(recvs) == 2
-    assert text.count("style=bold") == 2
-    assert "w1/read:0" in text and "48 bytes" in text  # 3 x 4 float32
-    assert 'subgraph "cluster_worker_task:0"' in text
+    picture = Picture(text)
+    send, recv = "_send/w1/read/0/to_job_worker_replica_0_task_0", "_recv/w1/read/0"
+    assert picture.label(send) == ["w1/read:0", "_Send"]
+    assert picture.edge_label("w1/read", send) == "float32 [3,4]"
+    assert picture.edge_label(send, recv) == "float32 [3,4]\n48 bytes"  # 3 x 4 x 4 bytes
+    assert picture.edge_label(recv, "MatMul") == "float32 [3,4]"
+    assert picture.edge_label("_feed/x/0", "MatMul") == "float32 [?,3]"
+    assert picture.clusters["MatMul"][-1] == "cluster_worker_task:0_CPU:0"
+    assert "added by partitioning" in picture.attrs[recv]["tooltip"]
+    assert picture.label("w1/read")[-1] == "@w1"  # colocation marks in partitions too
+
+
+def test_colocated_ops_are_marked_and_joined_to_their_op():
+    w = tf.Variable(tf.ones([2]), name="w")
+    with tf.colocate_with(w):
+        c = tf.constant(1.0, name="c")
+    tf.add(w, c, name="sum")
+    picture = Picture(dot.graph_dot(tf.get_default_graph()))
+    assert picture.label("c")[-1] == "@w" and picture.label("w/read")[-1] == "@w"
+    assert "colocated with: w" in picture.attrs["c"]["tooltip"]
+    # w/read is joined to w by its data edge already; c only by the dotted line.
+    assert picture.edges_of("colocation") == [("w", "c")]
+    (attrs,) = [a for s, d, a in picture.edges if (s, d) == ("w", "c")]
+    assert attrs["style"] == "dotted"
+    assert "@w" not in picture.attrs["sum"]["label"]
+
+
+def _tooltip_model():
+    with tf.device("/job:worker/task:0"), tf.device(tf.train.replica_device_setter(ps_tasks=2)):
+        w = tf.Variable(tf.zeros([2, 2]), name="w")
+        y = tf.matmul(w, w, name="y")
+    return w, y
+
+
+def test_tooltips_say_requested_and_assigned_device_and_what_decided_it():
+    _, y = _tooltip_model()
+    graph = tf.get_default_graph()
+    tips = Picture(dot.graph_dot(graph)).attrs
+    assert "requested device: /job:ps/task:0" in tips["w"]["tooltip"]
+    assert "assigned device: (assigned when a session runs it)" in tips["w"]["tooltip"]
+    assert "placed by replica_device_setter(ps_tasks=2" in tips["w"]["tooltip"]
+    # The setter asked for /job:worker, the outer tf.device added the task: both are listed.
+    y_tip = tips["y"]["tooltip"]
+    assert "placed by tf.device('/job:worker/task:0')" in y_tip
+    assert "1. replica_device_setter(" in y_tip and "2. tf.device(" in y_tip
+    placed = Picture(dot.graph_dot(graph, cluster={"ps": 2, "worker": 1})).attrs
+    assert "assigned device: /job:ps/replica:0/task:0/device:CPU:0" in placed["w"]["tooltip"]
+    parts = Picture(dot.partitioned_dot(graph, [y], cluster={"ps": 2, "worker": 1})).attrs
+    assert "placed by replica_device_setter(" in parts["w"]["tooltip"]
+    assert "assigned device: /job:ps/replica:0/task:0/device:CPU:0" in parts["w"]["tooltip"]
+
+
+@needs_dot
+def test_tooltips_survive_quotes_and_backslashes_into_svg():
+    class Setter:
+        def place(self, op):
+            return "/job:ps/task:0"
+
+        def __repr__(self):
+            return 'Setter("C:\\ps", \\n)'
+
+    with tf.device(Setter().place):
+        tf.constant(1.0, name="c")
+    text = dot.graph_dot(tf.get_default_graph())
+    assert Picture(text).attrs["c"]["tooltip"].splitlines()[3] == 'placed by Setter("C:\\ps", \\n)'
+    svg = render.to_format(text, "svg").decode()
+    assert "placed by Setter(&quot;C:\\ps&quot;, \\n)&#10;" in svg
 
 
 def test_highlight_outlines_ops_by_state():
     _, y = _model()
-    text = dot.graph_dot(tf.get_default_graph(), highlight={"y": "running", "x": "done"})
-    assert re.search(r'^"y" .*penwidth=3, color="#e63946"', text, re.M)
-    assert re.search(r'^"x" .*color="#2a9d8f"', text, re.M)
+    picture = Picture(
+        dot.graph_dot(tf.get_default_graph(), highlight={"y": "running", "x": "done"})
+    )
+    assert picture.attrs["y"]["color"] == RUNNING and picture.attrs["y"]["penwidth"] == "3"
+    assert picture.attrs["x"]["color"] == DONE
+    assert "color" not in picture.attrs["MatMul"]
+    assert "legend_running" in picture.text and "legend_blocked" not in picture.text
+
+
+def test_highlight_from_trace_marks_the_ops_of_a_traced_step():
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    w = tf.Variable(tf.ones([2, 1]), name="w")
+    y = tf.matmul(x, w, name="y")
+    metadata = tf.RunMetadata()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(
+            y,
+            {x: np.ones((1, 2), np.float32)},
+            options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+            run_metadata=metadata,
+        )
+    highlight = dot.highlight_from_trace(metadata.step_stats, blocked=["y"])
+    # The step reads w through w/read into y; x is fed, so its placeholder does not run.
+    assert highlight == {"w": "done", "w/read": "done", "y": "blocked"}
+    attrs = Picture(dot.graph_dot(tf.get_default_graph(), highlight=highlight)).attrs
+    assert attrs["w"]["color"] == DONE and attrs["w/read"]["color"] == DONE
+    assert attrs["y"]["color"] == BLOCKED and "dashed" in attrs["y"]["style"]
+    assert "color" not in attrs["x"] and "color" not in attrs["w/Assign"]
+
+
+def test_highlight_from_trace_reads_every_device_and_lets_running_win():
+    stats = {
+        "dev_stats": [
+            {"device": "/job:ps/replica:0/task:0/device:CPU:0", "node_stats": [{"node_name": "a"}]},
+            {
+                "device": "/job:worker/replica:0/task:0/device:CPU:0",
+                "node_stats": [{"node_name": "b"}],
+            },
+        ]
+    }
+    assert dot.highlight_from_trace(stats, running=["b", "c"]) == {
+        "a": "done",
+        "b": "running",
+        "c": "running",
+    }
+
+
+def test_partitioned_view_highlights_send_and_recv_nodes():
+    x, y = _model()
+    recv = "_recv/w2/read/0"
+    text = dot.partitioned_dot(
+        tf.get_default_graph(), [y], feeds=[x], cluster={"ps": 2, "worker": 1},
+        highlight={recv: "blocked", "MatMul": "done"},
+    )  # fmt: skip
+    attrs = Picture(text).attrs
+    assert attrs[recv]["color"] == BLOCKED and attrs["MatMul"]["color"] == DONE
+
+
+def _scoped_graph():
+    """layer1: a, b, v (Const) and sum (Add); layer2: mm (MatMul), copy, vcopy (Identity);
+    out (Identity) at the top; single/op, the one op of its scope."""
+    with tf.name_scope("layer1"):
+        a = tf.constant(np.ones((2, 2), np.float32), name="a")
+        b = tf.constant(np.ones((2, 2), np.float32), name="b")
+        v = tf.constant(np.ones(2, np.float32), name="v")
+        total = tf.add(a, b, name="sum")
+    with tf.name_scope("layer2"):
+        mm = tf.matmul(total, total, name="mm")
+        tf.identity(total, name="copy")
+        tf.identity(v, name="vcopy")
+    out = tf.identity(mm, name="out")
+    with tf.name_scope("single"):
+        tf.identity(out, name="op")
+    return tf.get_default_graph()
 
 
 def test_collapsing_folds_name_scopes_into_one_node_each():
-    with tf.variable_scope("layer1"):
-        a = tf.get_variable("w", [2, 2]) * 2.0
-    with tf.variable_scope("layer2"):
-        b = tf.matmul(a, tf.get_variable("w", [2, 2]))
-    tf.identity(b, name="out")
-    graph = tf.get_default_graph()
-    text = dot.graph_dot(graph, collapse=1)
-    assert _nodes(text) == {"layer1", "layer2", "out"}
-    assert "shape=folder" in text
-    n_layer1 = sum(op.name.startswith("layer1/") for op in graph.get_operations())
-    assert f"layer1/ ({n_layer1} ops)" in text
-    assert text.count('"layer1" -> "layer2"') == 1  # parallel edges merged
-    by_list = dot.graph_dot(graph, collapse=["layer2"])
-    assert "layer2" in _nodes(by_list) and "layer1/w" in _nodes(by_list)
+    graph = _scoped_graph()
+    assert len(Picture(dot.graph_dot(graph)).nodes) == 9
+    picture = Picture(dot.graph_dot(graph, collapse=1))
+    # Two folded scopes, out, and single/op (a scope of one op stays that op).
+    assert picture.nodes == {"layer1", "layer2", "out", "single/op"}
+    assert picture.attrs["layer1"]["shape"] == "folder"
+    assert picture.label("layer1") == ["layer1/", "(4 ops)"]
+    tooltip = picture.attrs["layer1"]["tooltip"].splitlines()
+    assert tooltip[1:] == ["  Const x 3", "  Add x 1"]
+    # sum → mm (twice), sum → copy and v → vcopy merge into one edge listing both tensor kinds.
+    assert picture.edges_of("data") == [
+        ("layer1", "layer2"),
+        ("layer2", "out"),
+        ("out", "single/op"),
+    ]
+    assert picture.edge_label("layer1", "layer2") == "float32 [2,2]\nfloat32 [2]"
+    by_list = Picture(dot.graph_dot(graph, collapse=["layer2"]))
+    assert by_list.nodes == {"layer1/a", "layer1/b", "layer1/v", "layer1/sum", "layer2", "out"} | {
+        "single/op"
+    }
 
 
-def test_collapsed_partitions_keep_their_send_recv_pairs():
+def test_folded_groups_take_the_strongest_state_of_their_members():
+    graph = _scoped_graph()
+    highlight = {"layer1/a": "done", "layer1/sum": "blocked", "layer1/b": "running"}
+    highlight.update({"layer2/mm": "done", "layer2/copy": "running"})
+    attrs = Picture(dot.graph_dot(graph, collapse=1, highlight=highlight)).attrs
+    assert attrs["layer1"]["color"] == BLOCKED and attrs["layer2"]["color"] == RUNNING
+
+
+def test_collapsed_partitions_keep_send_recv_pairs_and_one_folder_per_task():
     x, y = _model()
+    with tf.name_scope("head"):
+        z = tf.identity(tf.identity(y, name="a"), name="b")
     text = dot.partitioned_dot(
-        tf.get_default_graph(), [y], feeds=[x], cluster={"ps": 2, "worker": 1}, collapse=1
+        tf.get_default_graph(), [z], feeds=[x], cluster={"ps": 2, "worker": 1}, collapse=1
     )
-    assert text.count("style=bold") == 2
-    assert len([n for n in _nodes(text) if n.startswith("_send/")]) == 2
+    picture = Picture(text)
+    assert len(picture.edges_of("sendrecv")) == 2
+    assert picture.in_cluster("cluster_worker_task:0_CPU:0") >= {"head", "MatMul", "y"}
+    assert picture.label("head") == ["head/", "(2 ops)"]
+
+
+def test_collapsed_scope_on_several_tasks_gets_one_node_per_task():
+    with tf.name_scope("layer"):
+        with tf.device("/job:ps/task:0"):
+            a = tf.constant(1.0, name="a")
+            b = tf.identity(a, name="b")
+        with tf.device("/job:worker/task:0"):
+            c = tf.identity(b, name="c")
+            tf.identity(c, name="d")
+    picture = Picture(dot.graph_dot(tf.get_default_graph(), collapse=1))
+    assert len(picture.nodes) == 2
+    (on_ps,) = picture.in_cluster("cluster_ps_task:0")
+    (on_worker,) = picture.in_cluster("cluster_worker_task:0")
+    assert picture.edges_of("data") == [(on_ps, on_worker)]
+
+
+@needs_dot
+def test_pictures_render_to_svg_and_pdf(tmp_path):
+    x, y = _model()
+    text = dot.partitioned_dot(tf.get_default_graph(), [y], feeds=[x], collapse=1)
+    assert "<svg" in render.to_format(text, "svg").decode()
+    assert render.to_format(text, "pdf").startswith(b"%PDF")
+    written = render.write(text, tmp_path / "step", formats=("pdf",))
+    assert [p.name for p in written] == ["step.dot", "step.pdf"]
+    assert (tmp_path / "step.pdf").read_bytes().startswith(b"%PDF")
