@@ -203,7 +203,22 @@ def _op_node(op: ops.Operation, where, assigned: str | None) -> _Node:
     if colocated:
         lines.append("colocated with: " + ", ".join(colocated))
     marks = tuple("@" + name for name in colocated)
+    shared = _shared_name(op)
+    if shared:
+        # Shared resources are found by this name on their task (the one every
+        # replica's graph uses), so it is what a reader looks for.
+        lines.append(f"shared_name: {shared}")
+        marks = (f"shared: {shared}", *marks)
     return _Node(op.name, op.type, op_role(op.type), where, "\n".join(lines), marks)
+
+
+def _shared_name(op: ops.Operation) -> str:
+    """The ``shared_name`` of a resource op (a queue, an accumulator), or ""."""
+    try:
+        value = op.get_attr("shared_name")
+    except ValueError:
+        return ""
+    return value.decode() if isinstance(value, bytes) else str(value or "")
 
 
 def _colocation_edges(op: ops.Operation, shown: set[str]) -> list[_Edge]:
