@@ -60,13 +60,18 @@ def _run_demo(args: argparse.Namespace) -> int | None:
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "demo",
-        help="train a model asynchronously on a local ps/worker cluster",
+        help="train a model on a local ps/worker cluster and draw what ran",
         description="Start a local cluster (ps and worker processes on loopback), train a "
-        "small MLP on it with between-graph asynchronous replication, and write a summary.",
+        "small MLP on it with between-graph asynchronous (or, with --sync, synchronous) "
+        "replication, write a summary, pictures of the graph and a trace of a few steps.",
     )
     p.add_argument("--steps", type=int, default=1000, metavar="N", help="global steps (1000)")
     p.add_argument("--ps", type=int, default=1, metavar="N", help="ps tasks (1)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="worker tasks (2)")
+    p.add_argument(
+        "--sync", action="store_true",
+        help="synchronous training: the graph of SyncReplicasOptimizer, one update per round",
+    )  # fmt: skip
     p.add_argument(
         "--out", default="minitf_out", metavar="DIR", help="output directory (minitf_out)"
     )

@@ -1,4 +1,4 @@
-"""``minitf demo``: between-graph asynchronous training on a local cluster.
+"""``minitf demo``: between-graph training on a local cluster, asynchronous or synchronous.
 
 The demo starts a `LocalCluster` — by default one ps task and two worker
 tasks, each its own process on loopback — running the TF1 distributed script
@@ -9,6 +9,10 @@ print a line every N global steps; this process follows the global step on
 the ps with a progress bar, and when the workers are done it evaluates the
 trained variables — still on the ps — on a test set, prints a summary and
 writes it to the output folder.
+
+With ``--sync`` the workers run `minitf/examples/sync_mlp.py` instead: the
+graph TF's ``SyncReplicasOptimizer`` builds, one update per round of
+gradients from every worker, the chief applying it from its queue runner.
 
 It also shows what ran. The chief exports the graph it built
 (``tf.train.export_meta_graph``); this process imports it and draws it
@@ -30,8 +34,8 @@ from tqdm import tqdm
 
 import minitf as tf
 from minitf.cluster import LocalCluster
-from minitf.examples import async_mlp
-from minitf.viz import Tracer, pictures
+from minitf.examples import async_mlp, sync_mlp
+from minitf.viz import Tracer, dot, pictures, render
 
 NUM_CLASSES = async_mlp.NUM_CLASSES
 make_spirals = async_mlp.make_spirals
@@ -39,7 +43,7 @@ TRACED_STEPS = 6  # global steps recorded for the trace and timeline
 # Gradients and optimizer slots are folded into one box per scope and task, so
 # that the pictures fit a projector.
 COLLAPSE = ["gradients", "Adam", "save", "report_uninitialized_variables"]
-_LOCAL_STEPS = re.compile(r'^\[worker/(\d+)\] \{"worker": \d+, "local_steps": (\d+)\}')
+_LOCAL_STEPS = re.compile(r'^\[worker/(\d+)\] \{"worker": \d+, "local_steps": (\d+)')
 
 
 class _Output:
@@ -63,9 +67,17 @@ class _Output:
 
 
 def _observer(cluster: LocalCluster) -> tuple[tf.Session, dict]:
-    """A session on the ps with the model's graph: its variables are the ps's, found by name."""
+    """A session on the ps with the model's graph: its variables are the ps's, found by name.
+
+    The same device setter as the workers' puts each variable on the ps task
+    that holds it (the round robin sees the variables in the same order); the
+    rest runs on ps task 0.
+    """
     graph = tf.Graph()
-    with graph.as_default(), tf.device("/job:ps/task:0"):
+    setter = tf.train.replica_device_setter(
+        worker_device="/job:ps/task:0", cluster=cluster.cluster_spec
+    )
+    with graph.as_default(), tf.device(setter):
         model = async_mlp.build_model()
     return tf.Session(cluster.target("ps", 0), graph=graph), model
 
@@ -83,10 +95,12 @@ def main(args) -> int:
     if steps <= 0:
         raise SystemExit(f"--steps must be positive, got {steps}")
     ps, workers = int(getattr(args, "ps", 1)), int(getattr(args, "workers", 2))
+    sync = bool(getattr(args, "sync", False))
+    mode = "synchronous" if sync else "asynchronous"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(
-        f"minitf demo: {ps} ps + {workers} worker processes on loopback, asynchronous "
+        f"minitf demo: {ps} ps + {workers} worker processes on loopback, {mode} "
         f"training of a 2-64-3 MLP on three spirals for {steps} global steps"
     )
     output = _Output()
@@ -94,7 +108,7 @@ def main(args) -> int:
     graph_file = out / "graph.json"
     cluster = LocalCluster(
         {"ps": ps, "worker": workers},
-        script=async_mlp.__file__,
+        script=(sync_mlp if sync else async_mlp).__file__,
         args=["--steps", str(steps), "--report_every", str(report_every),
               "--export_graph", str(graph_file.resolve())],
         output=output,
@@ -131,7 +145,7 @@ def main(args) -> int:
         f"test accuracy {test_acc:.3f}, test loss {test_loss:.4f}"
     )
     print(f"outputs: {out / 'metrics.json'}")
-    _write_pictures(out, graph_file, trace, ps, workers)
+    _write_pictures(out, graph_file, trace, f"{mode} training, {ps} ps + {workers} workers")
     return 0
 
 
@@ -160,7 +174,7 @@ def _train_and_trace(cluster: LocalCluster, sess: tf.Session, model: dict, steps
     return trace
 
 
-def _write_pictures(out: Path, graph_file: Path, trace, ps: int, workers: int) -> None:
+def _write_pictures(out: Path, graph_file: Path, trace, what: str) -> None:
     """Draws the chief's graph and the traced span; prints where the pictures are."""
     written = []
     if graph_file.exists():
@@ -168,8 +182,12 @@ def _write_pictures(out: Path, graph_file: Path, trace, ps: int, workers: int) -
         with graph.as_default():
             tf.train.import_meta_graph(str(graph_file))
         written += pictures.graph_pictures(graph, out / "graphs", collapse=COLLAPSE)
+        chief_step = graph.get_collection(sync_mlp.CHIEF_STEP)
+        if chief_step:
+            text = dot.partitioned_dot(graph, [], targets=chief_step, collapse=COLLAPSE)
+            written += render.write(text, out / "graphs" / "partitioned_chief")
     if trace and any(dev["node_stats"] for dev in trace["dev_stats"]):
-        title = f"{TRACED_STEPS} global steps of asynchronous training, {ps} ps + {workers} workers"
+        title = f"{TRACED_STEPS} global steps of {what}"
         written += pictures.trace_pictures(trace, out, title=title)
     shown = [p for p in written if p.suffix in (".svg", ".json")]
     if shown:

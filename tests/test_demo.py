@@ -57,3 +57,18 @@ def test_demo_trains_on_a_cluster_and_writes_its_outputs(tmp_path, capsys):
 def test_demo_rejects_a_non_positive_step_count(tmp_path):
     with pytest.raises(SystemExit, match="--steps must be positive"):
         demo.main(argparse.Namespace(steps=0, out=str(tmp_path)))
+
+
+def test_sync_demo_trains_exactly_to_the_step_and_draws_the_chiefs_step(tmp_path, capsys):
+    args = argparse.Namespace(steps=60, out=str(tmp_path), ps=1, workers=2, sync=True)
+    assert demo.main(args) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["global_steps"] == 60  # synchronous: the last update is exactly the target
+    # Every update averages 2 gradients; the 2 initial tokens let 2 more steps through.
+    assert sum(metrics["local_steps"].values()) == 2 * 60 + 2
+    chief = (tmp_path / "graphs" / "partitioned_chief.dot").read_text()
+    assert "sync_token_q" in chief and "grad_accum" in chief
+    trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    takes = [e for e in trace if e["ph"] == "X" and e["name"] == "ResourceAccumulatorTakeGradient"]
+    assert takes and all(e["args"]["waited_on"]["kind"] == "accumulator" for e in takes if
+                         "waited_on" in e["args"])  # fmt: skip

@@ -52,6 +52,9 @@ import numpy as np
 import minitf as tf
 from minitf.examples.async_mlp import NUM_CLASSES, make_spirals
 
+CHIEF_STEP = "sync_replicas_chief_step"
+"""The collection holding ``sync_op``, the step the chief's queue runner runs."""
+
 
 def build_mlp(hidden: int = 64) -> dict:
     """The MLP of ``async_mlp``: placeholders, loss and accuracy (no optimizer)."""
@@ -319,6 +322,9 @@ def build_sync_model(
         num_workers if total_num_replicas is None else total_num_replicas,
         num_tokens,
     )
+    tf.add_to_collection(tf.GraphKeys.TRAIN_OP, sync["train_op"])
+    # Not TF's: names the chief's step for tools that draw an exported graph.
+    tf.add_to_collection(CHIEF_STEP, sync["sync_op"])
     return {**model, **sync}
 
 
@@ -341,6 +347,10 @@ def parse_args(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
     parser.add_argument(
         "--init_timeout", type=float, default=60.0, help="seconds to wait for the chief's init"
     )
+    parser.add_argument(
+        "--export_graph", default=None, metavar="FILE",
+        help="the chief writes its graph here (tf.train.export_meta_graph) for pictures",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.job_name is None and os.environ.get("TF_CONFIG"):
         config = json.loads(os.environ["TF_CONFIG"])
@@ -471,6 +481,8 @@ def main(argv=None) -> int:
             )
         model["init_op"] = tf.global_variables_initializer()
         model["local_init_op"] = tf.local_variables_initializer()
+        if index == 0 and args.export_graph:
+            tf.train.export_meta_graph(args.export_graph)
     try:
         report = run_worker(server.target, graph, model, index, args)
     except tf.errors.DeadlineExceededError as exc:

@@ -318,11 +318,24 @@ def _label_longest(ax: Axes, bands: list[_Band], span: float) -> None:
 
 
 def _fitting_name(name: str, width: float, ms_per_char: float) -> str | None:
-    """The node name, or its last path part, if it fits in ``width`` ms; else None."""
-    for text in (name, name.rsplit("/", 1)[-1]):
+    """The node name, or a shorter form of it, if it fits in ``width`` ms; else None.
+
+    ``_recv/w/read/0`` and ``_send/w/read/0/to_job_ps_replica_0_task_0`` are
+    shortened to the op whose tensor they carry (``w/read``), then to that
+    op's last name part (``read``); other names to their last part.
+    """
+    for text in _short_names(name):
         if (len(text) + 2) * ms_per_char <= width:
             return text
     return None
+
+
+def _short_names(name: str) -> list[str]:
+    """``name`` and its shorter forms, longest first."""
+    if name.startswith(("_recv/", "_send/")):
+        carried = name.split("/", 1)[1].split("/to_job_")[0].rsplit("/", 1)[0]
+        return [name, carried, carried.rsplit("/", 1)[-1]]
+    return [name, name.rsplit("/", 1)[-1]]
 
 
 def _annotate_load(ax: Axes, bands: list[_Band]) -> None:
