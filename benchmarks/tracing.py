@@ -28,11 +28,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import json  # noqa: E402
-import socket  # noqa: E402
 import time  # noqa: E402
 
 import minitf as tf  # noqa: E402
 from minitf.examples import async_mlp  # noqa: E402
+from minitf.runtime.launcher import free_ports  # noqa: E402
 from minitf.viz import Tracer, dot, render  # noqa: E402
 from minitf.viz.pictures import train_targets  # noqa: E402
 
@@ -83,18 +83,8 @@ def bench_local() -> dict:
     }
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def bench_cluster() -> dict:
-    ports = _free_ports(2)
+    ports = free_ports(2)
     spec = tf.train.ClusterSpec(
         {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
     )
@@ -126,7 +116,7 @@ def bench_cluster() -> dict:
 
 
 def bench_drawing() -> dict:
-    ports = _free_ports(3)
+    ports = free_ports(3)
     spec = tf.train.ClusterSpec(
         {"ps": [f"127.0.0.1:{p}" for p in ports[:2]], "worker": [f"127.0.0.1:{ports[2]}"]}
     )

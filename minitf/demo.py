@@ -35,7 +35,7 @@ from tqdm import tqdm
 import minitf as tf
 from minitf.cluster import LocalCluster
 from minitf.examples import async_mlp, sync_mlp
-from minitf.viz import Tracer, dot, pictures, render
+from minitf.viz import Tracer, pictures
 
 NUM_CLASSES = async_mlp.NUM_CLASSES
 make_spirals = async_mlp.make_spirals
@@ -181,11 +181,13 @@ def _write_pictures(out: Path, graph_file: Path, trace, what: str) -> None:
         graph = tf.Graph()
         with graph.as_default():
             tf.train.import_meta_graph(str(graph_file))
-        written += pictures.graph_pictures(graph, out / "graphs", collapse=COLLAPSE)
-        chief_step = graph.get_collection(sync_mlp.CHIEF_STEP)
-        if chief_step:
-            text = dot.partitioned_dot(graph, [], targets=chief_step, collapse=COLLAPSE)
-            written += render.write(text, out / "graphs" / "partitioned_chief")
+        steps = None
+        if graph.get_collection(sync_mlp.CHIEF_STEP):  # a worker's step and the chief's
+            steps = {
+                "partitioned": graph.get_collection(sync_mlp.WORKER_STEP),
+                "partitioned_chief": graph.get_collection(sync_mlp.CHIEF_STEP),
+            }
+        written += pictures.graph_pictures(graph, out / "graphs", steps=steps, collapse=COLLAPSE)
     if trace and any(dev["node_stats"] for dev in trace["dev_stats"]):
         title = f"{TRACED_STEPS} global steps of {what}"
         written += pictures.trace_pictures(trace, out, title=title)

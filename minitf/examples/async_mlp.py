@@ -40,8 +40,8 @@ def make_spirals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return features.astype(np.float32), labels.astype(np.int64)
 
 
-def build_model(hidden: int = 64, learning_rate: float = 0.02) -> dict:
-    """The MLP, its loss and accuracy, and an Adam step that bumps the global step."""
+def build_mlp(hidden: int = 64) -> dict:
+    """The 2-hidden-3 MLP: placeholders ``x``/``y``, ``loss`` and ``accuracy``; no optimizer."""
     x = tf.placeholder(tf.float32, [None, 2], name="x")
     y = tf.placeholder(tf.int64, [None], name="y")
     with tf.variable_scope("hidden"):
@@ -54,11 +54,15 @@ def build_model(hidden: int = 64, learning_rate: float = 0.02) -> dict:
         logits = tf.matmul(h, w2) + b2
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
+    return {"x": x, "y": y, "loss": loss, "accuracy": accuracy}
+
+
+def build_model(hidden: int = 64, learning_rate: float = 0.02) -> dict:
+    """The MLP, its loss and accuracy, and an Adam step that bumps the global step."""
+    model = build_mlp(hidden)
     global_step = tf.train.get_or_create_global_step()
-    train = tf.train.AdamOptimizer(learning_rate).minimize(loss, global_step=global_step)
-    tf.add_to_collection(tf.GraphKeys.TRAIN_OP, train)
-    return {"x": x, "y": y, "loss": loss, "accuracy": accuracy, "train": train,
-            "global_step": global_step}  # fmt: skip
+    train = tf.train.AdamOptimizer(learning_rate).minimize(model["loss"], global_step=global_step)
+    return {**model, "train": train, "global_step": global_step}
 
 
 def parse_cluster(argv=None) -> tuple[dict, str, int, argparse.Namespace]:

@@ -50,27 +50,12 @@ import time
 import numpy as np
 
 import minitf as tf
-from minitf.examples.async_mlp import NUM_CLASSES, make_spirals
+from minitf.examples.async_mlp import build_mlp, make_spirals
 
+WORKER_STEP = "sync_replicas_worker_step"
+"""The collection holding ``train_op``, the step every worker runs."""
 CHIEF_STEP = "sync_replicas_chief_step"
 """The collection holding ``sync_op``, the step the chief's queue runner runs."""
-
-
-def build_mlp(hidden: int = 64) -> dict:
-    """The MLP of ``async_mlp``: placeholders, loss and accuracy (no optimizer)."""
-    x = tf.placeholder(tf.float32, [None, 2], name="x")
-    y = tf.placeholder(tf.int64, [None], name="y")
-    with tf.variable_scope("hidden"):
-        w1 = tf.get_variable("weights", [2, hidden])
-        b1 = tf.get_variable("biases", [hidden], initializer=tf.zeros_initializer())
-        h = tf.nn.relu(tf.matmul(x, w1) + b1)
-    with tf.variable_scope("logits"):
-        w2 = tf.get_variable("weights", [hidden, NUM_CLASSES])
-        b2 = tf.get_variable("biases", [NUM_CLASSES], initializer=tf.zeros_initializer())
-        logits = tf.matmul(h, w2) + b2
-    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y), tf.float32))
-    return {"x": x, "y": y, "loss": loss, "accuracy": accuracy}
 
 
 def _local_step(global_step: tf.Variable) -> tf.Variable:
@@ -322,8 +307,9 @@ def build_sync_model(
         num_workers if total_num_replicas is None else total_num_replicas,
         num_tokens,
     )
-    tf.add_to_collection(tf.GraphKeys.TRAIN_OP, sync["train_op"])
-    # Not TF's: names the chief's step for tools that draw an exported graph.
+    # Not TF's: name the two steps for tools that draw an exported graph (TF's
+    # TRAIN_OP collection holds the update, which only the chief's step runs).
+    tf.add_to_collection(WORKER_STEP, sync["train_op"])
     tf.add_to_collection(CHIEF_STEP, sync["sync_op"])
     return {**model, **sync}
 

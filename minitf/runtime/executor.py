@@ -117,32 +117,38 @@ class StepContext:
 
 
 class OpEvent:
-    """One executed op of a traced step: what ran, when, on which thread, what it produced."""
+    """One executed op of a traced step: what ran, when, on which thread, what it produced.
 
-    __slots__ = ("name", "type", "start_ns", "end_ns", "thread_id", "thread_name",
-                 "output_bytes", "asynchronous", "wait_ns", "notes")  # fmt: skip
+    Kept small (the plan step, times, sizes): a traced step makes one per op,
+    and `minitf.runtime.step_stats` turns them into dicts afterwards.
+    """
 
-    def __init__(self, name, op_type, start_ns, end_ns, output_bytes, asynchronous, wait_ns=0,
-                 notes=None):  # fmt: skip
-        self.name = name
-        self.type = op_type
+    __slots__ = ("step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes")
+
+    def __init__(self, step, start_ns, end_ns, thread, output_bytes, wait_ns=0, notes=None):
+        self.step = step
         self.start_ns = start_ns
         self.end_ns = end_ns
-        thread = threading.current_thread()
-        self.thread_id = thread.ident
-        self.thread_name = thread.name
+        self.thread = thread  # (ident, name) of the thread that ran the executor loop
         self.output_bytes = output_bytes
-        self.asynchronous = asynchronous
         self.wait_ns = wait_ns
         self.notes = notes
 
+    name = property(lambda self: self.step.op.name, doc="The op's name.")
+    type = property(lambda self: self.step.op.type, doc="The op's type.")
+    asynchronous = property(lambda self: self.step.is_async, doc="Whether the op may wait.")
+    thread_id = property(lambda self: self.thread[0], doc="The executor thread's ident.")
+    thread_name = property(lambda self: self.thread[1], doc="The executor thread's name.")
+
     @classmethod
-    def of(cls, step, start_ns: int, vals: list, ctx: StepContext, wait_ns: int = 0) -> OpEvent:
-        size = sum(getattr(vals[s], "nbytes", 0) for s in step.out_slots)
-        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
+    def of(cls, step, start_ns: int, vals: list, ctx, thread: tuple, wait_ns: int = 0) -> OpEvent:
+        """The event of ``step``, which started at ``start_ns`` and has just finished."""
         end_ns = time.perf_counter_ns()
-        return cls(step.op.name, step.op.type, start_ns, end_ns, size, step.is_async, wait_ns,
-                   notes)  # fmt: skip
+        size = 0
+        for slot in step.out_slots:
+            size += getattr(vals[slot], "nbytes", 0)
+        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
+        return cls(step, start_ns, end_ns, thread, size, wait_ns, notes)
 
 
 class FifoScheduler:
@@ -227,7 +233,10 @@ class Executor:
         pending = [s.num_predecessors for s in steps]
         ready = deque(i for i, s in enumerate(steps) if s.num_predecessors == 0)
         completions: queue.SimpleQueue = queue.SimpleQueue()
-        trace, starts = ctx.trace, {}
+        trace, starts, thread = ctx.trace, {}, None
+        if trace is not None:
+            current = threading.current_thread()
+            thread = (current.ident, current.name)
         outstanding = 0
         try:
             while ready or outstanding:
@@ -235,13 +244,13 @@ class Executor:
                     outstanding -= 1
                     item = completions.get_nowait()
                     self._complete(steps, vals, pending, ready, *item)
-                    self._traced(trace, steps, starts, vals, ctx, item)
+                    self._traced(trace, steps, starts, vals, ctx, thread, item)
                 if not ready:
                     if outstanding:
                         item = self._wait(completions, ctx)
                         outstanding -= 1
                         self._complete(steps, vals, pending, ready, *item)
-                        self._traced(trace, steps, starts, vals, ctx, item)
+                        self._traced(trace, steps, starts, vals, ctx, thread, item)
                     continue
                 i = self.scheduler.pick(ready, steps)
                 step = steps[i]
@@ -264,13 +273,13 @@ class Executor:
                 self._store(step, vals, result)
                 self._release(step, pending, ready)
                 if trace is not None:
-                    trace.append(OpEvent.of(step, starts.pop(i), vals, ctx))
+                    trace.append(OpEvent.of(step, starts.pop(i), vals, ctx, thread))
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
 
     @staticmethod
-    def _traced(trace, steps, starts, vals, ctx, item: tuple) -> None:
+    def _traced(trace, steps, starts, vals, ctx, thread, item: tuple) -> None:
         """Records an asynchronous op that has just completed (its time includes the wait).
 
         It waited if its kernel finished after its compute call had returned.
@@ -279,7 +288,7 @@ class Executor:
         if trace is not None and index in starts:
             start_ns, returned_ns = starts.pop(index)
             wait_ns = max(0, item[2] - returned_ns) if len(item) > 2 else 0
-            trace.append(OpEvent.of(steps[index], start_ns, vals, ctx, wait_ns))
+            trace.append(OpEvent.of(steps[index], start_ns, vals, ctx, thread, wait_ns))
 
     @staticmethod
     def _wait(completions: queue.SimpleQueue, ctx: StepContext):

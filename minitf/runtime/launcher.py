@@ -47,7 +47,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass  # not Linux: the launcher's own clean-up still stops the tasks
 
 
-def _free_ports(n: int, host: str) -> list[int]:
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct ports that are free on ``host`` now (for a cluster's addresses).
+
+    Another process may take one before it is bound again; on loopback, in
+    tests and on one machine, that does not happen in practice.
+    """
     socks = []
     try:
         for _ in range(n):
@@ -89,7 +94,7 @@ class LocalCluster:
     ):
         if not tasks or any(int(n) < 1 for n in tasks.values()):
             raise ValueError(f"LocalCluster needs at least one task per job: {tasks}")
-        ports = iter(_free_ports(sum(tasks.values()), host))
+        ports = iter(free_ports(sum(tasks.values()), host))
         self.cluster_spec = ClusterSpec(
             {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in tasks.items()}
         )

@@ -70,18 +70,20 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
             to the clock the trace is kept in (see `minitf.runtime.master`).
     """
     duration = (event.end_ns - event.start_ns) // 1000
+    op = event.step.op
+    name, op_type = op.name, op.type
     stats = {
-        "node_name": event.name,
-        "op": event.type,
+        "node_name": name,
+        "op": op_type,
         "all_start_micros": wall_micros(event.start_ns) + clock_offset_micros,
         "op_start_rel_micros": 0,
         "op_end_rel_micros": duration,
         "all_end_rel_micros": duration,
-        "thread_id": event.thread_id,
-        "thread_name": event.thread_name,
+        "thread_id": event.thread[0],
+        "thread_name": event.thread[1],
         "output_bytes": event.output_bytes,
-        "asynchronous": event.asynchronous,
-        "timeline_label": f"{event.name} = {event.type}()",
+        "asynchronous": event.step.is_async,
+        "timeline_label": f"{name} = {op_type}()",
         "step_id": step_id,
         "wait_micros": event.wait_ns // 1000,
     }

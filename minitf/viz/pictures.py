@@ -21,10 +21,15 @@ def train_targets(graph: ops.Graph) -> list[ops.Operation]:
     """What one training step runs: the ``TRAIN_OP`` collection, else every op nothing uses."""
     targets = graph.get_collection(graph_keys.GraphKeys.TRAIN_OP)
     if targets:
-        return [t if isinstance(t, ops.Operation) else t.op for t in targets]
+        return _as_ops(targets)
     used = {t.op for op in graph.get_operations() for t in op.inputs}
     used |= {c for op in graph.get_operations() for c in op.control_inputs}
     return [op for op in graph.get_operations() if op not in used]
+
+
+def _as_ops(items) -> list[ops.Operation]:
+    """Ops, and the ops of tensors (``sess.run`` targets may be either)."""
+    return [t if isinstance(t, ops.Operation) else t.op for t in items]
 
 
 def task_names(graph: ops.Graph) -> list[str]:
@@ -41,7 +46,7 @@ def graph_pictures(
     graph: ops.Graph,
     out,
     views=VIEWS,
-    targets=None,
+    steps=None,
     collapse=None,
     formats=("svg", "png"),
     default_job: str = "worker",
@@ -54,8 +59,9 @@ def graph_pictures(
         out: The output directory.
         views: Which of ``"whole"``, ``"device"`` (one picture per task) and
             ``"partitioned"`` to draw.
-        targets: The ops of the step the partitioned view cuts (default:
-            `train_targets`).
+        steps: ``{picture name: target ops}``, the steps the partitioned view
+            cuts, one picture each (default: ``{"partitioned":
+            train_targets(graph)}``).
         collapse: Name scopes to fold (a depth or a list; see `minitf.viz.dot`).
         formats: Picture formats besides the DOT text (when Graphviz is installed).
         default_job, default_task: The task whose session runs the step.
@@ -78,11 +84,11 @@ def graph_pictures(
             spec = pydev.DeviceSpec.from_string(task)
             texts[f"{spec.job}_task{spec.task}"] = dot.task_dot(graph, task, collapse=collapse)
     if "partitioned" in views:
-        step = train_targets(graph) if targets is None else list(targets)
-        texts["partitioned"] = dot.partitioned_dot(
-            graph, [], targets=step, default_job=default_job, default_task=default_task,
-            collapse=collapse,
-        )  # fmt: skip
+        for name, targets in (steps or {"partitioned": train_targets(graph)}).items():
+            texts[name] = dot.partitioned_dot(
+                graph, [], targets=_as_ops(targets), default_job=default_job,
+                default_task=default_task, collapse=collapse,
+            )  # fmt: skip
     written = []
     for name, text in texts.items():
         written.extend(render.write(text, out / name, formats))

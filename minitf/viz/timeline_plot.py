@@ -55,7 +55,9 @@ _WIDTH_IN = 12.0
 _LABEL_FRACTION = 0.05
 _MAX_LABELS = 12
 _LABEL_FONTSIZE = 7
-_STRAGGLER_RATIO = 1.2
+# A worker is marked slow past 1.5x the fastest's busy time per step: below that,
+# the chief's extra work and scheduling noise would mark healthy workers.
+_STRAGGLER_RATIO = 1.5
 
 
 @dataclass(frozen=True)
@@ -334,7 +336,8 @@ def _short_names(name: str) -> list[str]:
     """``name`` and its shorter forms, longest first."""
     if name.startswith(("_recv/", "_send/")):
         carried = name.split("/", 1)[1].split("/to_job_")[0].rsplit("/", 1)[0]
-        return [name, carried, carried.rsplit("/", 1)[-1]]
+        verb = name[1:5]  # "recv" or "send": the bar moves that tensor, it does not compute it
+        return [name, f"{verb} {carried}", f"{verb} {carried.rsplit('/', 1)[-1]}"]
     return [name, name.rsplit("/", 1)[-1]]
 
 

@@ -9,7 +9,6 @@ with numpy. The last tests run the script itself on a `LocalCluster`.
 """
 
 import json
-import socket
 import threading
 
 import numpy as np
@@ -18,22 +17,13 @@ import pytest
 import minitf as tf
 from minitf.cluster import LocalCluster
 from minitf.examples import sync_mlp
+from minitf.runtime.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(120)
 
 LR = 0.1
 W0 = np.array([0.5, -1.0, 2.0], np.float32)
 B0 = np.float32(0.25)
-
-
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _two_ps_spec(hosts=("a:1", "b:1", "c:1", "d:1")):
@@ -43,7 +33,7 @@ def _two_ps_spec(hosts=("a:1", "b:1", "c:1", "d:1")):
 @pytest.fixture
 def servers():
     """Two ps tasks and two worker tasks, each an in-process server on a free loopback port."""
-    spec = _two_ps_spec([f"127.0.0.1:{p}" for p in _free_ports(4)])
+    spec = _two_ps_spec([f"127.0.0.1:{p}" for p in free_ports(4)])
     running = {
         f"{job}{i}": tf.train.Server(spec, job_name=job, task_index=i)
         for job in ("ps", "worker")

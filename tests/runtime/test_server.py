@@ -12,6 +12,7 @@ import pytest
 
 import minitf as tf
 from minitf.runtime import partition as partition_lib
+from minitf.runtime.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.timeout(60)
 def cluster():
     """A ps task and two worker tasks on free loopback ports."""
     servers = {}
-    ports = _free_ports(3)
+    ports = free_ports(3)
     spec = tf.train.ClusterSpec(
         {
             "ps": [f"127.0.0.1:{ports[0]}"],
@@ -33,18 +34,6 @@ def cluster():
     yield servers
     for server in servers.values():
         server.stop()
-
-
-def _free_ports(n):
-    import socket
-
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def test_local_server_runs_a_session_and_keeps_state_between_sessions():
@@ -174,7 +163,7 @@ def test_run_timeout_across_tasks_raises_deadline_exceeded(cluster):
 
 def test_unreachable_task_raises_unavailable_quickly(monkeypatch):
     monkeypatch.setenv("MINITF_CONNECT_TIMEOUT", "0.5")
-    port = _free_ports(1)[0]
+    port = free_ports(1)[0]
     with pytest.raises(tf.errors.UnavailableError, match="unreachable"):
         tf.Session(f"grpc://127.0.0.1:{port}")
 
@@ -266,7 +255,7 @@ def test_control_dependencies_cross_tasks(cluster):
 
 
 def test_a_model_on_two_ps_and_two_workers_matches_a_local_session():
-    ports = _free_ports(4)
+    ports = free_ports(4)
     spec = tf.train.ClusterSpec(
         {
             "ps": [f"127.0.0.1:{ports[0]}", f"127.0.0.1:{ports[1]}"],

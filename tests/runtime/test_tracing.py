@@ -9,7 +9,7 @@ import minitf as tf
 from minitf.runtime import server as server_lib
 from minitf.runtime import step_stats
 from minitf.viz import Tracer
-from tests.runtime.test_server import _free_ports, cluster  # noqa: F401 - the fixture
+from tests.runtime.test_server import cluster  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(60)
 

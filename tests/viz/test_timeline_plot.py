@@ -254,8 +254,8 @@ def test_send_and_recv_bars_are_labelled_by_the_tensor_they_carry():
 
     recv = "_recv/sync_token_q_Dequeue/0"
     send = "_send/hidden/weights/read/0/to_job_worker_replica_0_task_1"
-    # A bar wide enough for 22 characters but not for the whole name.
-    assert _fitting_name(recv, width=24.0, ms_per_char=1.0) == "sync_token_q_Dequeue"
-    assert _fitting_name(send, width=16.0, ms_per_char=1.0) == "read"
-    assert _fitting_name(send, width=21.0, ms_per_char=1.0) == "hidden/weights/read"
+    # A bar wide enough for 27 characters but not for the whole name.
+    assert _fitting_name(recv, width=29.0, ms_per_char=1.0) == "recv sync_token_q_Dequeue"
+    assert _fitting_name(send, width=16.0, ms_per_char=1.0) == "send read"
+    assert _fitting_name(send, width=26.0, ms_per_char=1.0) == "send hidden/weights/read"
     assert _fitting_name("gradients/MatMul", width=3.0, ms_per_char=1.0) is None
