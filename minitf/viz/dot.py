@@ -258,7 +258,8 @@ def graph_dot(
     Args:
         graph: The graph.
         ops_to_show: Only these ops (default: all).
-        highlight: ``{op name: "done" | "running" | "blocked"}`` outlines.
+        highlight: Outlines: ``{op name: "done" | "running" | "blocked"}``, a
+            set of op names (all "done"), or a traced step's ``step_stats``.
         collapse: Fold name scopes: a depth (``1`` folds ``layer1/...`` into
             ``layer1``) or a list of scopes.
         cluster: ``{job: number of tasks}``; when given, tooltips show the
@@ -648,9 +649,48 @@ def _legend(states: set[str]) -> list[str]:
     return lines + ["}"]
 
 
+def _highlight_states(highlight) -> dict[str, str]:
+    """``highlight=`` as ``{op name: state}``: a dict, op names (all "done") or a trace.
+
+    Raises:
+        ValueError: for a state other than "done", "running" or "blocked".
+    """
+    if not highlight:
+        return {}
+    if isinstance(highlight, dict) and "dev_stats" in highlight:
+        return highlight_from_trace(highlight)
+    if not isinstance(highlight, dict):
+        return dict.fromkeys(highlight, "done")
+    for name, state in highlight.items():
+        if state not in _HIGHLIGHTS:
+            raise ValueError(f"highlight[{name!r}] is {state!r}: use one of {sorted(_HIGHLIGHTS)}")
+    return highlight
+
+
+def _collapse_arg(collapse):
+    """``collapse=`` checked: None, a depth of at least 1, or scope names (one string is one).
+
+    Raises:
+        ValueError: for a depth below 1.
+        TypeError: for anything else.
+    """
+    if collapse is None or isinstance(collapse, list):
+        return collapse
+    if isinstance(collapse, bool) or not isinstance(collapse, (int, str, tuple, set)):
+        raise TypeError(
+            f"collapse must be a depth (int) or name scopes (a list of str), got {collapse!r}"
+        )
+    if isinstance(collapse, int):
+        if collapse < 1:
+            raise ValueError(f"collapse depth must be at least 1, got {collapse}")
+        return collapse
+    return [collapse] if isinstance(collapse, str) else list(collapse)
+
+
 def _emit(nodes: list[_Node], edges: list[_Edge], highlight=None, collapse=None) -> str:
     """DOT text: ``nodes`` in their clusters (name scopes folded by ``collapse``) and ``edges``."""
-    highlight = highlight or {}
+    highlight = _highlight_states(highlight)
+    collapse = _collapse_arg(collapse)
     drawn, drawn_as = _fold(nodes, highlight, collapse)
     root = _cluster_tree(drawn)
     _simplify(root)

@@ -44,6 +44,14 @@ class Timeline:
     """
 
     def __init__(self, step_stats: dict):
+        if not isinstance(step_stats, dict) or not isinstance(
+            step_stats.get("dev_stats", []), list
+        ):
+            raise TypeError(
+                "Timeline needs step stats: run_metadata.step_stats of a run with "
+                "tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), or a Tracer's step_stats; "
+                f"got {type(step_stats).__name__}"
+            )
         self._step_stats = step_stats
 
     def to_dict(self, show_dataflow: bool = True) -> dict:

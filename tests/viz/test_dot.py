@@ -306,6 +306,18 @@ def test_highlight_outlines_ops_by_state():
     assert "legend_running" in picture.text and "legend_blocked" not in picture.text
 
 
+def test_highlight_takes_a_set_of_names_or_a_trace_and_rejects_unknown_states():
+    _, y = _model()
+    graph = tf.get_default_graph()
+    by_set = Picture(dot.graph_dot(graph, highlight={"y", "x"})).attrs
+    assert by_set["y"]["color"] == DONE and by_set["x"]["color"] == DONE
+    trace = {"dev_stats": [{"device": "/job:worker", "node_stats": [{"node_name": "y"}]}]}
+    by_trace = Picture(dot.graph_dot(graph, highlight=trace)).attrs
+    assert by_trace["y"]["color"] == DONE and "color" not in by_trace["x"]
+    with pytest.raises(ValueError, match=r"highlight\['y'\] is 'finished': use one of"):
+        dot.graph_dot(graph, highlight={"y": "finished"})
+
+
 def test_highlight_from_trace_marks_the_ops_of_a_traced_step():
     x = tf.placeholder(tf.float32, [None, 2], name="x")
     w = tf.Variable(tf.ones([2, 1]), name="w")
@@ -442,3 +454,15 @@ def test_pictures_render_to_svg_and_pdf(tmp_path):
     written = render.write(text, tmp_path / "step", formats=("pdf",))
     assert [p.name for p in written] == ["step.dot", "step.pdf"]
     assert (tmp_path / "step.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_collapse_takes_one_scope_as_a_string_and_rejects_bad_values():
+    _model()
+    graph = tf.get_default_graph()
+    one = Picture(dot.graph_dot(graph, collapse="w1")).nodes
+    listed = Picture(dot.graph_dot(graph, collapse=["w1"])).nodes
+    assert one == listed
+    with pytest.raises(ValueError, match="at least 1"):
+        dot.graph_dot(graph, collapse=0)
+    with pytest.raises(TypeError, match="collapse must be a depth"):
+        dot.graph_dot(graph, collapse=1.5)

@@ -421,3 +421,10 @@ def test_chrome_trace_of_a_local_dequeue_waiting_for_its_enqueue():
     waits = [e for e in _slices(events) if e["cat"] == "wait"]
     shows_wait = deq["wait_micros"] > 0 and deq["all_end_rel_micros"] > 1
     assert [w["args"]["node_name"] for w in waits] == ([deq["node_name"]] if shows_wait else [])
+
+
+def test_timeline_says_what_it_needs_when_given_something_else():
+    with pytest.raises(TypeError, match="FULL_TRACE"):
+        Timeline(tf.RunMetadata())
+    with pytest.raises(TypeError, match="step stats"):
+        Timeline({"dev_stats": "no"})
