@@ -25,6 +25,7 @@ task.
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 import threading
 import time
@@ -39,6 +40,8 @@ from minitf.runtime.cluster_spec import ClusterSpec
 from minitf.runtime.plan import prune, topological_order
 from minitf.runtime.server import connect_with_retry
 from minitf.runtime.wire import Wire
+
+logger = logging.getLogger("minitf")
 
 _ABORT_GRACE = 5.0  # seconds to let aborted partitions report before giving up on them
 _LOSER_CODES = (errors.CANCELLED, errors.ABORTED)
@@ -210,14 +213,20 @@ class Master:
             for i in self.cluster.task_indices(job)
         ]
 
-    def channel(self, task: str) -> Channel:
-        """The connection to ``task`` (made on first use, remade if lost)."""
+    def channel(self, task: str, connect_timeout: float | None = None) -> Channel:
+        """The connection to ``task`` (made on first use, remade if lost).
+
+        Args:
+            task: The task name.
+            connect_timeout: Seconds to keep trying to connect (default:
+                ``MINITF_CONNECT_TIMEOUT``).
+        """
         with self._channels_lock:
             channel = self._channels.get(task)
             if channel is not None and not channel.lost:
                 return channel
             job, index = partition_lib.parse_task(task)
-            wire = connect_with_retry(self.cluster.task_address(job, index), task)
+            wire = connect_with_retry(self.cluster.task_address(job, index), task, connect_timeout)
             channel = Channel(wire, task)
             self._channels[task] = channel
             return channel
@@ -369,21 +378,41 @@ class Master:
         ]
 
     def start_recording(self) -> dict[str, int]:
-        """Has every task record every step it runs, whoever runs it; returns the recording ids."""
-        return {
-            task: self.channel(task).request(lambda c: ("trace_start", c), timeout=10.0)
-            for task in self.tasks()
-        }
+        """Has every task record every step it runs, whoever runs it; returns the recording ids.
+
+        Each task's clock offset is measured now, while every task is there.
+        """
+        recordings = {}
+        for task in self.tasks():
+            self.clock_offset(task)
+            recordings[task] = self.channel(task).request(lambda c: ("trace_start", c), 10.0)
+        return recordings
 
     def stop_recording(self, recordings: dict[str, int]) -> tuple[dict, int]:
-        """Ends the recordings; returns their step stats (this process's clock) and drops."""
-        per_task, dropped = {}, 0
+        """Ends the recordings; returns their step stats (this process's clock) and drops.
+
+        A task that has gone since (a worker that finished and exited) took its
+        recording with it: its ops are left out, with a warning, and the other
+        tasks' are returned.
+        """
+        per_task, dropped, gone = {}, 0, []
         for task, rid in recordings.items():
-            nodes, lost = self.channel(task).request(lambda c, r=rid: ("trace_stop", c, r), 30.0)
+            try:
+                channel = self.channel(task, connect_timeout=2.0)
+                nodes, lost = channel.request(lambda c, r=rid: ("trace_stop", c, r), 30.0)
+            except errors.UnavailableError:
+                gone.append(task)
+                continue
             per_task[partition_lib.full_device_of(task)] = step_stats.shift(
                 nodes, self.clock_offset(task)
             )
             dropped += lost
+        if gone:
+            logger.warning(
+                "The recordings of %s are lost: the tasks are gone. Stop a Tracer before its "
+                "tasks exit.",
+                ", ".join(gone),
+            )
         return step_stats.build(per_task), dropped
 
     def _abort(self, step_id, calls, failure: errors.OpError) -> errors.OpError:

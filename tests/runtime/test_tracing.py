@@ -215,3 +215,16 @@ def test_a_full_recording_counts_what_it_dropped():
     recorders.record([{"n": 3}, {"n": 4}, {"n": 5}])
     assert recorders.stop(rid) == ([{"n": 1}, {"n": 2}, {"n": 3}], 2)
     assert not recorders.active
+
+
+def test_a_task_gone_before_the_tracer_stops_is_left_out_with_a_warning(cluster, caplog):  # noqa: F811
+    v, _, total, _, _ = _ps_model()
+    with tf.Session(cluster["worker0"].target) as sess:
+        sess.run(v.initializer)
+        tracer = Tracer(sess).start()
+        sess.run(total)
+        cluster["worker1"].stop()  # a worker that finished and exited
+        with caplog.at_level("WARNING", logger="minitf"):
+            stats = tracer.stop()
+    assert [d["device"] for d in stats["dev_stats"]] == [PS, W0]
+    assert "/job:worker/replica:0/task:1" in caplog.text and "lost" in caplog.text
