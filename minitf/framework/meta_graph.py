@@ -201,7 +201,8 @@ def prepend_name_scope(name: str, import_scope: str | None) -> str:
     return scope + name
 
 
-def _in_scope(name: str, scope: str | None) -> bool:
+def in_name_scope(name: str, scope: str | None) -> bool:
+    """Whether ``name`` (or ``^name``) is inside name scope ``scope`` (any name is, in None)."""
     return not scope or name.lstrip("^").startswith(scope.rstrip("/") + "/")
 
 
@@ -233,7 +234,7 @@ def _scoped_node(node: dict, export_scope: str | None, clear_devices: bool, unbo
     """The node with ``export_scope`` stripped; inputs from outside it are marked unbound."""
     inputs = []
     for name in node["input"]:
-        if _in_scope(name, export_scope):
+        if in_name_scope(name, export_scope):
             inputs.append(strip_name_scope(name, export_scope))
         else:
             control = "^" if name.startswith("^") else ""
@@ -244,7 +245,7 @@ def _scoped_node(node: dict, export_scope: str | None, clear_devices: bool, unbo
         attr["_class"] = [
             strip_name_scope(group.decode(), export_scope).encode()
             for group in attr["_class"]
-            if _in_scope(group.decode()[len("loc:@") :], export_scope)
+            if in_name_scope(group.decode()[len("loc:@") :], export_scope)
         ]
     return {
         **node,
@@ -294,16 +295,21 @@ def _proto_functions_for(key: str) -> tuple[Callable, Callable] | None:
     # registered on first use, so that framework/ imports none of the layers above it.
     global _defaults_registered
     if not _defaults_registered:
+        from minitf.ops.variables import Variable
         from minitf.train.queue_runner_impl import QueueRunner
 
         _defaults_registered = True
         defaults = {
-            name: (variable_to_proto, variable_from_proto) for name in _VARIABLE_COLLECTIONS
+            name: (_variable_to_proto, Variable.from_proto) for name in _VARIABLE_COLLECTIONS
         }
         defaults[GraphKeys.QUEUE_RUNNERS] = (_queue_runner_to_proto, QueueRunner.from_proto)
         for name, functions in defaults.items():
             _proto_functions.setdefault(name, functions)
     return _proto_functions.get(key)
+
+
+def _variable_to_proto(var, export_scope: str | None = None) -> dict | None:
+    return var.to_proto(export_scope=export_scope)
 
 
 def _queue_runner_to_proto(runner, export_scope: str | None = None) -> dict | None:
@@ -334,7 +340,7 @@ def _collection_def(graph: ops.Graph, key: str, export_scope: str | None) -> dic
 
 def _item_in_scope(item: Any, export_scope: str | None) -> bool:
     name = getattr(item, "name", None)
-    return not isinstance(name, str) or _in_scope(name, export_scope)
+    return not isinstance(name, str) or in_name_scope(name, export_scope)
 
 
 def _kind_of(item: Any) -> str:
@@ -399,66 +405,6 @@ def _scoped_collection_value(value: Any, scope: str) -> Any:
 # -- variables -------------------------------------------------------------------------------
 
 
-def variable_to_proto(var, export_scope: str | None = None) -> dict | None:
-    """A VariableDef dict for ``var`` (TF's ``Variable.to_proto``), None if outside the scope."""
-    if not _in_scope(var.name, export_scope):
-        return None
-    proto = {
-        "variable_name": strip_name_scope(var.name, export_scope),
-        "initial_value_name": strip_name_scope(var.initial_value.name, export_scope),
-        "initializer_name": strip_name_scope(var.initializer.name, export_scope),
-        "snapshot_name": strip_name_scope(var._snapshot.name, export_scope),
-        "is_resource": not var._is_ref_variable,
-        "trainable": var.trainable,
-    }
-    info = var._save_slice_info
-    if info is not None:
-        proto["save_slice_info_def"] = {
-            "full_name": strip_name_scope(info.full_name, export_scope),
-            "full_shape": info.full_shape,
-            "var_offset": info.var_offset,
-            "var_shape": info.var_shape,
-        }
-    return proto
-
-
-def variable_from_proto(variable_def: dict, import_scope: str | None = None):
-    """The `Variable` a VariableDef dict describes, over the ops of the default graph.
-
-    TF does this in ``Variable.__init__(variable_def=...)``; minitf's Variable
-    has no such path, so the object is filled in here from its four ops.
-    """
-    from minitf.ops import partitioned_variables, variables
-
-    graph = ops.get_default_graph()
-
-    def element(field: str):
-        return graph.as_graph_element(prepend_name_scope(variable_def[field], import_scope))
-
-    cls = variables.ResourceVariable if variable_def.get("is_resource") else variables.Variable
-    var = object.__new__(cls)
-    var._variable = element("variable_name")
-    var._initial_value = element("initial_value_name")
-    var._initializer_op = element("initializer_name")
-    var._snapshot = element("snapshot_name")
-    var._trainable = variable_def.get("trainable", True)
-    var._constraint = None
-    var._save_slice_info = None
-    if "save_slice_info_def" in variable_def:
-        info = variable_def["save_slice_info_def"]
-        var._save_slice_info = partitioned_variables.SaveSliceInfo(
-            prepend_name_scope(info["full_name"], import_scope),
-            info["full_shape"],
-            info["var_offset"],
-            info["var_shape"],
-        )
-    if variable_def.get("is_resource"):
-        var._handle = var._variable
-        var._dtype = var._handle.op.get_attr("dtype")
-        var._shape_attr = tensor_shape.as_shape(var._handle.op.get_attr("shape"))
-    return var
-
-
 # -- export ----------------------------------------------------------------------------------
 
 
@@ -497,7 +443,7 @@ def export_scoped_meta_graph(
     nodes = [
         _encode_node(_scoped_node(node, export_scope, clear_devices, unbound))
         for node in _source_nodes(graph, graph_def)
-        if _in_scope(node["name"], export_scope)
+        if in_name_scope(node["name"], export_scope)
     ]
     keys = graph.get_all_collection_keys() if collection_list is None else list(collection_list)
     collections = {}
@@ -523,7 +469,7 @@ def export_scoped_meta_graph(
     var_list = {
         strip_name_scope(v.name, scope): v
         for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
-        if _in_scope(v.name, scope)
+        if in_name_scope(v.name, scope)
     }
     return meta_graph_def, var_list
 
@@ -722,7 +668,7 @@ def import_scoped_meta_graph(
     return {
         strip_name_scope(v.name, scope): v
         for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
-        if _in_scope(v.name, scope)
+        if in_name_scope(v.name, scope)
     }
 
 

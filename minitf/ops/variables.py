@@ -13,6 +13,7 @@ import numpy as np
 
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.graph_keys import GraphKeys
+from minitf.framework.meta_graph import in_name_scope, prepend_name_scope, strip_name_scope
 from minitf.ops import array_ops, control_flow_ops, state_ops
 
 __all__ = [
@@ -66,10 +67,11 @@ class Variable:
         validate_shape: If False, the variable's shape may change on assignment.
         caching_device: A device for the ``read`` snapshot (default: with the variable).
         name: The variable's name (default ``"Variable"``).
-        variable_def: Not supported (graph import comes with graph export).
+        variable_def: A ``VariableDef`` dict (`to_proto`): rebuilds the Variable
+            object over ops already in the default graph (an imported graph).
         dtype: Converts the initial value to this type.
         expected_shape: Deprecated; ignored, as in TF1.
-        import_scope: Not supported.
+        import_scope: With ``variable_def``: the name scope the graph was imported into.
         constraint: A projection applied by optimizers after updates (recorded).
         use_resource: If True, a resource variable (``VarHandleOp``).
         synchronization: Accepted for compatibility.
@@ -107,9 +109,12 @@ class Variable:
         aggregation=None,
         shape=None,
     ):
-        del expected_shape, import_scope, use_resource, synchronization, aggregation
+        del expected_shape, use_resource, synchronization, aggregation
         if variable_def is not None:
-            raise ValueError("Creating a Variable from a variable_def is not supported by minitf.")
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_proto(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         if constraint is not None and not callable(constraint):
@@ -134,6 +139,65 @@ class Variable:
             var_shape = self._variable_shape(validate_shape, shape)
             self._build(true_name, var_shape, validate_shape, caching_device)
         self._graph().add_to_collections(collections, self)
+
+    # -- VariableDef: the variable in an exported graph ------------------------------------
+
+    def to_proto(self, export_scope: str | None = None) -> dict | None:
+        """The ``VariableDef`` of this variable, as a dict (TF's ``Variable.to_proto``).
+
+        Args:
+            export_scope: A name scope to strip from the names; a variable
+                outside it gives None.
+        """
+        if not in_name_scope(self.name, export_scope):
+            return None
+        proto = {
+            "variable_name": strip_name_scope(self._variable.name, export_scope),
+            "initial_value_name": strip_name_scope(self._initial_value.name, export_scope),
+            "initializer_name": strip_name_scope(self._initializer_op.name, export_scope),
+            "snapshot_name": strip_name_scope(self._snapshot.name, export_scope),
+            "is_resource": not self._is_ref_variable,
+            "trainable": self._trainable,
+        }
+        info = self._save_slice_info
+        if info is not None:
+            proto["save_slice_info_def"] = {
+                "full_name": strip_name_scope(info.full_name, export_scope),
+                "full_shape": info.full_shape,
+                "var_offset": info.var_offset,
+                "var_shape": info.var_shape,
+            }
+        return proto
+
+    @staticmethod
+    def from_proto(variable_def: dict, import_scope: str | None = None) -> Variable:
+        """The variable a ``VariableDef`` dict describes (TF's ``Variable.from_proto``)."""
+        cls = ResourceVariable if variable_def.get("is_resource") else Variable
+        return cls(variable_def=variable_def, import_scope=import_scope)
+
+    def _init_from_proto(self, variable_def: dict, import_scope: str | None) -> None:
+        from minitf.ops.partitioned_variables import SaveSliceInfo  # it imports this module
+
+        graph = ops.get_default_graph()
+
+        def element(field: str):
+            return graph.as_graph_element(prepend_name_scope(variable_def[field], import_scope))
+
+        self._variable = element("variable_name")
+        self._initial_value = element("initial_value_name")
+        self._initializer_op = element("initializer_name")
+        self._snapshot = element("snapshot_name")
+        self._trainable = variable_def.get("trainable", True)
+        self._constraint = None
+        self._save_slice_info = None
+        info = variable_def.get("save_slice_info_def")
+        if info is not None:
+            self._save_slice_info = SaveSliceInfo(
+                prepend_name_scope(info["full_name"], import_scope),
+                info["full_shape"],
+                info["var_offset"],
+                info["var_shape"],
+            )
 
     # -- construction --------------------------------------------------------------------
 
@@ -389,6 +453,12 @@ class ResourceVariable(Variable):
             with ops.name_scope("Read"):
                 self._snapshot = state_ops.read_variable_op(self._handle, dtype)
         self._variable = self._handle
+
+    def _init_from_proto(self, variable_def: dict, import_scope: str | None) -> None:
+        super()._init_from_proto(variable_def, import_scope)
+        self._handle = self._variable
+        self._dtype = self._handle.op.get_attr("dtype")
+        self._shape_attr = tensor_shape.as_shape(self._handle.op.get_attr("shape"))
 
     @property
     def handle(self) -> ops.Tensor:

@@ -634,3 +634,20 @@ def test_resource_variable_in_collections_and_uninitialized_report():
         np.testing.assert_array_equal(sess.run(uninit), np.array([b"rv"], dtype=object))
         sess.run(tf.global_variables_initializer())
         assert sess.run(uninit).size == 0
+
+
+def test_a_variable_rebuilt_from_its_variable_def_uses_the_same_ops():
+    v = tf.Variable([1.0, 2.0], name="v")
+    r = tf.Variable([3.0], name="r", use_resource=True)
+    again = tf.Variable(variable_def=v.to_proto())
+    again_r = tf.Variable.from_proto(r.to_proto())
+    assert again.op is v.op and again.initializer is v.initializer and again.name == "v:0"
+    assert isinstance(again_r, type(r)) and again_r.handle is r.handle
+    with tf.Session() as sess:
+        sess.run(again.initializer)
+        np.testing.assert_array_equal(sess.run(v), [1.0, 2.0])
+        sess.run(again_r.initializer)
+        np.testing.assert_array_equal(sess.run(r), [3.0])
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        tf.Variable(1.0, variable_def=v.to_proto())
+    assert v.to_proto(export_scope="elsewhere") is None
