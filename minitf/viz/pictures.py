@@ -42,6 +42,21 @@ def task_names(graph: ops.Graph) -> list[str]:
     return sorted(names)
 
 
+def cluster_of(graph: ops.Graph, default_job: str = "worker", default_task: int = 0) -> dict:
+    """``{job: number of tasks}``: the smallest cluster the graph's devices fit in.
+
+    The pictures use it to show, in each tooltip, the device a session would
+    assign; a real cluster may have more tasks, which changes nothing for the
+    ops shown.
+    """
+    tasks = {default_job: default_task + 1}
+    for op in graph.get_operations():
+        spec = pydev.DeviceSpec.from_string(op.device)
+        if spec.job:
+            tasks[spec.job] = max(tasks.get(spec.job, 0), (spec.task or 0) + 1)
+    return tasks
+
+
 def graph_pictures(
     graph: ops.Graph,
     out,
@@ -52,7 +67,9 @@ def graph_pictures(
     default_job: str = "worker",
     default_task: int = 0,
 ) -> list[Path]:
-    """Writes ``whole``, ``<job>_task<i>`` and ``partitioned`` pictures of ``graph`` to ``out``.
+    """Writes pictures of ``graph`` to ``out``: ``whole``, one per task, ``partitioned``.
+
+    A task's picture is ``<job>_task<i>``, or ``<job>`` for ops that name no task.
 
     Args:
         graph: The graph.
@@ -76,13 +93,18 @@ def graph_pictures(
     if unknown:
         raise ValueError(f"Unknown view(s) {sorted(unknown)}: choose from {list(VIEWS)}")
     out = Path(out)
+    cluster = cluster_of(graph, default_job, default_task)
     texts = {}
     if "whole" in views:
-        texts["whole"] = dot.graph_dot(graph, collapse=collapse)
+        texts["whole"] = dot.graph_dot(
+            graph, collapse=collapse, cluster=cluster, default_job=default_job,
+            default_task=default_task,
+        )  # fmt: skip
     if "device" in views:
         for task in task_names(graph):
             spec = pydev.DeviceSpec.from_string(task)
-            texts[f"{spec.job}_task{spec.task}"] = dot.task_dot(graph, task, collapse=collapse)
+            name = spec.job if spec.task is None else f"{spec.job}_task{spec.task}"
+            texts[name] = dot.task_dot(graph, task, collapse=collapse, cluster=cluster)
     if "partitioned" in views:
         for name, targets in (steps or {"partitioned": train_targets(graph)}).items():
             texts[name] = dot.partitioned_dot(

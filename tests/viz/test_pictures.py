@@ -1,0 +1,75 @@
+"""The standard pictures of a model: which files, which steps, and what their tooltips say."""
+
+import json
+
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.viz import pictures
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _model():
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2)):
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.Variable(tf.zeros([3, 1]), name="w")  # ps task 0
+        b = tf.Variable(tf.zeros([1]), name="b")  # ps task 1
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    return x, loss, train
+
+
+def test_the_cluster_is_the_smallest_the_devices_fit_in():
+    _model()
+    assert pictures.cluster_of(tf.get_default_graph()) == {"worker": 1, "ps": 2}
+    assert pictures.cluster_of(tf.Graph(), "worker", 2) == {"worker": 3}
+
+
+def test_every_view_is_written_and_tooltips_name_the_assigned_device(tmp_path):
+    _model()
+    written = pictures.graph_pictures(tf.get_default_graph(), tmp_path, formats=())
+    assert sorted(p.name for p in written) == [
+        "partitioned.dot", "ps_task0.dot", "ps_task1.dot", "whole.dot", "worker.dot"
+    ]  # fmt: skip
+    whole = (tmp_path / "whole.dot").read_text()
+    # w is a ps op: replica_device_setter put it on ps task 0, which a session keeps.
+    assert "assigned device: /job:ps/replica:0/task:0/device:CPU:0" in whole
+    assert "(assigned when a session runs it)" not in whole
+
+
+def test_named_steps_give_one_partitioned_picture_each(tmp_path):
+    x, loss, train = _model()
+    written = pictures.graph_pictures(
+        tf.get_default_graph(), tmp_path, views=["partitioned"],
+        steps={"forward": [loss], "train": [train]}, formats=(),
+    )  # fmt: skip
+    assert sorted(p.name for p in written) == ["forward.dot", "train.dot"]
+    # The forward step only reads w and b: no update op on the ps.
+    assert "ApplyGradientDescent" not in (tmp_path / "forward.dot").read_text()
+    assert "ApplyGradientDescent" in (tmp_path / "train.dot").read_text()
+
+
+def test_an_unknown_view_is_refused():
+    _model()
+    with pytest.raises(ValueError, match=r"Unknown view\(s\) \['task'\]"):
+        pictures.graph_pictures(tf.get_default_graph(), "unused", views=["task"])
+
+
+def test_a_traced_step_gives_a_chrome_trace_and_a_timeline_picture(tmp_path):
+    x, loss, train = _model()
+    graph = tf.get_default_graph()
+    with tf.Session(graph=graph, config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+        sess.run(tf.global_variables_initializer())
+        md = tf.RunMetadata()
+        full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        sess.run(train, {x: np.ones((2, 3), np.float32)}, options=full, run_metadata=md)
+    written = pictures.trace_pictures(md.step_stats, tmp_path, name="step")
+    assert [p.name for p in written] == ["step.json", "step_timeline.svg", "step_timeline.png"]
+    events = json.loads(written[0].read_text())["traceEvents"]
+    ops_run = {n["node_name"] for d in md.step_stats["dev_stats"] for n in d["node_stats"]}
+    assert {e["args"]["node_name"] for e in events if e["ph"] == "X" and e["name"] != "wait"} == (
+        ops_run
+    )
+    assert written[2].read_bytes()[:4] == b"\x89PNG"
