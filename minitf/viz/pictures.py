@@ -117,6 +117,41 @@ def graph_pictures(
     return written
 
 
+def draw(
+    graph: ops.Graph | None = None,
+    view: str = "whole",
+    targets=None,
+    collapse=None,
+    highlight=None,
+) -> render.GraphPicture:
+    """One picture of ``graph`` as an object that Jupyter shows inline (``_repr_svg_``).
+
+    Args:
+        graph: The graph (default: the default graph).
+        view: ``"whole"``, ``"partitioned"`` or a task (``"/job:ps/task:0"``).
+        targets: For ``"partitioned"``: the step's target ops (default: `train_targets`).
+        collapse: Name scopes to fold (a depth or a list).
+        highlight: Ops to outline (see `minitf.viz.dot.graph_dot`).
+
+    Returns:
+        A `minitf.viz.render.GraphPicture`; ``.save(path)`` writes it to files.
+    """
+    graph = ops.get_default_graph() if graph is None else graph
+    cluster = cluster_of(graph)
+    if view == "whole":
+        text = dot.graph_dot(graph, highlight=highlight, collapse=collapse, cluster=cluster)
+    elif view == "partitioned":
+        step = train_targets(graph) if targets is None else _as_ops(targets)
+        text = dot.partitioned_dot(graph, [], targets=step, collapse=collapse, highlight=highlight)
+    elif view.startswith("/job:"):
+        text = dot.task_dot(graph, view, highlight=highlight, collapse=collapse, cluster=cluster)
+    else:
+        raise ValueError(
+            f"Unknown view {view!r}: use 'whole', 'partitioned' or a task like '/job:ps/task:0'"
+        )
+    return render.GraphPicture(text)
+
+
 def trace_pictures(step_stats: dict, out, name: str = "trace", title=None) -> list[Path]:
     """Writes ``<name>.json`` (Chrome trace) and ``<name>_timeline.svg/.png`` to ``out``."""
     from minitf.viz.timeline import Timeline

@@ -73,3 +73,14 @@ def test_a_traced_step_gives_a_chrome_trace_and_a_timeline_picture(tmp_path):
         ops_run
     )
     assert written[2].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_draw_gives_a_picture_a_notebook_shows_inline():
+    _model()
+    whole = pictures.draw()
+    assert '"w"' in whole.source and whole._repr_mimebundle_()["text/plain"] == whole.source
+    assert "_Send" in pictures.draw(view="partitioned").source
+    ps1 = pictures.draw(view="/job:ps/task:1").source
+    assert '"b"' in ps1 and '"w"' not in ps1  # only ps task 1's ops
+    with pytest.raises(ValueError, match="Unknown view 'ps'"):
+        pictures.draw(view="ps")
