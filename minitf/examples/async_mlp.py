@@ -65,26 +65,41 @@ def build_model(hidden: int = 64, learning_rate: float = 0.02) -> dict:
     return {**model, "train": train, "global_step": global_step}
 
 
-def parse_cluster(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
-    """The cluster and this task's role, from TF1 flags or ``TF_CONFIG``."""
-    parser = argparse.ArgumentParser(description=__doc__)
+def task_parser(description: str, steps: int, report_every: int) -> argparse.ArgumentParser:
+    """The flags every task of these example scripts takes.
+
+    Its role as TF1 scripts take it (``--job_name``, ``--task_index``,
+    ``--ps_hosts``, ``--worker_hosts``), how long to train, how often to
+    report, and where the chief writes its graph.
+    """
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--job_name", default=None)
     parser.add_argument("--task_index", type=int, default=None)
     parser.add_argument("--ps_hosts", default="")
     parser.add_argument("--worker_hosts", default="")
-    parser.add_argument("--steps", type=int, default=1000, help="global steps to train (1000)")
-    parser.add_argument("--report_every", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=steps, help=f"global steps to train ({steps})")
+    parser.add_argument("--report_every", type=int, default=report_every)
     parser.add_argument(
         "--export_graph", default=None, metavar="FILE",
         help="the chief writes its graph here (tf.train.export_meta_graph) for pictures",
     )  # fmt: skip
-    args = parser.parse_args(argv)
+    return parser
+
+
+def task_role(args: argparse.Namespace) -> tuple[dict, str, int]:
+    """``(cluster, job, task index)`` from the TF1 flags, or from ``TF_CONFIG`` without them."""
     if args.job_name is None and os.environ.get("TF_CONFIG"):
         config = json.loads(os.environ["TF_CONFIG"])
         cluster, task = config["cluster"], config["task"]
-        return cluster, task["type"], int(task["index"]), args
+        return cluster, task["type"], int(task["index"])
     cluster = {"ps": args.ps_hosts.split(","), "worker": args.worker_hosts.split(",")}
-    return cluster, args.job_name, args.task_index, args
+    return cluster, args.job_name, args.task_index
+
+
+def parse_cluster(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
+    """The cluster and this task's role, from TF1 flags or ``TF_CONFIG``."""
+    args = task_parser(__doc__, steps=1000, report_every=100).parse_args(argv)
+    return (*task_role(args), args)
 
 
 def wait_for_initialization(sess: tf.Session) -> None:

@@ -43,14 +43,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
 import numpy as np
 
 import minitf as tf
-from minitf.examples.async_mlp import build_mlp, make_spirals
+from minitf.examples.async_mlp import build_mlp, make_spirals, task_parser, task_role
 
 WORKER_STEP = "sync_replicas_worker_step"
 """The collection holding ``train_op``, the step every worker runs."""
@@ -316,13 +315,7 @@ def build_sync_model(
 
 def parse_args(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
     """The cluster and this task's role, from TF1 flags or ``TF_CONFIG``, and the options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--job_name", default=None)
-    parser.add_argument("--task_index", type=int, default=None)
-    parser.add_argument("--ps_hosts", default="")
-    parser.add_argument("--worker_hosts", default="")
-    parser.add_argument("--steps", type=int, default=500, help="global steps to train (500)")
-    parser.add_argument("--report_every", type=int, default=50)
+    parser = task_parser(__doc__.splitlines()[0], steps=500, report_every=50)
     parser.add_argument("--replicas_to_aggregate", type=int, default=None, help="R (workers)")
     parser.add_argument("--total_num_replicas", type=int, default=None, help="N (workers)")
     parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
@@ -333,17 +326,8 @@ def parse_args(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
     parser.add_argument(
         "--init_timeout", type=float, default=60.0, help="seconds to wait for the chief's init"
     )
-    parser.add_argument(
-        "--export_graph", default=None, metavar="FILE",
-        help="the chief writes its graph here (tf.train.export_meta_graph) for pictures",
-    )  # fmt: skip
     args = parser.parse_args(argv)
-    if args.job_name is None and os.environ.get("TF_CONFIG"):
-        config = json.loads(os.environ["TF_CONFIG"])
-        cluster, task = config["cluster"], config["task"]
-        return cluster, task["type"], int(task["index"]), args
-    cluster = {"ps": args.ps_hosts.split(","), "worker": args.worker_hosts.split(",")}
-    return cluster, args.job_name, args.task_index, args
+    return (*task_role(args), args)
 
 
 def wait_until_ready(sess: tf.Session, ready_op: tf.Tensor, timeout: float) -> None:
