@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minitf.runtime import step_stats
+
 
 class _Message:
     """A protobuf-like record: fields with defaults, set by keyword."""
@@ -100,6 +102,10 @@ class RunOptions(_Message):
 
 
 class RunMetadata(_Message):
-    """Per-run output metadata (``tf.RunMetadata``): step statistics and partition graphs."""
+    """Per-run output metadata (``tf.RunMetadata``): step statistics and partition graphs.
 
-    _FIELDS = {"step_stats": dict, "partition_graphs": list, "cost_graph": dict}
+    ``step_stats`` is filled by a traced run (see `minitf.runtime.step_stats`):
+    read it as dicts or, as TF code reads the protocol buffer, by attribute.
+    """
+
+    _FIELDS = {"step_stats": step_stats.empty, "partition_graphs": list, "cost_graph": dict}

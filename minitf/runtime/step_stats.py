@@ -47,6 +47,29 @@ import threading
 import time
 from typing import Any
 
+
+class Record(dict):
+    """A dict whose keys also read as attributes.
+
+    TF1 code reads ``StepStats`` as a protocol buffer
+    (``for dev in run_metadata.step_stats.dev_stats: dev.node_stats[0].node_name``);
+    JSON tools and the tests read dicts. Records are both.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"StepStats field {name!r} is not set") from None
+
+
+def empty() -> Record:
+    """An empty ``StepStats`` (what ``tf.RunMetadata().step_stats`` starts as)."""
+    return Record(dev_stats=[])
+
+
 NOTE_FIELDS = ("waited_on", "transfer", "elements", "accumulated")
 """The fields kernels add to an op's stats (the ones the docstring above describes)."""
 
@@ -72,7 +95,7 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
     duration = (event.end_ns - event.start_ns) // 1000
     op = event.step.op
     name, op_type = op.name, op.type
-    stats = {
+    stats = Record({
         "node_name": name,
         "op": op_type,
         "all_start_micros": wall_micros(event.start_ns) + clock_offset_micros,
@@ -86,7 +109,7 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
         "timeline_label": f"{name} = {op_type}()",
         "step_id": step_id,
         "wait_micros": event.wait_ns // 1000,
-    }
+    })  # fmt: skip
     if event.notes:
         stats.update(event.notes)
         if not event.wait_ns:
@@ -98,17 +121,17 @@ def shift(stats: list[dict], micros: int) -> list[dict]:
     """``node_stats`` entries moved by ``micros`` on the clock (a task's offset)."""
     if not micros:
         return stats
-    return [{**s, "all_start_micros": s["all_start_micros"] + micros} for s in stats]
+    return [Record(s, all_start_micros=s["all_start_micros"] + micros) for s in stats]
 
 
 def build(per_device: dict[str, list[dict]]) -> dict:
     """``{"dev_stats": [...]}`` from ``{device: node_stats}``, each device's ops by start time."""
-    return {
-        "dev_stats": [
-            {"device": device, "node_stats": sorted(nodes, key=_start)}
+    return Record(
+        dev_stats=[
+            Record(device=device, node_stats=sorted(nodes, key=_start))
             for device, nodes in sorted(per_device.items())
         ]
-    }
+    )
 
 
 def merge(*step_stats: dict) -> dict:

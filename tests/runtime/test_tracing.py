@@ -228,3 +228,19 @@ def test_a_task_gone_before_the_tracer_stops_is_left_out_with_a_warning(cluster,
             stats = tracer.stop()
     assert [d["device"] for d in stats["dev_stats"]] == [PS, W0]
     assert "/job:worker/replica:0/task:1" in caplog.text and "lost" in caplog.text
+
+
+def test_step_stats_read_as_tf_code_reads_the_protocol_buffer(cluster):  # noqa: F811
+    v, _, total, _, _ = _ps_model()
+    md = tf.RunMetadata()
+    assert len(md.step_stats.dev_stats) == 0  # an empty StepStats before a traced run
+    with tf.Session(cluster["worker0"].target) as sess:
+        sess.run(v.initializer)
+        sess.run(total, options=FULL, run_metadata=md)
+    timings = {}
+    for dev_stats in md.step_stats.dev_stats:
+        for node_stats in dev_stats.node_stats:
+            timings[(dev_stats.device, node_stats.node_name)] = node_stats.all_end_rel_micros
+    assert (W0, "total") in timings and (PS, "v/read") in timings
+    with pytest.raises(AttributeError, match="not set"):
+        md.step_stats.dev_stats[0].no_such_field  # noqa: B018

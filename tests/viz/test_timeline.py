@@ -378,7 +378,7 @@ def test_no_trace_without_the_option():
     md = tf.RunMetadata()
     with tf.Session() as sess:
         sess.run(tf.constant(1.0) + tf.placeholder_with_default(1.0, []), run_metadata=md)
-    assert md.step_stats == {}
+    assert md.step_stats == {"dev_stats": []} and md.step_stats.dev_stats == []
 
 
 def test_a_waiting_dequeue_is_marked_and_ends_after_its_enqueue():
