@@ -42,6 +42,25 @@ def task_names(graph: ops.Graph) -> list[str]:
     return sorted(names)
 
 
+_VARIABLE_TYPES = ("VariableV2", "Variable", "VarHandleOp")
+
+
+def with_variables_folded(graph: ops.Graph, collapse) -> list[str] | int | None:
+    """``collapse`` plus every variable's own scope (``w/Assign``, ``w/read``, its slots...).
+
+    Each variable then shows as its op and one box for its helpers, instead of
+    a cluster of five to ten initializer, read and slot ops; a depth is kept
+    as it is.
+    """
+    if isinstance(collapse, int) and not isinstance(collapse, bool):
+        return collapse
+    scopes = [collapse] if isinstance(collapse, str) else list(collapse or [])
+    names = [op.name for op in graph.get_operations() if op.type in _VARIABLE_TYPES]
+    # A slot (``w/Adam``) is inside its variable's scope already: fold by the outer one.
+    outer = [n for n in names if not any(n.startswith(o + "/") for o in names)]
+    return scopes + [n for n in outer if n not in scopes]
+
+
 def cluster_of(graph: ops.Graph, default_job: str = "worker", default_task: int = 0) -> dict:
     """``{job: number of tasks}``: the smallest cluster the graph's devices fit in.
 
@@ -66,6 +85,7 @@ def graph_pictures(
     formats=("svg", "png"),
     default_job: str = "worker",
     default_task: int = 0,
+    fold_variables: bool = True,
 ) -> list[Path]:
     """Writes pictures of ``graph`` to ``out``: ``whole``, one per task, ``partitioned``.
 
@@ -82,6 +102,8 @@ def graph_pictures(
         collapse: Name scopes to fold (a depth or a list; see `minitf.viz.dot`).
         formats: Picture formats besides the DOT text (when Graphviz is installed).
         default_job, default_task: The task whose session runs the step.
+        fold_variables: Also fold each variable's helper ops into one box
+            (`with_variables_folded`).
 
     Returns:
         The files written.
@@ -94,6 +116,8 @@ def graph_pictures(
         raise ValueError(f"Unknown view(s) {sorted(unknown)}: choose from {list(VIEWS)}")
     out = Path(out)
     cluster = cluster_of(graph, default_job, default_task)
+    if fold_variables:
+        collapse = with_variables_folded(graph, collapse)
     texts = {}
     if "whole" in views:
         texts["whole"] = dot.graph_dot(
@@ -123,6 +147,7 @@ def draw(
     targets=None,
     collapse=None,
     highlight=None,
+    fold_variables: bool = False,
 ) -> render.GraphPicture:
     """One picture of ``graph`` as an object that Jupyter shows inline (``_repr_svg_``).
 
@@ -132,12 +157,15 @@ def draw(
         targets: For ``"partitioned"``: the step's target ops (default: `train_targets`).
         collapse: Name scopes to fold (a depth or a list).
         highlight: Ops to outline (see `minitf.viz.dot.graph_dot`).
+        fold_variables: Fold each variable's helper ops into one box.
 
     Returns:
         A `minitf.viz.render.GraphPicture`; ``.save(path)`` writes it to files.
     """
     graph = ops.get_default_graph() if graph is None else graph
     cluster = cluster_of(graph)
+    if fold_variables:
+        collapse = with_variables_folded(graph, collapse)
     if view == "whole":
         text = dot.graph_dot(graph, highlight=highlight, collapse=collapse, cluster=cluster)
     elif view == "partitioned":

@@ -84,3 +84,17 @@ def test_draw_gives_a_picture_a_notebook_shows_inline():
     assert '"b"' in ps1 and '"w"' not in ps1  # only ps task 1's ops
     with pytest.raises(ValueError, match="Unknown view 'ps'"):
         pictures.draw(view="ps")
+
+
+def test_folding_variables_adds_each_outer_variable_scope_once():
+    with tf.variable_scope("layer"):
+        w = tf.get_variable("w", [2, 2])
+    tf.train.AdamOptimizer().minimize(tf.reduce_sum(w))  # slots layer/w/Adam, layer/w/Adam_1
+    graph = tf.get_default_graph()
+    # Adam's beta1_power/beta2_power are variables of their own; the slots are inside layer/w.
+    assert pictures.with_variables_folded(graph, ["gradients"]) == [
+        "gradients", "layer/w", "beta1_power", "beta2_power"
+    ]  # fmt: skip
+    assert pictures.with_variables_folded(graph, 2) == 2
+    folded = pictures.draw(fold_variables=True).source
+    assert '"layer/w/read"' not in folded and '"layer/w"' in folded
