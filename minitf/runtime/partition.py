@@ -7,7 +7,9 @@ moves, all here:
    (``/job:ps/replica:0/task:1/device:CPU:0``): its requested device, with the
    unset fields filled from the session's default task; an op that uses a
    resource (a queue or accumulator handle, a resource variable) runs where
-   that resource lives, as TF's placer colocates resource consumers;
+   that resource lives, as TF's placer colocates resource consumers, and an
+   op in another op's colocation group (``_class = [b"loc:@w"]``) runs where
+   that op runs;
 2. **partition** — the ops are grouped by task; every data edge that crosses
    tasks becomes a ``_Send`` in the producer's partition and a ``_Recv`` in the
    consumer's, both carrying one *rendezvous key*
@@ -63,38 +65,72 @@ def place(
         InvalidArgumentError: TF's "Cannot assign a device" error.
     """
     assigned: dict[Operation, str] = {}
+    by_name = {op.name: op for op in ops}
     for op in ops:
-        owner = _resource_producer(op)
-        if owner is not None and owner in assigned:
-            assigned[op] = assigned[owner]
+        if op in assigned:
             continue
-        requested = pydev.DeviceSpec.from_string(op.device)
-        job = requested.job or default_job
-        task = (
-            requested.task
-            if requested.task is not None
-            else (default_task if job == default_job else 0)
-        )
-        ok = (
-            job in tasks
-            and 0 <= task < tasks[job]
-            and requested.replica in (None, 0)
-            and (requested.device_type or "CPU").upper() == "CPU"
-            and requested.device_index in (None, 0)
-        )
-        if not ok:
-            if not allow_soft_placement:
-                known = ", ".join(full_device(j, t) for j in sorted(tasks) for t in range(tasks[j]))
-                raise errors.InvalidArgumentError(
-                    op.node_def,
-                    op,
-                    f"Cannot assign a device for operation {op.name}: Operation was explicitly "
-                    f"assigned to {op.device} but available devices are [ {known} ]. Make sure "
-                    "the device specification refers to a valid device.",
-                )
-            job, task = default_job, default_task
-        assigned[op] = full_device(job, task)
+        # An op goes where the op it must stay with goes: the producer of the
+        # resource it uses, else the op of its colocation group (TF's placer
+        # puts a colocation group on one device; an initializer built from a
+        # callable has no device of its own, only the group of its variable).
+        chain = [op]
+        owner = _owner(op, by_name)
+        while owner is not None and owner not in assigned and owner not in chain:
+            chain.append(owner)
+            owner = _owner(owner, by_name)
+        device = assigned.get(owner) if owner is not None else None
+        for member in reversed(chain):
+            if device is None:
+                device = _requested_device(member, default_job, default_task, tasks,
+                                           allow_soft_placement)  # fmt: skip
+            assigned[member] = device
     return assigned
+
+
+def _owner(op: Operation, by_name: dict[str, Operation]) -> Operation | None:
+    """The op ``op`` must be placed with, if any (see `place`)."""
+    owner = _resource_producer(op)
+    if owner is not None:
+        return owner
+    for group in op.colocation_groups():
+        target = by_name.get(group.decode()[len("loc:@") :])
+        if target is not None and target is not op:
+            return target
+    return None
+
+
+def _requested_device(op, default_job, default_task, tasks, allow_soft_placement) -> str:
+    """The full device ``op``'s requested device names, with the session's task filling gaps.
+
+    Raises:
+        InvalidArgumentError: TF's "Cannot assign a device" error.
+    """
+    requested = pydev.DeviceSpec.from_string(op.device)
+    job = requested.job or default_job
+    task = (
+        requested.task
+        if requested.task is not None
+        else (default_task if job == default_job else 0)
+    )
+    ok = (
+        job in tasks
+        and 0 <= task < tasks[job]
+        and requested.replica in (None, 0)
+        and (requested.device_type or "CPU").upper() == "CPU"
+        and requested.device_index in (None, 0)
+    )
+    if not ok:
+        if not allow_soft_placement:
+            known = ", ".join(full_device(j, t) for j in sorted(tasks) for t in range(tasks[j]))
+            raise errors.InvalidArgumentError(
+                op.node_def,
+                op,
+                f"Cannot assign a device for operation {op.name}: Operation was explicitly "
+                f"assigned to {op.device} but available devices are [ {known} ]. Make sure "
+                "the device specification refers to a valid device.",
+            )
+        job, task = default_job, default_task
+    return full_device(job, task)
 
 
 def _resource_producer(op: Operation) -> Operation | None:
