@@ -253,7 +253,11 @@ def graph_dot(
     default_job: str = "worker",
     default_task: int = 0,
 ) -> str:
-    """DOT text of ``graph`` (or of ``ops_to_show``), clustered by requested job and task.
+    """DOT text of ``graph`` (or of ``ops_to_show``), clustered by job and task.
+
+    With ``cluster``, each op is drawn where a session would place it (its
+    requested device, completed by the session's task, or its colocation
+    group's); without, where it asked to be.
 
     Args:
         graph: The graph.
@@ -262,7 +266,7 @@ def graph_dot(
             set of op names (all "done"), or a traced step's ``step_stats``.
         collapse: Fold name scopes: a depth (``1`` folds ``layer1/...`` into
             ``layer1``) or a list of scopes.
-        cluster: ``{job: number of tasks}``; when given, tooltips show the
+        cluster: ``{job: number of tasks}``; when given, ops are drawn on the
             device a session on ``default_job``/``default_task`` would assign.
         default_job, default_task: That session's task.
 
@@ -275,7 +279,7 @@ def graph_dot(
     assigned = _assigned_devices(graph, cluster, default_job, default_task)
     nodes, edges = [], []
     for op in shown_ops:
-        nodes.append(_op_node(op, _where(op.device), assigned.get(op)))
+        nodes.append(_op_node(op, _where(assigned.get(op) or op.device), assigned.get(op)))
         edges += _op_edges(op, shown)
     return _emit(nodes, edges, highlight, collapse)
 
@@ -286,21 +290,28 @@ def task_dot(
     highlight=None,
     collapse=None,
     cluster: dict[str, int] | None = None,
+    default_job: str = "worker",
+    default_task: int = 0,
 ) -> str:
-    """DOT text of the ops whose requested device names ``task`` (``"/job:ps/task:0"``).
+    """DOT text of the ops of one task (``"/job:ps/task:0"``).
 
     Args:
         graph: The graph.
         task: The task (a job alone shows all of its tasks).
-        highlight, collapse, cluster: As in `graph_dot`; the session's task is ``task``.
+        highlight, collapse: As in `graph_dot`.
+        cluster: As in `graph_dot`: when given, the ops a session on
+            ``default_job``/``default_task`` would place on ``task``; without,
+            the ops that ask for it.
+        default_job, default_task: That session's task.
     """
     want = pydev.DeviceSpec.from_string(task)
+    assigned = _assigned_devices(graph, cluster, default_job, default_task)
     shown = []
     for op in graph.get_operations():
-        spec = pydev.DeviceSpec.from_string(op.device)
+        spec = pydev.DeviceSpec.from_string(assigned.get(op) or op.device)
         if spec.job == want.job and (want.task is None or spec.task == want.task):
             shown.append(op)
-    return graph_dot(graph, shown, highlight, collapse, cluster, want.job, want.task or 0)
+    return graph_dot(graph, shown, highlight, collapse, cluster, default_job, default_task)
 
 
 def _step_partitions(fetches, targets, feeds, cluster, default_job, default_task) -> dict:

@@ -128,7 +128,10 @@ def graph_pictures(
         for task in task_names(graph):
             spec = pydev.DeviceSpec.from_string(task)
             name = spec.job if spec.task is None else f"{spec.job}_task{spec.task}"
-            texts[name] = dot.task_dot(graph, task, collapse=collapse, cluster=cluster)
+            texts[name] = dot.task_dot(
+                graph, task, collapse=collapse, cluster=cluster, default_job=default_job,
+                default_task=default_task,
+            )  # fmt: skip
     if "partitioned" in views:
         for name, targets in (steps or {"partitioned": train_targets(graph)}).items():
             texts[name] = dot.partitioned_dot(

@@ -98,3 +98,23 @@ def test_folding_variables_adds_each_outer_variable_scope_once():
     assert pictures.with_variables_folded(graph, 2) == 2
     folded = pictures.draw(fold_variables=True).source
     assert '"layer/w/read"' not in folded and '"layer/w"' in folded
+
+
+def test_ops_are_drawn_where_a_session_places_them(tmp_path):
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1)):
+        v = tf.get_variable("v", [2], initializer=tf.ones_initializer())
+        tf.identity(v, name="y")
+    graph = tf.get_default_graph()
+    init = "v/Initializer/ones"  # no device of its own: it goes with v (its colocation group)
+    pictures.graph_pictures(
+        graph, tmp_path, views=["whole", "device"], formats=(), fold_variables=False
+    )
+    ps = (tmp_path / "ps_task0.dot").read_text()
+    worker = (tmp_path / "worker.dot").read_text()
+    assert f'"{init}"' in ps and f'"{init}"' not in worker
+    whole = (tmp_path / "whole.dot").read_text()
+    assert "no device requested" not in whole
+    # Without a cluster, the picture shows what each op asked for.
+    from minitf.viz import dot
+
+    assert "no device requested" in dot.graph_dot(graph)
