@@ -125,6 +125,13 @@ def _run_render(args: argparse.Namespace) -> int:
         script_args = list(args.script_args)
         if script_args[:1] == ["--"]:
             script_args = script_args[1:]
+        elif set(script_args) & _RENDER_OPTIONS:
+            print(
+                "minitf render: options go before the script "
+                f"(minitf render --out DIR {args.script} -- SCRIPT ARGS)",
+                file=sys.stderr,
+            )
+            return 2
         graph = graph_of_script(args.script, script_args)
     views = pictures.VIEWS if args.view == "all" else (args.view,)
     collapse = _collapse_arg(args.collapse)
@@ -134,6 +141,9 @@ def _run_render(args: argparse.Namespace) -> int:
     ):
         print(path)
     return 0
+
+
+_RENDER_OPTIONS = {"--out", "--view", "--collapse", "--formats", "--graph-def"}
 
 
 def _imported_graph(path: str):

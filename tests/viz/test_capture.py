@@ -83,3 +83,13 @@ def test_minitf_render_needs_a_script_or_a_graph_file(tmp_path):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "does not exist" in done.stderr
+
+
+def test_minitf_render_says_where_its_options_go(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text(SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-m", "minitf.cli", "render", str(script), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "options go before the script" in done.stderr
