@@ -245,6 +245,7 @@ class Server:
         self._handles = itertools.count(1)
         self._steps: dict[int, StepContext] = {}
         self.recorders = step_stats.Recorders()
+        self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
         self._steps_lock = threading.Lock()
         self._listener: WireListener | None = None
         self._wires: set[Wire] = set()
@@ -366,6 +367,11 @@ class Server:
         finally:
             with self._lock:
                 self._wires.discard(wire)
+                # A client gone without stopping its recordings (a Tracer in a
+                # process that died) must not leave every later step traced.
+                orphans = self._recordings_of.pop(wire, set())
+            for rid in orphans:
+                self.recorders.stop(rid)
             wire.close()
 
     def _dispatch(self, wire: Wire, message: tuple) -> None:
@@ -397,8 +403,13 @@ class Server:
         elif kind == "clock":
             self._reply(wire, ("ok", message[1], step_stats.wall_micros()))
         elif kind == "trace_start":
-            self._reply(wire, ("ok", message[1], self.recorders.start()))
+            rid = self.recorders.start()
+            with self._lock:
+                self._recordings_of.setdefault(wire, set()).add(rid)
+            self._reply(wire, ("ok", message[1], rid))
         elif kind == "trace_stop":
+            with self._lock:
+                self._recordings_of.get(wire, set()).discard(message[2])
             self._reply(wire, ("ok", message[1], self.recorders.stop(message[2])))
         else:
             logger.warning("%s: unknown request %r", self.task_name, kind)

@@ -157,6 +157,7 @@ class Recorders:
 
     def __init__(self, limit: int = 500_000):
         self._lock = threading.Lock()
+        self._closed = threading.Condition(self._lock)
         self._open: dict[int, list[dict]] = {}
         self._dropped: dict[int, int] = {}
         self._ids = itertools.count(1)
@@ -178,7 +179,14 @@ class Recorders:
     def stop(self, rid: int) -> tuple[list[dict], int]:
         """Closes a recording; returns its ops and how many were dropped over the limit."""
         with self._lock:
-            return self._open.pop(rid, []), self._dropped.pop(rid, 0)
+            result = self._open.pop(rid, []), self._dropped.pop(rid, 0)
+            self._closed.notify_all()
+            return result
+
+    def wait_until_inactive(self, timeout: float) -> bool:
+        """Waits until no recording is open; False if one still is after ``timeout`` seconds."""
+        with self._closed:
+            return self._closed.wait_for(lambda: not self._open, timeout)
 
     def record(self, nodes: list[dict]) -> None:
         """Adds one step's ops to every open recording."""

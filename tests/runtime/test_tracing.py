@@ -244,3 +244,14 @@ def test_step_stats_read_as_tf_code_reads_the_protocol_buffer(cluster):  # noqa:
     assert (W0, "total") in timings and (PS, "v/read") in timings
     with pytest.raises(AttributeError, match="not set"):
         md.step_stats.dev_stats[0].no_such_field  # noqa: B018
+
+
+def test_a_recording_whose_client_is_gone_is_closed(cluster):  # noqa: F811
+    v, _, total, _, _ = _ps_model()
+    sess = tf.Session(cluster["worker0"].target)
+    sess.run(v.initializer)
+    Tracer(sess).start()  # never stopped: its process "dies" with the session's connections
+    assert cluster["ps"].recorders.active
+    sess.close()
+    # The ps notices the closed connection and closes the recording.
+    assert cluster["ps"].recorders.wait_until_inactive(timeout=10)
