@@ -317,6 +317,7 @@ def partitioned_dot(
     default_task: int = 0,
     collapse=None,
     highlight=None,
+    sendrecv: str = "nodes",
 ) -> str:
     """DOT text of the partitions one step would run on a cluster, with Send/Recv pairs.
 
@@ -327,7 +328,16 @@ def partitioned_dot(
         default_job, default_task: The session's task.
         collapse: Fold name scopes (as in `graph_dot`); Send/Recv ops stay visible.
         highlight: ``{node name: state}`` outlines (as in `graph_dot`).
+        sendrecv: ``"nodes"`` draws each ``_Send`` and ``_Recv`` in its
+            partition, joined by a bold edge; ``"edges"`` draws each pair as
+            one bold edge from the producer to the consumers, labelled alike —
+            half the boxes, for a projector.
+
+    Raises:
+        ValueError: for another ``sendrecv``.
     """
+    if sendrecv not in ("nodes", "edges"):
+        raise ValueError(f"sendrecv must be 'nodes' or 'edges', got {sendrecv!r}")
     parts = _step_partitions(
         list(fetches), list(targets), list(feeds), cluster, default_job, default_task
     )
@@ -347,4 +357,27 @@ def partitioned_dot(
     for send_key, send in sends:
         recv_key, recv = recvs[send.attrs["tensor_name"]]
         edges.append(_sendrecv_edge(send_key, recv_key, recv))
+    if sendrecv == "edges":
+        nodes, edges = _transfers_as_edges(nodes, edges)
     return emit(nodes, edges, highlight, collapse)
+
+
+def _transfers_as_edges(nodes: list[Node], edges: list[Edge]) -> tuple[list, list]:
+    """Each Send -> Recv pair replaced by edges from the producer to the consumers."""
+    pairs = {e.source: e for e in edges if e.kind == "sendrecv"}
+    recv_of = {e.target: e for e in pairs.values()}
+    into = {}
+    for e in edges:
+        if e.target in pairs:
+            into.setdefault(e.target, []).append(e)
+    kept = [e for e in edges if e.source not in recv_of and e.target not in pairs
+            and e.kind != "sendrecv"]  # fmt: skip
+    for e in edges:
+        pair = recv_of.get(e.source)
+        if pair is None:
+            continue
+        for sent in into.get(pair.source, []):
+            kind = "sendrecv" if e.kind == "data" else "sendrecv_control"
+            kept.append(Edge(sent.source, e.target, kind, pair.label))
+    moved = set(pairs) | set(recv_of)
+    return [n for n in nodes if n.key not in moved], kept

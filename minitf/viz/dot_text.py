@@ -29,6 +29,8 @@ _EDGE_STYLES = {
     "data": "",
     "control": "style=dashed",
     "sendrecv": 'style=bold, penwidth=2, color="#219ebc", fontcolor="#023047"',
+    # A control edge between tasks drawn as one edge (``sendrecv="edges"``).
+    "sendrecv_control": 'style="bold,dashed", penwidth=2, color="#219ebc", fontcolor="#023047"',
     # Drawn from the op colocated with to the colocated op, without weight: a
     # constraint=false line here is routed in zigzags across the scope clusters.
     "colocation": "style=dotted, color=grey55, dir=none, weight=0, minlen=0",

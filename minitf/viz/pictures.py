@@ -86,6 +86,7 @@ def graph_pictures(
     default_job: str = "worker",
     default_task: int = 0,
     fold_variables: bool = True,
+    overview: bool = True,
 ) -> list[Path]:
     """Writes pictures of ``graph`` to ``out``: ``whole``, one per task, ``partitioned``.
 
@@ -104,6 +105,9 @@ def graph_pictures(
         default_job, default_task: The task whose session runs the step.
         fold_variables: Also fold each variable's helper ops into one box
             (`with_variables_folded`).
+        overview: Also draw each step as ``<name>_overview``, every
+            ``_Send``/``_Recv`` pair as one edge between tasks: half the boxes,
+            for a projector.
 
     Returns:
         The files written.
@@ -134,10 +138,11 @@ def graph_pictures(
             )  # fmt: skip
     if "partitioned" in views:
         for name, targets in (steps or {"partitioned": train_targets(graph)}).items():
-            texts[name] = dot.partitioned_dot(
-                graph, [], targets=_as_ops(targets), default_job=default_job,
-                default_task=default_task, collapse=collapse,
-            )  # fmt: skip
+            for suffix, sendrecv in (("", "nodes"), ("_overview", "edges"))[: 2 if overview else 1]:
+                texts[name + suffix] = dot.partitioned_dot(
+                    graph, [], targets=_as_ops(targets), default_job=default_job,
+                    default_task=default_task, collapse=collapse, sendrecv=sendrecv,
+                )  # fmt: skip
     written = []
     for name, text in texts.items():
         written.extend(render.write(text, out / name, formats))
@@ -151,6 +156,7 @@ def draw(
     collapse=None,
     highlight=None,
     fold_variables: bool = False,
+    sendrecv: str = "nodes",
 ) -> render.GraphPicture:
     """One picture of ``graph`` as an object that Jupyter shows inline (``_repr_svg_``).
 
@@ -161,6 +167,8 @@ def draw(
         collapse: Name scopes to fold (a depth or a list).
         highlight: Ops to outline (see `minitf.viz.dot.graph_dot`).
         fold_variables: Fold each variable's helper ops into one box.
+        sendrecv: For ``"partitioned"``: ``"nodes"`` or ``"edges"`` (see
+            `minitf.viz.dot.partitioned_dot`).
 
     Returns:
         A `minitf.viz.render.GraphPicture`; ``.save(path)`` writes it to files.
@@ -173,7 +181,9 @@ def draw(
         text = dot.graph_dot(graph, highlight=highlight, collapse=collapse, cluster=cluster)
     elif view == "partitioned":
         step = train_targets(graph) if targets is None else _as_ops(targets)
-        text = dot.partitioned_dot(graph, [], targets=step, collapse=collapse, highlight=highlight)
+        text = dot.partitioned_dot(
+            graph, [], targets=step, collapse=collapse, highlight=highlight, sendrecv=sendrecv
+        )
     elif view.startswith("/job:"):
         text = dot.task_dot(graph, view, highlight=highlight, collapse=collapse, cluster=cluster)
     else:

@@ -466,3 +466,36 @@ def test_collapse_takes_one_scope_as_a_string_and_rejects_bad_values():
         dot.graph_dot(graph, collapse=0)
     with pytest.raises(TypeError, match="collapse must be a depth"):
         dot.graph_dot(graph, collapse=1.5)
+
+
+def test_send_recv_pairs_as_edges_join_producer_and_consumer_across_tasks():
+    x, y = _model()
+    graph = tf.get_default_graph()
+    picture = Picture(
+        dot.partitioned_dot(graph, [y], feeds=[x], cluster={"ps": 2, "worker": 1}, sendrecv="edges")
+    )
+    assert not any(n.startswith(("_send/", "_recv/")) for n in picture.nodes)
+    # y = (x @ w1) @ w2: w1/read and w2/read cross from their ps tasks to the worker's MatMuls.
+    transfers = {(a, b): attrs["label"] for a, b, attrs in picture.edges if "bold" in attrs.get(
+        "style", "")}  # fmt: skip
+    assert transfers == {
+        ("w1/read", "MatMul"): "float32 [3,4]\n48 bytes",  # 3 x 4 float32
+        ("w2/read", "y"): "float32 [4,2]\n32 bytes",  # 4 x 2 float32
+    }
+    assert picture.clusters["w1/read"][1] == "cluster_ps_task:0"
+    assert picture.clusters["MatMul"][1] == "cluster_worker_task:0"
+    with pytest.raises(ValueError, match="sendrecv must be 'nodes' or 'edges'"):
+        dot.partitioned_dot(graph, [y], feeds=[x], sendrecv="arrows")
+
+
+def test_control_edges_between_tasks_become_dashed_transfer_edges():
+    x, loss, train = _trained_model(1)
+    step, data, control = _crossings([loss], [train], [x])
+    text = dot.partitioned_dot(
+        tf.get_default_graph(), [loss], [train], [x], cluster={"ps": 2, "worker": 1},
+        sendrecv="edges",
+    )  # fmt: skip
+    picture = Picture(text)
+    dashed = [(a, b) for a, b, attrs in picture.edges if attrs.get("style") == "bold,dashed"]
+    assert len(dashed) == len(control)  # one per crossing control edge (one consumer each)
+    assert {a for a, _ in dashed} == {c.name for c, _ in control}

@@ -31,7 +31,8 @@ def test_every_view_is_written_and_tooltips_name_the_assigned_device(tmp_path):
     _model()
     written = pictures.graph_pictures(tf.get_default_graph(), tmp_path, formats=())
     assert sorted(p.name for p in written) == [
-        "partitioned.dot", "ps_task0.dot", "ps_task1.dot", "whole.dot", "worker.dot"
+        "partitioned.dot", "partitioned_overview.dot", "ps_task0.dot", "ps_task1.dot",
+        "whole.dot", "worker.dot",
     ]  # fmt: skip
     whole = (tmp_path / "whole.dot").read_text()
     # w is a ps op: replica_device_setter put it on ps task 0, which a session keeps.
@@ -45,7 +46,9 @@ def test_named_steps_give_one_partitioned_picture_each(tmp_path):
         tf.get_default_graph(), tmp_path, views=["partitioned"],
         steps={"forward": [loss], "train": [train]}, formats=(),
     )  # fmt: skip
-    assert sorted(p.name for p in written) == ["forward.dot", "train.dot"]
+    assert sorted(p.name for p in written) == [
+        "forward.dot", "forward_overview.dot", "train.dot", "train_overview.dot"
+    ]  # fmt: skip
     # The forward step only reads w and b: no update op on the ps.
     assert "ApplyGradientDescent" not in (tmp_path / "forward.dot").read_text()
     assert "ApplyGradientDescent" in (tmp_path / "train.dot").read_text()

@@ -136,3 +136,17 @@ def test_the_accumulators_and_the_token_queue_are_visible_on_their_ps_tasks():
     global_step_task = DeviceSpec.from_string(tf.train.get_global_step().device).task
     assert f"cluster_ps_task:{global_step_task}" in nodes[token_queue.name]
     assert "shared: sync_token_q" in text  # labelled with the name every replica shares
+
+
+@pytest.mark.parametrize("step", ["train_op", "sync_op"])
+def test_the_overview_draws_every_send_recv_pair_as_an_edge_and_halves_the_boxes(step):
+    model = _model()
+    target = model[step] if isinstance(model[step], tf.Operation) else model[step].op
+    parts = _partitions([target])
+    transfers = sum(n.op in ("_Send", "_Recv") for p in parts.values() for n in p.nodes)
+    text = dot.partitioned_dot(
+        tf.get_default_graph(), [], [target], cluster=CLUSTER, collapse=FOLD, sendrecv="edges"
+    )
+    nodes = _nodes(text)
+    assert len(nodes) == _partition_expected(parts) - transfers
+    assert len(nodes) <= READABLE // 2
