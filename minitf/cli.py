@@ -136,14 +136,40 @@ def _run_render(args: argparse.Namespace) -> int:
     views = pictures.VIEWS if args.view == "all" else (args.view,)
     collapse = _collapse_arg(args.collapse)
     formats = tuple(f for f in args.formats.split(",") if f)
+    steps = None
+    if args.targets:
+        try:
+            steps = {"partitioned": _step_targets(graph, args.targets)}
+        except KeyError as exc:
+            print(f"minitf render: --targets: {exc.args[0]}", file=sys.stderr)
+            return 2
     for path in pictures.graph_pictures(
-        graph, args.out, views=views, collapse=collapse, formats=formats
+        graph, args.out, views=views, steps=steps, collapse=collapse, formats=formats
     ):
         print(path)
     return 0
 
 
-_RENDER_OPTIONS = {"--out", "--view", "--collapse", "--formats", "--graph-def"}
+def _step_targets(graph, text: str) -> list:
+    """``--targets``: op names, or collection keys whose items are the step's targets.
+
+    Raises:
+        KeyError: naming what is neither an op nor a non-empty collection.
+    """
+    targets = []
+    for item in (part for part in text.split(",") if part):
+        collection = graph.get_collection(item)
+        if collection:
+            targets += collection
+            continue
+        try:
+            targets.append(graph.get_operation_by_name(item))
+        except (KeyError, ValueError):
+            raise KeyError(f"{item!r} is neither an op nor a collection of the graph") from None
+    return targets
+
+
+_RENDER_OPTIONS = {"--out", "--view", "--collapse", "--formats", "--graph-def", "--targets"}
 
 
 def _imported_graph(path: str):
@@ -190,6 +216,11 @@ def _add_render(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--collapse", default=None, metavar="DEPTH|SCOPES",
         help="fold name scopes into one box: a depth (2) or scopes (gradients,Adam)",
+    )  # fmt: skip
+    p.add_argument(
+        "--targets", default=None, metavar="OPS",
+        help="the step the partitioned view cuts: op names or collection keys, comma-separated "
+        "(default: the train_op collection)",
     )  # fmt: skip
     p.add_argument(
         "--formats", default="svg,png", metavar="LIST",

@@ -93,3 +93,30 @@ def test_minitf_render_says_where_its_options_go(tmp_path):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "options go before the script" in done.stderr
+
+
+def test_minitf_render_cuts_the_step_given_by_targets(tmp_path):
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(2.0, name="w")
+    with tf.device("/job:worker/task:0"):
+        tf.multiply(w, 3.0, name="y")
+        tf.add_to_collection("my_step", tf.add(w, 1.0, name="z").op)
+    tf.train.export_meta_graph(str(tmp_path / "graph.json"))
+
+    graph_file, out = str(tmp_path / "graph.json"), str(tmp_path / "out")
+
+    def render(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "minitf.cli", "render", "--graph-def", graph_file,
+             "--view", "partitioned", "--formats", "", "--out", out, *args],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    assert render("--targets", "y").returncode == 0
+    text = (tmp_path / "out" / "partitioned.dot").read_text()
+    assert '"y"' in text and '"z"' not in text
+    assert render("--targets", "my_step").returncode == 0
+    text = (tmp_path / "out" / "partitioned.dot").read_text()
+    assert '"z"' in text and '"y"' not in text
+    done = render("--targets", "nothing")
+    assert done.returncode == 2 and "'nothing' is neither an op nor a collection" in done.stderr
