@@ -14,7 +14,7 @@ interactive Chrome trace of `minitf.viz.timeline.Timeline` cannot go:
   gradients) is hatched;
 * on the right of each worker band its number of steps, busy time (waits
   left out) and time per step; the slowest worker is in bold red when it is
-  clearly slower than the fastest, so a straggler stands out.
+  clearly slower than the other workers typically are, so a straggler stands out.
 
 The figure is a plain `matplotlib.figure.Figure` (no ``pyplot``), so it is
 drawn headless and from any thread.
@@ -23,6 +23,7 @@ drawn headless and from any thread.
 from __future__ import annotations
 
 import logging
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,8 +56,9 @@ _WIDTH_IN = 12.0
 _LABEL_FRACTION = 0.05
 _MAX_LABELS = 12
 _LABEL_FONTSIZE = 7
-# A worker is marked slow past 1.5x the fastest's busy time per step: below that,
-# the chief's extra work and scheduling noise would mark healthy workers.
+# A worker is marked slow past 1.5x the typical (median) busy time per step of the
+# other workers: below that, the chief's extra work and scheduling noise would mark
+# healthy workers, and one fast outlier would not make the others look slow.
 _STRAGGLER_RATIO = 1.5
 
 
@@ -381,7 +383,7 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
 
 
 def _straggler(bands: list[_Band], loads: dict[int, tuple[int, float]]) -> _Band | None:
-    """The band with the most busy time per step, if clearly above the fastest."""
+    """The band with the most busy time per step, if clearly above the others' median."""
     per_step = {
         id(band): loads[id(band)][1] / loads[id(band)][0]
         for band in bands
@@ -390,7 +392,8 @@ def _straggler(bands: list[_Band], loads: dict[int, tuple[int, float]]) -> _Band
     if len(per_step) < 2:
         return None
     slow_id = max(per_step, key=per_step.__getitem__)
-    if per_step[slow_id] <= _STRAGGLER_RATIO * min(per_step.values()):
+    others = sorted(v for k, v in per_step.items() if k != slow_id)
+    if not others or per_step[slow_id] <= _STRAGGLER_RATIO * statistics.median(others):
         return None
     return next(band for band in bands if id(band) == slow_id)
 

@@ -259,3 +259,24 @@ def test_send_and_recv_bars_are_labelled_by_the_tensor_they_carry():
     assert _fitting_name(send, width=16.0, ms_per_char=1.0) == "send read"
     assert _fitting_name(send, width=26.0, ms_per_char=1.0) == "send hidden/weights/read"
     assert _fitting_name("gradients/MatMul", width=3.0, ms_per_char=1.0) is None
+
+
+def test_one_fast_worker_does_not_make_the_typical_ones_stragglers():
+    # Busy ms per step: 0.4, 1.0, 1.0 and 1.2. Against the fastest, 1.2 would be 3x;
+    # against the median of the others (1.0) it is 1.2x: nobody is marked slow.
+    per_step = [0.4, 1.0, 1.0, 1.2]
+    stats = {"dev_stats": [
+        {"device": f"/job:worker/replica:0/task:{i}/device:CPU:0",
+         "node_stats": [_node(f"w{i}/s{s}", "MatMul", s * 2000, int(ms * 1000), s)
+                        for s in range(3)]}
+        for i, ms in enumerate(per_step)
+    ]}  # fmt: skip
+    fig = plot_timeline(stats)
+    notes = [t for t in fig.axes[0].texts if "busy" in t.get_text()]
+    assert len(notes) == 4 and all(t.get_fontweight() == "normal" for t in notes)
+    # A worker at 2.5 ms a step, 2.5x the others' median, is.
+    stats["dev_stats"][3]["node_stats"] = [
+        _node(f"w3/s{s}", "MatMul", s * 3000, 2500, s) for s in range(3)
+    ]
+    slow = [t for t in plot_timeline(stats).axes[0].texts if t.get_fontweight() == "bold"]
+    assert [t.get_text() for t in slow] == ["3 steps, 7.5 ms busy, 2.5 ms/step"]
