@@ -206,12 +206,8 @@ class Master:
         self._closed = False
 
     def devices(self) -> list[str]:
-        """Every device of the cluster."""
-        return [
-            partition_lib.full_device(job, i)
-            for job in self.cluster.jobs
-            for i in self.cluster.task_indices(job)
-        ]
+        """Every device of the cluster (each task's one CPU)."""
+        return [partition_lib.full_device_of(task) for task in self.tasks()]
 
     def channel(self, task: str, connect_timeout: float | None = None) -> Channel:
         """The connection to ``task`` (made on first use, remade if lost).

@@ -39,6 +39,7 @@ __all__ = [
     "task_dot",
     "partitioned_dot",
     "partition_summary",
+    "smallest_cluster",
     "highlight_from_trace",
 ]
 
@@ -205,15 +206,24 @@ def task_dot(
     return graph_dot(graph, shown, highlight, collapse, cluster, default_job, default_task)
 
 
+def smallest_cluster(ops_, default_job: str = "worker", default_task: int = 0) -> dict:
+    """``{job: number of tasks}``: the smallest cluster the ops' devices and the session fit in.
+
+    A real cluster may have more tasks; that changes nothing for these ops.
+    """
+    tasks = {default_job: default_task + 1}
+    for op in ops_:
+        spec = pydev.DeviceSpec.from_string(op.device)
+        if spec.job:
+            tasks[spec.job] = max(tasks.get(spec.job, 0), (spec.task or 0) + 1)
+    return tasks
+
+
 def _step_partitions(fetches, targets, feeds, cluster, default_job, default_task) -> dict:
     """``{task: Partition}`` of one step, placed as a session on the default task would."""
     step_ops = topological_order(prune(fetches, targets, feeds), set(feeds))
     if cluster is None:
-        cluster = {default_job: default_task + 1}
-        for op in step_ops:
-            spec = pydev.DeviceSpec.from_string(op.device)
-            if spec.job:
-                cluster[spec.job] = max(cluster.get(spec.job, 0), (spec.task or 0) + 1)
+        cluster = smallest_cluster(step_ops, default_job, default_task)
     devices = partition_lib.place(step_ops, default_job, default_task, cluster)
     return partition_lib.partition(step_ops, devices, fetches, targets, feeds)
 

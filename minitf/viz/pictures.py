@@ -64,16 +64,9 @@ def with_variables_folded(graph: ops.Graph, collapse) -> list[str] | int | None:
 def cluster_of(graph: ops.Graph, default_job: str = "worker", default_task: int = 0) -> dict:
     """``{job: number of tasks}``: the smallest cluster the graph's devices fit in.
 
-    The pictures use it to show, in each tooltip, the device a session would
-    assign; a real cluster may have more tasks, which changes nothing for the
-    ops shown.
+    The pictures use it to draw each op where a session would place it.
     """
-    tasks = {default_job: default_task + 1}
-    for op in graph.get_operations():
-        spec = pydev.DeviceSpec.from_string(op.device)
-        if spec.job:
-            tasks[spec.job] = max(tasks.get(spec.job, 0), (spec.task or 0) + 1)
-    return tasks
+    return dot.smallest_cluster(graph.get_operations(), default_job, default_task)
 
 
 def graph_pictures(
