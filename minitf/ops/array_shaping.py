@@ -83,10 +83,15 @@ def rank(input, name=None) -> ops.Tensor:  # noqa: A002
 
     Like TF, a known static rank gives a constant; otherwise a ``Rank`` op.
     """
+    return rank_internal(input, name)
+
+
+def rank_internal(input, name=None, optimize: bool = True) -> ops.Tensor:  # noqa: A002
+    """`rank`, always as a ``Rank`` op when not ``optimize`` (so that it reads its input)."""
     with ops.name_scope(name, "Rank", [input]) as scope:
         value = ops.convert_to_tensor(input)
         ndims = value.get_shape().ndims
-        if ndims is not None:
+        if optimize and ndims is not None:
             return constant_op.constant(ndims, dtypes.int32, name=scope)
         op = create_op(
             "Rank",

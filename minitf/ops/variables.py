@@ -14,7 +14,7 @@ import numpy as np
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.meta_graph import in_name_scope, prepend_name_scope, strip_name_scope
-from minitf.ops import array_ops, control_flow_ops, state_ops
+from minitf.ops import array_ops, array_shaping, control_flow_ops, state_ops
 
 __all__ = [
     "Variable",
@@ -656,4 +656,10 @@ def assert_variables_initialized(var_list=None):
     var_list = list(var_list)
     if not var_list:
         return None
-    return control_flow_ops.group(*[v.value().op for v in var_list])
+    # As TF: the rank of each variable, computed on its device. ``Rank`` reads
+    # the variable, which fails while it has no value.
+    ranks = []
+    for var in var_list:
+        with ops.colocate_with(var.op):
+            ranks.append(array_shaping.rank_internal(var, optimize=False))
+    return ranks[0] if len(ranks) == 1 else array_ops.stack(ranks)

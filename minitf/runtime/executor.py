@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from minitf.framework import errors
-from minitf.runtime.plan import Plan, PlanStep
+from minitf.runtime.plan import Plan, PlanStep, dereference
 
 _step_ids = itertools.count(1)
 
@@ -203,7 +203,10 @@ class Executor:
                 self._run_dataflow(plan, vals, ctx)
             else:
                 self._run_straight(plan, vals, ctx)
-        return [vals[s] for s in plan.fetch_slots]
+        return [
+            dereference(vals[s]) if read else vals[s]
+            for s, read in zip(plan.fetch_slots, plan.fetch_reads)
+        ]
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:

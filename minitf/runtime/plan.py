@@ -53,6 +53,9 @@ class Plan:
         num_slots: How many value slots a run needs.
         feed_slots: The slot of each fed tensor, in the order of ``feeds``.
         fetch_slots: The slot of each fetched tensor, in the order of ``fetches``.
+        fetch_reads: For each fetch, whether it reads a variable
+            (`reads_variable`): the run returns the variable's value at the
+            end of the step.
         constants: ``(slot, value)`` pairs computed when the plan was built:
             ``Const`` ops and pure ops whose inputs are all constant (constant
             folding). They are not in ``steps``.
@@ -71,6 +74,7 @@ class Plan:
     num_slots: int
     feed_slots: tuple[int, ...]
     fetch_slots: tuple[int, ...]
+    fetch_reads: tuple[bool, ...]
     constants: tuple[tuple[int, object], ...]
     folded_ops: tuple[Operation, ...]
     has_async: bool
@@ -152,12 +156,36 @@ class KernelInfo:
     stateful: bool
 
 
+def reads_variable(t: Tensor) -> bool:
+    """True if ``t``'s value at run time is a variable itself, not a copy of its value.
+
+    That is a ``*_ref`` tensor, or an ``Identity`` of one (``Variable.read``,
+    ``tf.identity(v)``): TF1's Identity forwards the variable's buffer, and
+    updates write into that buffer, so whoever consumes ``t`` sees the value
+    the variable has when the *consumer* runs. ``fill([n], global_step)``
+    placed after an update sees the new step because of this; a read with no
+    control dependency on an assign races with it, exactly as in TF1.
+    """
+    while not t.dtype._is_ref_dtype:
+        if t.op.type != "Identity":
+            return False
+        t = t.op.inputs[0]
+    return True
+
+
+def dereference(value):
+    """The value of a variable now; any other value (a fed array, say) unchanged."""
+    return value if isinstance(value, np.ndarray) else value.read()
+
+
 def bind_kernel(op: Operation) -> KernelInfo:
     """Builds ``op``'s kernel (once per op and session, like TF's ``OpSegment``).
 
-    Inputs that are variable references reach the kernel as the variable's
-    current value, except for the inputs the kernel declares as references
-    (``Assign``'s ``ref``, an optimizer's ``var``), which receive the resource.
+    Inputs that read a variable (`reads_variable`) reach the kernel as the
+    variable's value when the kernel runs, except for the inputs the kernel
+    declares as references (``Assign``'s ``ref``, an optimizer's ``var``),
+    which receive the variable, and the input of an ``Identity``, which
+    forwards it.
 
     Raises:
         InvalidArgumentError: if no kernel is registered for the op type.
@@ -170,30 +198,43 @@ def bind_kernel(op: Operation) -> KernelInfo:
             f"No OpKernel was registered to support Op '{op.type}' used by node {op.name}.",
         )
     compute = kernel_def.builder(op)
+    if op.type == "Identity" and reads_variable(op.inputs[0]):
+        return KernelInfo(_forward_variable, False, kernel_def.stateful)
     deref = tuple(
-        i
-        for i, t in enumerate(op.inputs)
-        if t.dtype._is_ref_dtype and i not in kernel_def.ref_inputs
+        i for i, t in enumerate(op.inputs) if i not in kernel_def.ref_inputs and reads_variable(t)
     )
     if deref:
         compute = _dereferencing(compute, deref, kernel_def.is_async)
     return KernelInfo(compute, kernel_def.is_async, kernel_def.stateful)
 
 
-def _dereferencing(compute, deref: tuple[int, ...], is_async: bool):
-    """Wraps a kernel so ref inputs arrive as the variable's current value."""
-    first = 1 if is_async else 0
-    if deref == (0,) and not is_async:
+def _forward_variable(ctx, variable):
+    """``Identity`` of a variable: checks it has a value (TF's executor does) and forwards it."""
+    if not isinstance(variable, np.ndarray) and not variable.is_initialized:
+        variable.read()  # raises FailedPreconditionError naming the variable
+    return variable
 
-        def read_first(ctx, ref, *rest):  # a variable's `read` snapshot: the hot case
-            return compute(ctx, ref.read(), *rest)
+
+def _dereferencing(compute, deref: tuple[int, ...], is_async: bool):
+    """Wraps a kernel so that inputs reading a variable arrive as its value now."""
+    positions = tuple(i + 1 if is_async else i for i in deref)
+    if positions == (0,):
+
+        def read_first(ctx, a, *rest):
+            return compute(ctx, dereference(a), *rest)
 
         return read_first
+    if positions == (1,):
+
+        def read_second(ctx, a, b, *rest):  # matmul(x, w): the hot case
+            return compute(ctx, a, dereference(b), *rest)
+
+        return read_second
 
     def compute_with_values(ctx, *args):
         args = list(args)
-        for i in deref:
-            args[first + i] = args[first + i].read()
+        for i in positions:
+            args[i] = dereference(args[i])
         return compute(ctx, *args)
 
     return compute_with_values
@@ -306,6 +347,7 @@ def build_plan(
         num_slots=scratch,
         feed_slots=tuple(slots[t] for t in feeds),
         fetch_slots=tuple(slots[t] for t in fetches),
+        fetch_reads=tuple(reads_variable(t) for t in fetches),
         constants=tuple((slots[t], v) for t, v in known.items()),
         folded_ops=tuple(folded),
         has_async=any(s.is_async for s in steps),

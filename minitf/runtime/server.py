@@ -186,7 +186,6 @@ class _Registered:
         self.fetches = [g.get_tensor_by_name(name) for name in part.fetches]
         self.targets = [g.get_operation_by_name(name) for name in part.targets]
         self.plan = build_plan(self.fetches, self.targets, self.feeds, bind_kernel)
-        self.derefs = [t.dtype._is_ref_dtype for t in self.fetches]
 
 
 class Server:
@@ -447,7 +446,6 @@ class Server:
             if aborted is not None:
                 raise aborted
             values = Executor().run(registered.plan, ctx, feed_values)
-            values = [v.read() if deref else v for v, deref in zip(values, registered.derefs)]
             reply = ("ok", call, [_wire_value(v) for v in values])
         except Exception as exc:  # noqa: BLE001 - reported to the client
             reply = ("error", call, *error_message(exc))

@@ -239,10 +239,7 @@ class BaseSession:
                     self.recorders.record(nodes)
                 if tracing:
                     run_metadata.step_stats = step_stats.build({LOCAL_DEVICE: nodes})
-        return [
-            _client_value(v.read() if t.dtype._is_ref_dtype else v)
-            for t, v in zip(fetch_tensors, results)
-        ]
+        return [_client_value(v) for v in results]
 
     def _run_on_cluster(
         self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata

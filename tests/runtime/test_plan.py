@@ -314,3 +314,79 @@ def test_fetched_folded_values_are_writable_copies():
         first = sess.run(c)
         first[0] = 50.0
         np.testing.assert_array_equal(sess.run(c), [1.0, 2.0])
+
+
+# -- reads of ref variables: the consumer sees the value when it runs (TF1 aliasing) ------------
+
+
+def test_a_read_forwarded_by_identity_is_seen_by_its_consumer_when_the_consumer_runs():
+    # The read runs first (it has no inputs to wait for); the Mul waits for a
+    # dequeue that only succeeds after the assign. TF1's `read` Identity
+    # forwards the variable's buffer and Assign writes into it, so the Mul
+    # sees 5.0; a snapshot taken by the read would give 1.0.
+    v = tf.Variable(1.0)
+    q = tf.FIFOQueue(1, tf.float32, shapes=[])
+    assign = tf.assign(v, 5.0)
+    with tf.control_dependencies([assign]):
+        enqueue = q.enqueue(1.0)
+    y = v.value() * q.dequeue()
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        _, value = sess.run([enqueue, y])
+    assert value == 5.0
+
+
+def test_fill_after_an_update_carries_the_new_global_step():
+    # What SyncReplicasOptimizer's sync_op relies on: fill([n], global_step)
+    # under a control dependency on the update sees the incremented step.
+    global_step = tf.Variable(0, dtype=tf.int64)
+    update = tf.assign_add(global_step, tf.constant(1, tf.int64))
+    with tf.control_dependencies([update]):
+        tokens = tf.fill([3], global_step)
+    with tf.Session() as sess:
+        sess.run(global_step.initializer)
+        first = sess.run(tokens)
+        second = sess.run(tokens)
+    np.testing.assert_array_equal(first, [1, 1, 1])
+    np.testing.assert_array_equal(second, [2, 2, 2])
+
+
+def test_a_consumer_under_control_dependencies_reads_after_the_assign():
+    # The TF1 idiom: a read made outside the block, consumed inside it.
+    v = tf.Variable(1.0)
+    inc = tf.assign_add(v, 1.0)
+    with tf.control_dependencies([inc]):
+        y = v * 10.0
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(y) == 20.0
+        assert sess.run(y) == 30.0
+
+
+def test_fetched_values_are_copies_that_later_steps_do_not_change():
+    v = tf.Variable([1.0, 2.0])
+    inc = tf.assign_add(v, [1.0, 1.0])
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        before = sess.run(v)
+        via_identity = sess.run(tf.identity(v))
+        sess.run(inc)
+        before[0] = 100.0  # the caller owns what it fetched
+        np.testing.assert_array_equal(sess.run(v), [2.0, 3.0])
+    np.testing.assert_array_equal(via_identity, [1.0, 2.0])
+
+
+def test_reads_variable_follows_identity_chains_only():
+    v = tf.Variable([1.0])
+    assert plan_lib.reads_variable(v._ref())
+    assert plan_lib.reads_variable(v.value())
+    assert plan_lib.reads_variable(tf.identity(tf.identity(v)))
+    assert not plan_lib.reads_variable(v * 1.0)
+    assert not plan_lib.reads_variable(v.read_value() * 1.0)
+
+
+def test_a_read_of_an_uninitialized_variable_fails_at_the_read():
+    v = tf.Variable([1.0], name="weights")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value weights"):
+            sess.run(tf.identity(v) + 1.0)
