@@ -15,6 +15,7 @@ The sum is kept in a buffer the accumulator owns and updated in place.
 from __future__ import annotations
 
 import logging
+from collections import deque
 
 import numpy as np
 
@@ -25,6 +26,8 @@ from minitf.ops.blocking import NO_PROGRESS, Attempt, BlockingResource, private_
 logger = logging.getLogger("minitf")
 
 TAKE = 0
+HISTORY_LENGTH = 100_000
+"""How many pushes and takes an accumulator remembers (`_AccumulatorBase.history`)."""
 
 
 def _shape_str(shape) -> str:
@@ -42,6 +45,17 @@ class _AccumulatorBase(BlockingResource):
         self.reduction_type = reduction_type
         self.counter = 0
         self.global_step = 0
+        # What happened, in order, for whoever wants to know who contributed to
+        # which update (minitf.cluster.sync_record): ("push", client task,
+        # local step, accumulator step, accepted), ("take", new step, gradients
+        # averaged), ("set_step", step). `events` counts every entry ever made.
+        self.history: deque = deque(maxlen=HISTORY_LENGTH)
+        self.events = 0
+
+    def record(self, event: tuple) -> None:
+        """Appends to `history` (lock held)."""
+        self.history.append(event)
+        self.events += 1
 
     def check_compatible(self, dtype, shape, reduction_type) -> None:
         """Raises TF's error if a second creator asks for another accumulator under this name."""
@@ -68,6 +82,7 @@ class _AccumulatorBase(BlockingResource):
                 step,
             )
         self.global_step = step
+        self.record(("set_step", step))
 
     def state_locked(self) -> dict:
         """What a trace shows of an accumulator: its gradients so far and its step."""
@@ -79,6 +94,7 @@ class _AccumulatorBase(BlockingResource):
         if self.counter < attempt.state:
             return NO_PROGRESS
         result = self.aggregate()
+        self.record(("take", self.global_step + 1, self.counter))
         self.counter = 0
         self.global_step += 1
         return attempt.complete(result)
@@ -259,17 +275,21 @@ def _scalar_step(op, local_step) -> int:
 
 
 def _apply(op, ctx, acc, step: int, apply) -> None:
-    """Runs ``apply()`` on the accumulator; a traced step notes whether it counted."""
-    if ctx.trace is None:
-        acc.mutate(apply)
-        return
+    """Runs ``apply()`` on the accumulator and records the push; a trace notes if it counted."""
 
-    def apply_and_look():
-        fresh = acc.is_fresh(step)
+    traced = ctx.trace is not None
+
+    def apply_and_record():
+        fresh, at = acc.is_fresh(step), acc.global_step
         apply()
-        return {**acc.state_locked(), "local_step": step, "stale": not fresh}
+        acc.record(("push", ctx.client, step, at, fresh))
+        if traced:  # the count right after the push, before a waiting take moves
+            return {**acc.state_locked(), "local_step": step, "stale": not fresh}
+        return None
 
-    ctx.note(op.name, "accumulated", acc.mutate(apply_and_look))
+    noted = acc.mutate(apply_and_record)
+    if traced:
+        ctx.note(op.name, "accumulated", noted)
 
 
 @register_kernel("ResourceAccumulatorApplyGradient", stateful=True)

@@ -252,21 +252,19 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
         """Waits for ``num_required`` gradients; returns ``(indices, values, shape)``.
 
         Indices come sorted; the dense shape's first dimension is the declared
-        one (-1 when unknown).
+        one (-1 when unknown). As in TF, the three outputs have unknown static
+        shapes: what the accumulator holds is only known when it runs.
         """
         n = ops.convert_to_tensor(num_required, _dtypes.int32, name="num_required")
-        values_shape = tensor_shape.TensorShape([None])
-        if self._shape.ndims is not None and self._shape.ndims > 1:
-            values_shape = values_shape.concatenate(self._shape[1:])
+        unknown = tensor_shape.TensorShape(None)
         op = self._op(
             "SparseAccumulatorTakeGradient",
             [self._accumulator_ref, n],
             [_dtypes.int64, self._dtype, _dtypes.int64],
             name or f"{self._name}_TakeGradient",
             {"dtype": self._dtype},
-            shapes=[tensor_shape.TensorShape([None]), values_shape,
-                    tensor_shape.TensorShape([None])],
-        )  # fmt: skip
+            shapes=[unknown, unknown, unknown],
+        )
         return tuple(op.outputs)
 
     def take_indexed_slices_grad(self, num_required, name=None) -> IndexedSlices:

@@ -83,6 +83,7 @@ class StepContext:
         deadline: ``time.monotonic()`` value after which the step fails, or None.
         rendezvous: The task's `Rendezvous`, where ``_Recv`` waits (cluster steps).
         transport: What ``_Send`` uses to reach other tasks (cluster steps).
+        client: The task whose session runs the step (``/job:worker/replica:0/task:1``).
         trace: A list to append one `OpEvent` per executed op to, or None.
         notes: While tracing, what kernels tell the trace about their op
             (``{op name: {field: value}}``; see `note`).
@@ -95,6 +96,7 @@ class StepContext:
         step_id: int | None = None,
         rendezvous=None,
         transport=None,
+        client: str = "/job:localhost/replica:0/task:0",
     ):
         self.step_id = next(_step_ids) if step_id is None else step_id
         self.resource_mgr = resource_mgr
@@ -102,6 +104,7 @@ class StepContext:
         self.deadline = deadline
         self.rendezvous = rendezvous
         self.transport = transport
+        self.client = client
         self.trace: list | None = None
         self.notes: dict[str, dict] = {}
 

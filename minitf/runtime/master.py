@@ -124,7 +124,7 @@ class Channel:
         while True:
             try:
                 reply = self._wire.recv()
-            except (EOFError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a wire closed under recv raises TypeError
                 self._fail_all(f"lost the connection to {self.task} ({type(exc).__name__})")
                 return
             with self._lock:
@@ -143,7 +143,8 @@ class Channel:
             pending.event.set()
 
     def close(self) -> None:
-        """Closes the connection."""
+        """Closes the connection; calls still waiting for a reply fail with UnavailableError."""
+        self._fail_all(f"the connection to {self.task} was closed")
         self._wire.close()
 
 
@@ -218,6 +219,8 @@ class Master:
                 ``MINITF_CONNECT_TIMEOUT``).
         """
         with self._channels_lock:
+            if self._closed:
+                raise errors.CancelledError(None, None, "Session has been closed.")
             channel = self._channels.get(task)
             if channel is not None and not channel.lost:
                 return channel
@@ -272,6 +275,7 @@ class Master:
         plan.partitions = parts
         feed_index = {t.name: i for i, t in enumerate(feeds)}
         for task, part in parts.items():
+            part.client = self.task_name
             handle = self.channel(task).request(lambda c, p=part: ("register", c, p), 60.0)
             plan.parts.append((task, handle, [feed_index[name] for _, name in part.feeds]))
         for t in fetches:
@@ -298,7 +302,12 @@ class Master:
         """
         plan = self._plan(fetches, targets, feeds)
         step_id = random.getrandbits(62)
-        self._active.add(step_id)
+        # Registered under the lock close() takes: a step either is aborted by
+        # close() or sees the session closed, never runs on unnoticed.
+        with self._channels_lock:
+            if self._closed:
+                raise errors.CancelledError(None, None, "Session has been closed.")
+            self._active.add(step_id)
         try:
             return self._run_step(plan, step_id, feed_values, timeout_ms, trace)
         finally:
@@ -372,6 +381,16 @@ class Master:
             for job in self.cluster.jobs
             for i in self.cluster.task_indices(job)
         ]
+
+    def accumulators(self, since: dict | None = None) -> dict[str, list[dict]]:
+        """Every task's accumulators (`ResourceMgr.accumulators`), by task name."""
+        since = since or {}
+        return {
+            task: self.channel(task).request(
+                lambda c, s=since.get(task): ("accumulators", c, s), 10.0
+            )
+            for task in self.tasks()
+        }
 
     def start_recording(self) -> dict[str, int]:
         """Has every task record every step it runs, whoever runs it; returns the recording ids.

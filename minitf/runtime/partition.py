@@ -165,9 +165,12 @@ class Partition:
         feeds: ``(placeholder name, client tensor name)``: values the client sends.
         fetches: Names (``op:index``) of the tensors the client wants from this task.
         targets: Names of the ops to run for their effect (including every ``_Send``).
+        client: The task whose session runs the step (its master's task); kernels
+            see it as ``ctx.client`` (an accumulator records who pushed).
     """
 
     task: str
+    client: str = ""
     nodes: list[NodeDesc] = field(default_factory=list)
     feeds: list[tuple[str, str]] = field(default_factory=list)
     fetches: list[str] = field(default_factory=list)

@@ -9,6 +9,7 @@ between-graph replicas find the variables on a parameter server by name.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -94,3 +95,35 @@ class ResourceMgr:
         """A snapshot of ``(container, name, resource)`` triples, for inspection."""
         with self._lock:
             return [(c, n, r) for c, rs in self._containers.items() for n, r in rs.items()]
+
+    def accumulators(self, since: dict[str, int] | None = None) -> list[dict]:
+        """What every accumulator of this task holds and has seen.
+
+        Args:
+            since: ``{shared name: event number}``: return each accumulator's
+                history from that event on (default: all it remembers).
+
+        Returns:
+            One dict per accumulator: ``name``, ``global_step``, ``count``,
+            ``events`` (how many history entries it has made in all) and
+            ``history`` (`minitf.ops.conditional_accumulator_kernels`).
+        """
+        since = since or {}
+        states = []
+        for _, name, resource in self.items():
+            history = getattr(resource, "history", None)
+            if history is None:
+                continue
+            with resource.lock:
+                first = resource.events - len(history)
+                start = max(since.get(name, 0) - first, 0)
+                states.append(
+                    {
+                        "name": name,
+                        "global_step": resource.global_step,
+                        "count": resource.counter,
+                        "events": resource.events,
+                        "history": list(itertools.islice(history, start, None)),
+                    }
+                )
+        return states

@@ -186,6 +186,7 @@ class _Registered:
         self.fetches = [g.get_tensor_by_name(name) for name in part.fetches]
         self.targets = [g.get_operation_by_name(name) for name in part.targets]
         self.plan = build_plan(self.fetches, self.targets, self.feeds, bind_kernel)
+        self.client = part.client
 
 
 class Server:
@@ -399,6 +400,8 @@ class Server:
             self._abort(step_id, errors.exception_type_from_error_code(code)(None, None, text))
         elif kind == "hello":
             self._reply(wire, ("ok", message[1], (self._cluster.as_dict(), self._job, self._task)))
+        elif kind == "accumulators":
+            self._reply(wire, ("ok", message[1], self.resource_mgr.accumulators(message[2])))
         elif kind == "clock":
             self._reply(wire, ("ok", message[1], step_stats.wall_micros()))
         elif kind == "trace_start":
@@ -432,7 +435,12 @@ class Server:
             return
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
         ctx = StepContext(
-            self.resource_mgr, deadline, step_id, rendezvous=self.rendezvous, transport=self._peers
+            self.resource_mgr,
+            deadline,
+            step_id,
+            rendezvous=self.rendezvous,
+            transport=self._peers,
+            client=registered.client,
         )
         recording = self.recorders.active
         if traced or recording:

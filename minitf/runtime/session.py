@@ -30,7 +30,8 @@ from minitf.runtime.resource_mgr import ResourceMgr
 
 logger = logging.getLogger("minitf")
 
-LOCAL_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+LOCAL_TASK = "/job:localhost/replica:0/task:0"
+LOCAL_DEVICE = LOCAL_TASK + "/device:CPU:0"
 
 
 class _DeviceAttributes:
@@ -97,6 +98,21 @@ class BaseSession:
         """The devices available to this session (every task's CPU in a cluster)."""
         names = self._master.devices() if self._master is not None else [LOCAL_DEVICE]
         return [_DeviceAttributes(name, "CPU", 268435456) for name in names]
+
+    def accumulators(self, since: dict | None = None) -> dict[str, list[dict]]:
+        """The accumulators of every task this session reaches, with what they have seen (minitf's).
+
+        Args:
+            since: ``{task: {shared name: event number}}``: only newer history.
+
+        Returns:
+            ``{task name: [accumulator state, ...]}`` (`ResourceMgr.accumulators`);
+            `minitf.cluster.SyncRecord` reads it.
+        """
+        self._check_open()
+        if self._master is not None:
+            return self._master.accumulators(since)
+        return {LOCAL_TASK: self._resource_mgr.accumulators((since or {}).get(LOCAL_TASK))}
 
     def start_recording(self):
         """Starts recording every step that this session's tasks run (minitf's, for `Tracer`).

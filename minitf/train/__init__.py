@@ -19,6 +19,13 @@ from minitf.train.momentum import MomentumOptimizer
 from minitf.train.moving_averages import ExponentialMovingAverage
 from minitf.train.optimizer import Optimizer
 from minitf.train.queue_runner_impl import QueueRunner, add_queue_runner, start_queue_runners
+from minitf.train.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
+from minitf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from minitf.train.training_util import (
     assert_global_step,
     create_global_step,

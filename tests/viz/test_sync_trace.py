@@ -1,7 +1,7 @@
 """A traced synchronous step: every worker's apply_grad lands before the chief's take_grad ends.
 
 Two between-graph replicas of a linear model train in sync against
-in-process ps and worker servers (the fixtures of the sync example's tests).
+in-process ps and worker servers (the fixtures of SyncReplicasOptimizer's tests).
 A `Tracer` on the chief's session records one global step on every task; the
 Chrome trace built from it must show, for each accumulator, both workers'
 ``apply_grad`` ending before the chief's ``take_grad`` does — the take waits
@@ -15,7 +15,7 @@ import pytest
 
 from minitf.viz import Tracer
 from minitf.viz.timeline import Timeline
-from tests.examples.test_sync_mlp import (  # noqa: F401 - the fixtures
+from tests.train.test_sync_replicas_optimizer import (  # noqa: F401 - the fixtures
     batches,
     join_all,
     replicas,
@@ -44,9 +44,9 @@ def _traced_round(replicas):  # noqa: F811 - the fixture
         chief.step(batches(10 * k))
         worker.step(batches(10 * k + 1))
         if k == 0:
-            chief.sess.run(chief.sync["sync_op"])
+            chief.sess.run(chief.sync_op)
     with Tracer(chief.sess) as tracer:
-        update = threading.Thread(target=chief.sess.run, args=(chief.sync["sync_op"],))
+        update = threading.Thread(target=chief.sess.run, args=(chief.sync_op,))
         update.start()
         threads, tokens, errors = run_in_threads(
             (chief.step, batches(20)), (worker.step, batches(21))
