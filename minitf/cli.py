@@ -54,6 +54,8 @@ def configure_logging(level_name: str | None) -> None:
 def _run_demo(args: argparse.Namespace) -> int | None:
     from minitf.demo import main as demo_main
 
+    if args.mode is None:
+        args.mode = "sync"
     return demo_main(args)
 
 
@@ -62,15 +64,26 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
         "demo",
         help="train a model on a local ps/worker cluster and draw what ran",
         description="Start a local cluster (ps and worker processes on loopback), train a "
-        "small MLP on it with between-graph asynchronous (or, with --sync, synchronous) "
-        "replication, write a summary, pictures of the graph and a trace of a few steps.",
+        "small MLP on it with between-graph replication — by default synchronously, with "
+        "tf.train.SyncReplicasOptimizer and one backup worker — print who contributed to "
+        "each update, and write a summary, pictures of the graph and a trace of a few steps.",
     )
     p.add_argument("--steps", type=int, default=1000, metavar="N", help="global steps (1000)")
     p.add_argument("--ps", type=int, default=1, metavar="N", help="ps tasks (1)")
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="worker tasks (2)")
+    p.add_argument("--workers", type=int, default=3, metavar="N", help="worker tasks (3)")
     p.add_argument(
-        "--sync", action="store_true",
-        help="synchronous training: the graph of SyncReplicasOptimizer, one update per round",
+        "--mode", choices=["sync", "async"], default=None,
+        help="sync: SyncReplicasOptimizer (the default); async: each worker updates on its own",
+    )  # fmt: skip
+    p.add_argument("--sync", action="store_true", help=argparse.SUPPRESS)  # the old spelling
+    p.add_argument(
+        "--replicas_to_aggregate", type=int, default=None, metavar="R",
+        help="gradients averaged per update (default: workers - 1, so one is a backup)",
+    )  # fmt: skip
+    p.add_argument(
+        "--straggler", default=None, metavar="SPEC",
+        help="slow workers down, e.g. '2=Constant(0.05)' or '*=Exponential(0.01)' "
+        "(seconds; models: Constant, Exponential, ShiftedExponential, Pareto)",
     )  # fmt: skip
     p.add_argument(
         "--out", default="minitf_out", metavar="DIR", help="output directory (minitf_out)"

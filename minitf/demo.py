@@ -1,26 +1,29 @@
-"""``minitf demo``: between-graph training on a local cluster, asynchronous or synchronous.
+"""``minitf demo``: between-graph training on a local cluster, synchronous or asynchronous.
 
-The demo starts a `LocalCluster` — by default one ps task and two worker
-tasks, each its own process on loopback — running the TF1 distributed script
-`minitf/examples/async_mlp.py`: variables on the ps (placed by
-``replica_device_setter``), each worker training its own copy of the graph
-and applying its gradients to the shared variables as it goes. The workers
-print a line every N global steps; this process follows the global step on
-the ps with a progress bar, and when the workers are done it evaluates the
-trained variables — still on the ps — on a test set, prints a summary and
-writes it to the output folder.
+The demo starts a `LocalCluster` — by default one ps task and three worker
+tasks, each its own process on loopback — running a TF1 distributed script.
+By default that is `minitf/examples/sync_mlp.py`: ``tf.train.
+SyncReplicasOptimizer`` with ``replicas_to_aggregate=2`` of the three
+workers, so one worker is a *backup* whose late gradient is dropped each
+step. With ``--mode async`` it is `minitf/examples/async_mlp.py`, each
+worker applying its gradients to the shared variables as it goes.
 
-With ``--sync`` the workers run `minitf/examples/sync_mlp.py` instead: the
-graph TF's ``SyncReplicasOptimizer`` builds, one update per round of
-gradients from every worker, the chief applying it from its queue runner.
+While the workers train, this process follows the global step on the ps
+with a progress bar and — in sync mode — reads from the ps's accumulators
+who contributed to each update (`minitf.cluster.SyncRecord`): a line per
+reported step names the workers applied, the extra batches and the
+gradients dropped as stale; the summary counts them per worker. When the
+workers are done it evaluates the trained variables on a test set and
+writes the summary and the record to the output folder.
 
 It also shows what ran. The chief exports the graph it built
 (``tf.train.export_meta_graph``); this process imports it and draws it
 whole, per task and partitioned into the step each worker runs, with its
-Send/Recv pairs. And for a few global steps in the middle of training a
-`minitf.viz.Tracer` records every op every task runs — both workers' steps
-and their updates on the ps — written as a Chrome trace and a timeline
-picture.
+Send/Recv pairs. For a few global steps in the middle of training a
+`minitf.viz.Tracer` records every op every task runs, written as a Chrome
+trace and a timeline picture. ``--straggler 2=Constant(0.05)`` makes worker
+2 wait 50 ms before computing its gradients (`minitf.cluster.delays`); the
+wait shows in the trace and the drops in the record.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 import minitf as tf
-from minitf.cluster import LocalCluster
+from minitf.cluster import LocalCluster, SyncRecord, delays
+from minitf.cluster.sync_record import describe
 from minitf.examples import async_mlp, sync_mlp
 from minitf.viz import Tracer, pictures
 
@@ -43,7 +47,7 @@ TRACED_STEPS = 6  # global steps recorded for the trace and timeline
 # Gradients and optimizer slots are folded into one box per scope and task, so
 # that the pictures fit a projector.
 COLLAPSE = ["gradients", "Adam", "save", "report_uninitialized_variables"]
-_LOCAL_STEPS = re.compile(r'^\[worker/(\d+)\] \{"worker": \d+, "local_steps": (\d+)')
+_LOCAL_STEPS = re.compile(r'^\[worker/(\d+)\] (\{"worker": .*\})$')
 
 
 class _Output:
@@ -58,12 +62,88 @@ class _Output:
             self.lines.append(line)
             match = _LOCAL_STEPS.match(line)
             if match:
-                self.local_steps[int(match.group(1))] = int(match.group(2))
+                report = json.loads(match.group(2))
+                self.local_steps[int(match.group(1))] = report["local_steps"]
             elif " INFO " not in line:
                 tqdm.write(line)
 
     def flush(self) -> None:
         pass
+
+
+class Settings:
+    """The demo's options, checked before anything starts.
+
+    Args:
+        args: The parsed command line (``steps``, ``ps``, ``workers``, ``mode``
+            or ``sync``, ``replicas_to_aggregate``, ``straggler``, ``out``).
+
+    Raises:
+        SystemExit: with one line saying which option is wrong and why.
+    """
+
+    def __init__(self, args):
+        self.steps = int(args.steps)
+        self.ps = int(getattr(args, "ps", 1))
+        self.workers = int(getattr(args, "workers", 3))
+        mode = getattr(args, "mode", None) or ("sync" if getattr(args, "sync", True) else "async")
+        self.sync = mode == "sync"
+        self.out = Path(args.out)
+        replicas = getattr(args, "replicas_to_aggregate", None)
+        self.replicas = int(replicas) if replicas is not None else max(1, self.workers - 1)
+        self.straggler = getattr(args, "straggler", None) or ""
+        self._check(mode)
+        # A trace long enough to catch the slowest straggler twice (at most 2 s).
+        slowest = max((m.mean for m in delays.parse(self.straggler).values()), default=0.0)
+        self.min_trace_seconds = min(2.0, 2 * slowest)
+
+    def _check(self, mode: str) -> None:
+        def fail(message: str):
+            raise SystemExit(f"minitf demo: {message}")
+
+        if mode not in ("sync", "async"):
+            fail(f"--mode must be sync or async, got {mode!r}")
+        if self.steps <= 0:
+            fail(f"--steps must be positive, got {self.steps}")
+        if self.ps < 1:
+            fail(f"--ps must be at least 1 (the variables live there), got {self.ps}")
+        if self.workers < 1:
+            fail(f"--workers must be at least 1, got {self.workers}")
+        if self.replicas < 1:
+            fail(f"--replicas_to_aggregate must be at least 1, got {self.replicas}")
+        if self.straggler:
+            try:
+                models = delays.parse(self.straggler)
+            except ValueError as exc:
+                fail(f"--straggler: {exc}")
+            late = [w for w in models if w != "*" and int(w) >= self.workers]
+            if late:
+                fail(f"--straggler names worker {late[0]}, but there are {self.workers} workers")
+
+    def describe(self) -> str:
+        """What runs, in one line."""
+        if not self.sync:
+            how = "asynchronous training"
+        else:
+            r, n = self.replicas, self.workers
+            how = f"SyncReplicasOptimizer, {r} of {n} gradients per update"
+            if r < n:
+                how += f" ({n - r} backup worker{'s' if n - r > 1 else ''})"
+            elif r > n:
+                how += " (workers compute several batches per update)"
+        straggler = f", straggler {self.straggler}" if self.straggler else ""
+        return (
+            f"minitf demo: {self.ps} ps + {self.workers} worker processes on loopback, {how}"
+            f"{straggler}; a 2-64-3 MLP on three spirals for {self.steps} global steps"
+        )
+
+    def script_args(self, report_every: int, graph_file: Path) -> list[str]:
+        """The flags every task of the training script gets."""
+        args = ["--steps", str(self.steps), "--report_every", str(report_every),
+                "--export_graph", str(graph_file.resolve())]  # fmt: skip
+        if self.sync:
+            args += ["--replicas_to_aggregate", str(self.replicas)]
+        return args
 
 
 def _observer(cluster: LocalCluster) -> tuple[tf.Session, dict]:
@@ -89,48 +169,65 @@ def _global_step(sess: tf.Session, model: dict) -> int:
         return 0  # the chief has not initialized the variables yet
 
 
+class _Reporter:
+    """Prints one line per reported update: who was applied, who came twice, who was dropped.
+
+    A gradient is dropped after the update it was meant for, so update k is
+    printed once a later update exists (or at the end).
+    """
+
+    def __init__(self, record: SyncRecord | None, every: int):
+        self.record, self.every, self._printed = record, every, 0
+
+    def poll(self, final: bool = False) -> None:
+        if self.record is None:
+            return
+        updates = self.record.refresh().updates
+        ready = len(updates) if final else len(updates) - 1
+        for update in updates[self._printed : max(self._printed, ready)]:
+            if update["global_step"] % self.every == 0 or update["global_step"] == 1:
+                tqdm.write(describe(update))
+        self._printed = max(self._printed, ready)
+
+
 def main(args) -> int:
     """Trains for ``args.steps`` global steps on a local cluster; writes metrics to ``args.out``."""
-    steps = int(args.steps)
-    if steps <= 0:
-        raise SystemExit(f"--steps must be positive, got {steps}")
-    ps, workers = int(getattr(args, "ps", 1)), int(getattr(args, "workers", 2))
-    sync = bool(getattr(args, "sync", False))
-    mode = "synchronous" if sync else "asynchronous"
-    out = Path(args.out)
+    settings = Settings(args)
+    out = settings.out
     out.mkdir(parents=True, exist_ok=True)
-    print(
-        f"minitf demo: {ps} ps + {workers} worker processes on loopback, {mode} "
-        f"training of a 2-64-3 MLP on three spirals for {steps} global steps"
-    )
+    print(settings.describe())
     output = _Output()
-    report_every = max(1, steps // 10)
+    report_every = max(1, settings.steps // 10)
     graph_file = out / "graph.json"
+    env = {delays.ENV: settings.straggler} if settings.straggler else {}
     cluster = LocalCluster(
-        {"ps": ps, "worker": workers},
-        script=(sync_mlp if sync else async_mlp).__file__,
-        args=["--steps", str(steps), "--report_every", str(report_every),
-              "--export_graph", str(graph_file.resolve())],
+        {"ps": settings.ps, "worker": settings.workers},
+        script=(sync_mlp if settings.sync else async_mlp).__file__,
+        args=settings.script_args(report_every, graph_file),
         output=output,
-    )  # fmt: skip
+        env=env,
+    )
     start = time.perf_counter()
     with cluster:
         sess, model = _observer(cluster)
         with sess:
-            trace = _train_and_trace(cluster, sess, model, steps)
+            reporter = _Reporter(SyncRecord(sess) if settings.sync else None, report_every)
+            trace = _train_and_trace(cluster, sess, model, settings, reporter)
             failed = {k: c for k, c in cluster.poll().items() if k[0] != "ps" and c}
             if failed:
                 print("a worker failed:", failed, *output.lines[-20:], sep="\n")
                 return 1
             elapsed = time.perf_counter() - start
+            reporter.poll(final=True)
             test_x, test_y = make_spirals(1000, seed=1)
             global_step = _global_step(sess, model)
             test_loss, test_acc = sess.run(
                 [model["loss"], model["accuracy"]], {model["x"]: test_x, model["y"]: test_y}
             )
     metrics = {
-        "ps_tasks": ps,
-        "workers": workers,
+        "mode": "sync" if settings.sync else "async",
+        "ps_tasks": settings.ps,
+        "workers": settings.workers,
         "global_steps": global_step,
         "local_steps": {str(k): v for k, v in sorted(output.local_steps.items())},
         "test_loss": float(test_loss),
@@ -138,35 +235,76 @@ def main(args) -> int:
         "seconds": round(elapsed, 2),
         "cluster": cluster.cluster_spec.as_dict(),
     }
+    if reporter.record is not None:
+        record = reporter.record
+        metrics["replicas_to_aggregate"] = settings.replicas
+        metrics["applied"] = {str(k): v for k, v in record.applied_per_worker().items()}
+        metrics["dropped"] = {str(k): v for k, v in record.dropped_per_worker().items()}
+        (out / "sync_record.json").write_text(json.dumps(record.as_dict()) + "\n")
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    per_worker = ", ".join(f"worker {k}: {v}" for k, v in sorted(output.local_steps.items()))
-    print(
-        f"done: {global_step} global steps in {elapsed:.1f} s ({per_worker}); "
-        f"test accuracy {test_acc:.3f}, test loss {test_loss:.4f}"
-    )
+    _print_summary(metrics, elapsed)
     print(f"outputs: {out / 'metrics.json'}")
-    _write_pictures(out, graph_file, trace, f"{mode} training, {ps} ps + {workers} workers")
+    mode = "synchronous" if settings.sync else "asynchronous"
+    _write_pictures(
+        out, graph_file, trace, f"{mode} training, {settings.ps} ps + {settings.workers} workers"
+    )
     return 0
+
+
+def _print_summary(metrics: dict, elapsed: float) -> None:
+    local = metrics["local_steps"]
+    print(
+        f"done: {metrics['global_steps']} global steps in {elapsed:.1f} s; "
+        f"test accuracy {metrics['test_accuracy']:.3f}, test loss {metrics['test_loss']:.4f}"
+    )
+    if "applied" not in metrics:
+        print("steps per worker: " + ", ".join(f"worker {k}: {v}" for k, v in local.items()))
+        print("  (asynchronous: every worker step is one update of the variables on the ps)")
+        return
+    print("per worker: steps run, gradients applied, dropped as stale:")
+    for worker in sorted(local, key=int):
+        applied = metrics["applied"].get(worker, 0)
+        dropped = metrics["dropped"].get(worker, 0)
+        print(
+            f"  worker {worker}: {local[worker]:5d} steps, {applied:5d} applied, "
+            f"{dropped:5d} dropped"
+        )
+    print(
+        f"  Each update averages the first {metrics['replicas_to_aggregate']} fresh gradients."
+        "\n  A gradient computed for a global step that is already past is dropped as stale:"
+        "\n  a backup worker's late one, and each worker's step after an initial token."
+    )
 
 
 def _workers_running(cluster: LocalCluster) -> bool:
     return any(code is None for (job, _), code in cluster.poll().items() if job != "ps")
 
 
-def _train_and_trace(cluster: LocalCluster, sess: tf.Session, model: dict, steps: int):
+def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter: _Reporter):
     """Follows the global step until the workers are done; traces a few steps midway.
+
+    The trace spans `TRACED_STEPS` global steps, and with a straggler at least
+    twice its mean delay, so that its wait shows.
 
     Returns the traced span's step stats (None if training ended before it began).
     """
+    steps = settings.steps
     bar = tqdm(total=steps, desc="global step", unit="step", leave=False, disable=None)
-    tracer, trace, traced_from = None, None, None
+    tracer, trace, traced_from, traced_since = None, None, None, None
     while _workers_running(cluster):
         global_step = _global_step(sess, model)
         bar.update(min(steps, global_step) - bar.n)
         if trace is None and tracer is None and global_step >= steps // 3:
             tracer, traced_from = Tracer(sess).start(), global_step
-        elif tracer is not None and global_step >= traced_from + TRACED_STEPS:
+            traced_since = time.monotonic()
+        elif (
+            tracer is not None
+            and global_step >= traced_from + TRACED_STEPS
+            and time.monotonic() - traced_since >= settings.min_trace_seconds
+        ):
             trace, tracer = tracer.stop(), None
+        if tracer is None:
+            reporter.poll()
         time.sleep(0.1 if tracer is None else 0.005)
     if tracer is not None:
         trace = tracer.stop()

@@ -21,7 +21,7 @@ def test_spirals_are_balanced_and_on_the_unit_disc():
 
 
 def test_demo_trains_on_a_cluster_and_writes_its_outputs(tmp_path, capsys):
-    args = argparse.Namespace(steps=600, out=str(tmp_path), ps=1, workers=2)
+    args = argparse.Namespace(steps=600, out=str(tmp_path), ps=1, workers=2, mode="async")
     assert demo.main(args) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     # A linear model cannot separate three spiral arms (about 1/3 to 1/2 accuracy);
@@ -54,18 +54,67 @@ def test_demo_trains_on_a_cluster_and_writes_its_outputs(tmp_path, capsys):
     assert (tmp_path / "trace_timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_demo_rejects_a_non_positive_step_count(tmp_path):
-    with pytest.raises(SystemExit, match="--steps must be positive"):
-        demo.main(argparse.Namespace(steps=0, out=str(tmp_path)))
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ({"steps": 0}, "--steps must be positive, got 0"),
+        ({"workers": 0}, "--workers must be at least 1, got 0"),
+        ({"ps": 0}, r"--ps must be at least 1 \(the variables live there\), got 0"),
+        ({"replicas_to_aggregate": 0}, "--replicas_to_aggregate must be at least 1, got 0"),
+        ({"straggler": "3=Constant(1)"}, "--straggler names worker 3, but there are 3 workers"),
+        ({"straggler": "1=Gauss(1)"}, r"--straggler: not a delay model: 'Gauss\(1\)'"),
+        ({"mode": "fast"}, "--mode must be sync or async, got 'fast'"),
+    ],
+)
+def test_demo_rejects_bad_flags_in_one_line_before_anything_starts(tmp_path, flags, message):
+    args = argparse.Namespace(**{"steps": 10, "out": str(tmp_path / "out"), **flags})
+    with pytest.raises(SystemExit, match="^minitf demo: " + message) as info:
+        demo.main(args)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()  # nothing started
+
+
+def test_demo_trains_in_sync_by_default_with_a_backup_and_counts_every_gradient(tmp_path, capsys):
+    # Worker 2 waits 30 ms per step: it is the late one, whose gradients are dropped.
+    args = argparse.Namespace(steps=40, out=str(tmp_path), straggler="2=Constant(0.03)")
+    assert demo.main(args) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert (metrics["mode"], metrics["workers"], metrics["replicas_to_aggregate"]) == ("sync", 3, 2)
+    assert metrics["global_steps"] == 40
+    applied, dropped = metrics["applied"], metrics["dropped"]
+    assert sum(applied.values()) == 2 * 40  # two gradients per update
+    # Every step a worker ran pushed one gradient, applied or dropped.
+    steps = metrics["local_steps"]
+    for w in ("0", "1", "2"):
+        assert applied.get(w, 0) + dropped.get(w, 0) == steps[w]
+    # The slow worker runs fewer steps and gets fewer gradients in. (The fast
+    # ones may lose more: tokens are anonymous, so they take the slow one's and
+    # run ahead with a stale local step, as in TF.)
+    assert steps["2"] < min(steps["0"], steps["1"])
+    assert applied.get("2", 0) < min(applied["0"], applied["1"])
+    record = json.loads((tmp_path / "sync_record.json").read_text())
+    assert [u["global_step"] for u in record["updates"]] == list(range(1, 41))
+    out = capsys.readouterr().out
+    assert "SyncReplicasOptimizer, 2 of 3 gradients per update (1 backup worker)" in out
+    assert "worker 2:" in out and "dropped" in out
+    # The straggler's waits are in the trace of the same run.
+    trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    waits = [e for e in trace if e["ph"] == "X" and e["name"] == "StragglerDelay"]
+    assert waits and all(e["dur"] >= 30_000 for e in waits)
 
 
 def test_sync_demo_trains_exactly_to_the_step_and_draws_the_chiefs_step(tmp_path, capsys):
-    args = argparse.Namespace(steps=60, out=str(tmp_path), ps=1, workers=2, sync=True)
+    args = argparse.Namespace(
+        steps=60, out=str(tmp_path), ps=1, workers=2, sync=True, replicas_to_aggregate=2
+    )
     assert demo.main(args) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["global_steps"] == 60  # synchronous: the last update is exactly the target
-    # Every update averages 2 gradients; the 2 initial tokens let 2 more steps through.
+    # Every update averages 2 gradients; the 2 initial tokens let 2 more steps through,
+    # and the record says so: the two steps after them were dropped as stale.
     assert sum(metrics["local_steps"].values()) == 2 * 60 + 2
+    assert sum(metrics["applied"].values()) == 2 * 60
+    assert sum(metrics["dropped"].values()) == 2
     chief = (tmp_path / "graphs" / "partitioned_chief.dot").read_text()
     assert "sync_token_q" in chief and "grad_accum" in chief
     trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]

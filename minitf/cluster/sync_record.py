@@ -43,7 +43,10 @@ class SyncRecord:
     def refresh(self) -> SyncRecord:
         """Reads what happened since the last call; returns self."""
         since = {self._task: {self._name: self._events}} if self._task else None
-        for task, states in sorted(self._session.accumulators(since).items()):
+        # Accumulators live with the variables, on the ps tasks (workers may have exited).
+        for task, states in sorted(self._session.accumulators(since, job="ps").items()):
+            if self._task is not None and task != self._task:
+                continue
             for state in sorted(states, key=lambda s: s["name"]):
                 if self._task is None and (self._name is None or state["name"] == self._name):
                     self._task, self._name = task, state["name"]

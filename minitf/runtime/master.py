@@ -382,14 +382,15 @@ class Master:
             for i in self.cluster.task_indices(job)
         ]
 
-    def accumulators(self, since: dict | None = None) -> dict[str, list[dict]]:
-        """Every task's accumulators (`ResourceMgr.accumulators`), by task name."""
+    def accumulators(self, since: dict | None = None, job: str | None = None) -> dict:
+        """Every task's accumulators (only ``job``'s tasks if given), by task name."""
         since = since or {}
         return {
             task: self.channel(task).request(
                 lambda c, s=since.get(task): ("accumulators", c, s), 10.0
             )
             for task in self.tasks()
+            if job is None or task.startswith(f"/job:{job}/")
         }
 
     def start_recording(self) -> dict[str, int]:

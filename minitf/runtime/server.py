@@ -187,6 +187,10 @@ class _Registered:
         self.targets = [g.get_operation_by_name(name) for name in part.targets]
         self.plan = build_plan(self.fetches, self.targets, self.feeds, bind_kernel)
         self.client = part.client
+        # A step in which this task computes gradients: where a straggler is slow.
+        self.computes_gradients = any(
+            op.name.split("/", 1)[0].startswith("gradients") for op in g.get_operations()
+        )
 
 
 class Server:
@@ -238,6 +242,12 @@ class Server:
         self._requested_address = parse_address(address)
         self._cluster = cluster
         self.task_name = f"/job:{job_name}/replica:0/task:{self._task}"
+        # minitf.cluster.delays imports the launcher, which imports this module.
+        from minitf.cluster import delays
+
+        self.straggler = delays.for_task(job_name, self._task)
+        if self.straggler is not None:
+            logger.info("%s is a straggler: %r", self.task_name, self.straggler.model)
         self.resource_mgr = ResourceMgr()
         self.rendezvous = Rendezvous()
         self._peers: _Peers | None = None
@@ -381,7 +391,7 @@ class Server:
             self.rendezvous.send(step_id, key, value)
         elif kind == "run":
             registered = self._registered.get(message[2])
-            if registered is not None and registered.plan.has_async:
+            if registered is not None and (registered.plan.has_async or self._delays(registered)):
                 threading.Thread(target=self._run, args=(wire, message), daemon=True).start()
             else:
                 self._run(wire, message)
@@ -447,12 +457,15 @@ class Server:
             ctx.trace = []
         with self._steps_lock:
             self._steps[step_id] = ctx
+        delay = None
         try:
             # An abort that came before the step was registered (a session
             # closed right after sending the run) left its mark here.
             aborted = self.rendezvous.aborted(step_id)
             if aborted is not None:
                 raise aborted
+            if self._delays(registered):
+                delay = self._straggle(ctx)
             values = Executor().run(registered.plan, ctx, feed_values)
             reply = ("ok", call, [_wire_value(v) for v in values])
         except Exception as exc:  # noqa: BLE001 - reported to the client
@@ -463,11 +476,43 @@ class Server:
             self.rendezvous.cleanup(step_id)
         if ctx.trace is not None:
             nodes = [step_stats.node_stats(e, step_id) for e in ctx.trace]
+            if delay is not None:
+                nodes.insert(0, delay)
             if recording:
                 self.recorders.record(nodes)
             if traced and reply[0] == "ok":
                 reply = (*reply, nodes)
         self._reply(wire, reply)
+
+    def _delays(self, registered: _Registered) -> bool:
+        return self.straggler is not None and registered.computes_gradients
+
+    def _straggle(self, ctx: StepContext) -> dict | None:
+        """Waits this straggler's next delay (cut short if the step is cancelled).
+
+        Returns:
+            The delay's trace entry when the step is traced, else None.
+
+        Raises:
+            CancelledError: if the step was cancelled during the wait.
+        """
+        seconds = self.straggler.next_delay()
+        start = time.perf_counter_ns()
+        woken = threading.Event()
+        token = ctx.cancellation.register(woken.set)
+        try:
+            if token is None or woken.wait(seconds):
+                raise errors.CancelledError(
+                    None, None, f"Step was cancelled during {self.task_name}'s straggler delay"
+                )
+        finally:
+            ctx.cancellation.deregister(token)
+        if ctx.trace is None:
+            return None
+        current = threading.current_thread()
+        return step_stats.delay_stats(
+            start, time.perf_counter_ns(), (current.ident, current.name), ctx.step_id, seconds
+        )
 
     def _abort(self, step_id: int, error: errors.OpError) -> None:
         self.rendezvous.abort(step_id, error)

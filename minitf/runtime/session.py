@@ -99,11 +99,12 @@ class BaseSession:
         names = self._master.devices() if self._master is not None else [LOCAL_DEVICE]
         return [_DeviceAttributes(name, "CPU", 268435456) for name in names]
 
-    def accumulators(self, since: dict | None = None) -> dict[str, list[dict]]:
+    def accumulators(self, since: dict | None = None, job: str | None = None) -> dict:
         """The accumulators of every task this session reaches, with what they have seen (minitf's).
 
         Args:
             since: ``{task: {shared name: event number}}``: only newer history.
+            job: Only the tasks of this job (``"ps"``); a local session ignores it.
 
         Returns:
             ``{task name: [accumulator state, ...]}`` (`ResourceMgr.accumulators`);
@@ -111,7 +112,7 @@ class BaseSession:
         """
         self._check_open()
         if self._master is not None:
-            return self._master.accumulators(since)
+            return self._master.accumulators(since, job)
         return {LOCAL_TASK: self._resource_mgr.accumulators((since or {}).get(LOCAL_TASK))}
 
     def start_recording(self):

@@ -92,29 +92,52 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
         clock_offset_micros: Added to its start: this process's clock relative
             to the clock the trace is kept in (see `minitf.runtime.master`).
     """
-    duration = (event.end_ns - event.start_ns) // 1000
     op = event.step.op
-    name, op_type = op.name, op.type
-    stats = Record({
-        "node_name": name,
-        "op": op_type,
-        "all_start_micros": wall_micros(event.start_ns) + clock_offset_micros,
-        "op_start_rel_micros": 0,
-        "op_end_rel_micros": duration,
-        "all_end_rel_micros": duration,
-        "thread_id": event.thread[0],
-        "thread_name": event.thread[1],
-        "output_bytes": event.output_bytes,
-        "asynchronous": event.step.is_async,
-        "timeline_label": f"{name} = {op_type}()",
-        "step_id": step_id,
-        "wait_micros": event.wait_ns // 1000,
-    })  # fmt: skip
+    stats = _stats(op.name, op.type, event.start_ns, event.end_ns, event.thread, step_id)
+    stats.update(
+        all_start_micros=stats["all_start_micros"] + clock_offset_micros,
+        output_bytes=event.output_bytes,
+        asynchronous=event.step.is_async,
+        wait_micros=event.wait_ns // 1000,
+    )
     if event.notes:
         stats.update(event.notes)
         if not event.wait_ns:
             stats.pop("waited_on", None)  # it did not have to wait after all
     return stats
+
+
+def delay_stats(start_ns: int, end_ns: int, thread: tuple, step_id: int, seconds: float) -> dict:
+    """The ``node_stats`` entry of a straggler's delay (`minitf.cluster.delays`): a waiting bar."""
+    stats = _stats(STRAGGLER_DELAY, "StragglerDelay", start_ns, end_ns, thread, step_id)
+    stats.update(
+        wait_micros=stats["op_end_rel_micros"],
+        waited_on={"kind": "straggler", "seconds": round(seconds, 6)},
+    )
+    return stats
+
+
+STRAGGLER_DELAY = "straggler_delay"
+"""The node name of a straggler's delay in traces."""
+
+
+def _stats(name: str, op_type: str, start_ns: int, end_ns: int, thread: tuple, step_id: int):
+    duration = (end_ns - start_ns) // 1000
+    return Record({
+        "node_name": name,
+        "op": op_type,
+        "all_start_micros": wall_micros(start_ns),
+        "op_start_rel_micros": 0,
+        "op_end_rel_micros": duration,
+        "all_end_rel_micros": duration,
+        "thread_id": thread[0],
+        "thread_name": thread[1],
+        "output_bytes": 0,
+        "asynchronous": False,
+        "timeline_label": f"{name} = {op_type}()",
+        "step_id": step_id,
+        "wait_micros": 0,
+    })  # fmt: skip
 
 
 def shift(stats: list[dict], micros: int) -> list[dict]:

@@ -11,7 +11,9 @@ interactive Chrome trace of `minitf.viz.timeline.Timeline` cannot go:
 * every op a bar on a millisecond axis from the first op, filled with the
   colour of its role (`minitf.viz.graph_data.ROLE_COLORS`); the part of an op
   spent waiting (a dequeue waiting for its token, a take waiting for enough
-  gradients) is hatched;
+  gradients) is hatched; an ``apply_grad`` whose gradient the accumulator
+  dropped as stale is outlined in red; an injected straggler delay
+  (`minitf.cluster.delays`) is a solid bar of its own colour;
 * on the right of each worker band its number of steps, busy time (waits
   left out) and time per step; the slowest worker is in bold red when it is
   clearly slower than the other workers typically are, so a straggler stands out.
@@ -60,6 +62,7 @@ _LABEL_FONTSIZE = 7
 # other workers: below that, the chief's extra work and scheduling noise would mark
 # healthy workers, and one fast outlier would not make the others look slow.
 _STRAGGLER_RATIO = 1.5
+_DROPPED = "#c1121f"  # the outline of an apply_grad whose gradient was dropped
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class _Op:
     end: float
     wait: float
     step_id: int | None
+    dropped: bool = False  # an apply_grad whose gradient was stale
 
     @property
     def duration(self) -> float:
@@ -198,6 +202,9 @@ def _op(node: dict, origin: int) -> _Op:
     start = node["all_start_micros"] - origin
     duration = max(0, node.get("all_end_rel_micros", 0))
     wait = min(max(0, node.get("wait_micros", 0)), duration)
+    if node["op"] == "StragglerDelay":
+        wait = 0  # it stands for slow compute: drawn solid and counted as busy
+    accumulated = node.get("accumulated") or {}
     return _Op(
         name=node["node_name"],
         op=node["op"],
@@ -205,6 +212,7 @@ def _op(node: dict, origin: int) -> _Op:
         end=(start + duration) / 1000,
         wait=wait / 1000,
         step_id=node.get("step_id"),
+        dropped=bool(accumulated.get("stale")),
     )
 
 
@@ -255,9 +263,9 @@ def _draw_op(ax: Axes, op: _Op, y: float, k: int, min_width: float) -> None:
         max(op.duration, min_width),
         0.8,
         facecolor=ROLE_COLORS[op_role(op.op)],
-        edgecolor=_EDGE,
-        linewidth=0.5,
-        zorder=2,
+        edgecolor=_DROPPED if op.dropped else _EDGE,
+        linewidth=1.6 if op.dropped else 0.5,
+        zorder=2.5 if op.dropped else 2,
         gid=f"{OP_GID}-{k}",
         label=op.name,
     )
@@ -439,6 +447,15 @@ def _legend(fig: Figure, bands: list[_Band]) -> None:
         for role, color in ROLE_COLORS.items()
         if role in present
     ]
+    if any(op.dropped for band in bands for op in band.ops):
+        handles.append(
+            Patch(
+                facecolor=ROLE_COLORS["accumulator"],
+                edgecolor=_DROPPED,
+                linewidth=1.6,
+                label="gradient dropped as stale",
+            )
+        )
     if any(op.wait > 0 for band in bands for op in band.ops):
         handles.append(
             Patch(facecolor="white", edgecolor=_EDGE, hatch=_HATCH, linewidth=0.5, label="waiting")

@@ -280,3 +280,37 @@ def test_one_fast_worker_does_not_make_the_typical_ones_stragglers():
     ]
     slow = [t for t in plot_timeline(stats).axes[0].texts if t.get_fontweight() == "bold"]
     assert [t.get_text() for t in slow] == ["3 steps, 7.5 ms busy, 2.5 ms/step"]
+
+
+def _with_a_dropped_gradient_and_a_straggler():
+    """Worker 0 as in `_cluster_stats`; worker 1 waits 4 ms (an injected delay), then
+    computes 1 ms, and its gradient arrives stale on the ps."""
+    stats = _cluster_stats()
+    stale = _node("ps/apply_w1", "AccumulatorApplyGradient", 5000, 200, 21)
+    stale["accumulated"] = {"kind": "accumulator", "stale": True, "local_step": 0}
+    stats["dev_stats"][0]["node_stats"].append(stale)
+    delay = _node("straggler_delay", "StragglerDelay", 0, 4000, 21, wait=4000)
+    work = _node("w1/s21/MatMul", "MatMul", 4000, 1000, 21)
+    stats["dev_stats"][2]["node_stats"] = [delay, work]
+    return stats
+
+
+def test_a_dropped_gradient_is_outlined_in_red_and_named_in_the_legend():
+    fig = plot_timeline(_with_a_dropped_gradient_and_a_straggler())
+    bars = {b.get_label(): b for b in _op_bars(fig)}
+    assert bars["ps/apply_w1"].get_edgecolor()[:3] == pytest.approx(to_rgba("#c1121f")[:3])
+    assert sum(bars["ps/apply_w0"].get_edgecolor()[:3]) < 1.5  # the kept one stays dark
+    (legend,) = fig.legends
+    assert "gradient dropped as stale" in [t.get_text() for t in legend.get_texts()]
+
+
+def test_a_straggler_delay_is_a_solid_bar_counted_as_busy_time():
+    fig = plot_timeline(_with_a_dropped_gradient_and_a_straggler())
+    bars = {b.get_label(): b for b in _op_bars(fig)}
+    assert bars["straggler_delay"].get_facecolor() == pytest.approx(
+        to_rgba(ROLE_COLORS["straggler delay"])
+    )
+    assert "straggler_delay" not in [p.get_label() for p in _hatched(fig)]
+    notes = {t.get_text(): t for t in fig.axes[0].texts if "busy" in t.get_text()}
+    # worker 1: the 4 ms delay and 1 ms of compute, one step: the straggler.
+    assert notes["1 step, 5.0 ms busy, 5.0 ms/step"].get_fontweight() == "bold"
