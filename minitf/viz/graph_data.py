@@ -33,7 +33,6 @@ ROLE_COLORS = {
     "sendrecv": "#8ecae6",
     "feed": "#d9ed92",
     "compute": "#ffffff",
-    "straggler delay": "#b8a1d9",
 }
 """The fill colour of each role, shared by the graph pictures and the timeline picture."""
 
@@ -68,8 +67,6 @@ def op_role(op_type: str) -> str:
         return "update"
     if op_type in _INIT_OPS:
         return "init"
-    if op_type == "StragglerDelay":  # not a graph op: a straggler's wait in a trace
-        return "straggler delay"
     return "compute"
 
 

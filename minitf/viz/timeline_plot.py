@@ -63,6 +63,8 @@ _LABEL_FONTSIZE = 7
 # healthy workers, and one fast outlier would not make the others look slow.
 _STRAGGLER_RATIO = 1.5
 _DROPPED = "#c1121f"  # the outline of an apply_grad whose gradient was dropped
+STRAGGLER_COLOR = "#b8a1d9"
+"""The fill of an injected straggler delay (not a graph op, so not one of the roles)."""
 
 
 @dataclass(frozen=True)
@@ -262,7 +264,7 @@ def _draw_op(ax: Axes, op: _Op, y: float, k: int, min_width: float) -> None:
         (op.start, y + 0.1),
         max(op.duration, min_width),
         0.8,
-        facecolor=ROLE_COLORS[op_role(op.op)],
+        facecolor=_fill(op),
         edgecolor=_DROPPED if op.dropped else _EDGE,
         linewidth=1.6 if op.dropped else 0.5,
         zorder=2.5 if op.dropped else 2,
@@ -285,6 +287,12 @@ def _draw_op(ax: Axes, op: _Op, y: float, k: int, min_width: float) -> None:
             label=op.name,
         )
         ax.add_patch(waited)
+
+
+def _fill(op: _Op) -> str:
+    if op.op == "StragglerDelay":
+        return STRAGGLER_COLOR
+    return ROLE_COLORS[op_role(op.op)]
 
 
 def _draw_step_separators(ax: Axes, band: _Band) -> None:
@@ -441,12 +449,18 @@ def _default_title(bands: list[_Band], span: float) -> str:
 
 
 def _legend(fig: Figure, bands: list[_Band]) -> None:
-    present = {op_role(op.op) for band in bands for op in band.ops}
+    present = {op_role(op.op) for band in bands for op in band.ops if op.op != "StragglerDelay"}
     handles = [
         Patch(facecolor=color, edgecolor=_EDGE, linewidth=0.5, label=role)
         for role, color in ROLE_COLORS.items()
         if role in present
     ]
+    if any(op.op == "StragglerDelay" for band in bands for op in band.ops):
+        handles.append(
+            Patch(
+                facecolor=STRAGGLER_COLOR, edgecolor=_EDGE, linewidth=0.5, label="straggler delay"
+            )
+        )
     if any(op.dropped for band in bands for op in band.ops):
         handles.append(
             Patch(

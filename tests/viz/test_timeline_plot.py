@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 import minitf as tf
 from minitf.viz.graph_data import ROLE_COLORS
-from minitf.viz.timeline_plot import lanes, plot_timeline
+from minitf.viz.timeline_plot import STRAGGLER_COLOR, lanes, plot_timeline
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -307,9 +307,7 @@ def test_a_dropped_gradient_is_outlined_in_red_and_named_in_the_legend():
 def test_a_straggler_delay_is_a_solid_bar_counted_as_busy_time():
     fig = plot_timeline(_with_a_dropped_gradient_and_a_straggler())
     bars = {b.get_label(): b for b in _op_bars(fig)}
-    assert bars["straggler_delay"].get_facecolor() == pytest.approx(
-        to_rgba(ROLE_COLORS["straggler delay"])
-    )
+    assert bars["straggler_delay"].get_facecolor() == pytest.approx(to_rgba(STRAGGLER_COLOR))
     assert "straggler_delay" not in [p.get_label() for p in _hatched(fig)]
     notes = {t.get_text(): t for t in fig.axes[0].texts if "busy" in t.get_text()}
     # worker 1: the 4 ms delay and 1 ms of compute, one step: the straggler.
