@@ -93,9 +93,9 @@ class Settings:
         self.replicas = int(replicas) if replicas is not None else max(1, self.workers - 1)
         self.straggler = getattr(args, "straggler", None) or ""
         self._check(mode)
-        # A trace long enough to catch the slowest straggler twice (at most 2 s).
+        # A trace long enough to catch the slowest straggler a few times (at most 2 s).
         slowest = max((m.mean for m in delays.parse(self.straggler).values()), default=0.0)
-        self.min_trace_seconds = min(2.0, 2 * slowest)
+        self.min_trace_seconds = min(2.0, 3 * slowest)
 
     def _check(self, mode: str) -> None:
         def fail(message: str):
@@ -270,7 +270,7 @@ def _print_summary(metrics: dict, elapsed: float) -> None:
             f"{dropped:5d} dropped"
         )
     print(
-        f"  Each update averages the first {metrics['replicas_to_aggregate']} fresh gradients."
+        f"  Each update averages at least {metrics['replicas_to_aggregate']} fresh gradients."
         "\n  A gradient computed for a global step that is already past is dropped as stale:"
         "\n  a backup worker's late one, and each worker's step after an initial token."
     )
@@ -284,13 +284,14 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
     """Follows the global step until the workers are done; traces a few steps midway.
 
     The trace spans `TRACED_STEPS` global steps, and with a straggler at least
-    twice its mean delay, so that its wait shows.
+    three times its mean delay, so that its wait shows.
 
     Returns the traced span's step stats (None if training ended before it began).
     """
     steps = settings.steps
     bar = tqdm(total=steps, desc="global step", unit="step", leave=False, disable=None)
     tracer, trace, traced_from, traced_since = None, None, None, None
+    polls = 0
     while _workers_running(cluster):
         global_step = _global_step(sess, model)
         bar.update(min(steps, global_step) - bar.n)
@@ -303,9 +304,10 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
             and time.monotonic() - traced_since >= settings.min_trace_seconds
         ):
             trace, tracer = tracer.stop(), None
-        if tracer is None:
+        polls += 1
+        if tracer is None and polls % 5 == 0:
             reporter.poll()
-        time.sleep(0.1 if tracer is None else 0.005)
+        time.sleep(0.02 if tracer is None else 0.005)
     if tracer is not None:
         trace = tracer.stop()
     bar.close()

@@ -76,13 +76,17 @@ def test_demo_rejects_bad_flags_in_one_line_before_anything_starts(tmp_path, fla
 
 def test_demo_trains_in_sync_by_default_with_a_backup_and_counts_every_gradient(tmp_path, capsys):
     # Worker 2 waits 30 ms per step: it is the late one, whose gradients are dropped.
-    args = argparse.Namespace(steps=40, out=str(tmp_path), straggler="2=Constant(0.03)")
+    args = argparse.Namespace(steps=90, out=str(tmp_path), straggler="2=Constant(0.03)")
     assert demo.main(args) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert (metrics["mode"], metrics["workers"], metrics["replicas_to_aggregate"]) == ("sync", 3, 2)
-    assert metrics["global_steps"] == 40
+    assert metrics["global_steps"] == 90
     applied, dropped = metrics["applied"], metrics["dropped"]
-    assert sum(applied.values()) == 2 * 40  # two gradients per update
+    # At least two gradients per update: take_grad(2) averages every fresh one
+    # there when it runs, and a third can be in by then (as in TF).
+    record = json.loads((tmp_path / "sync_record.json").read_text())
+    assert all(len(u["applied"]) >= 2 for u in record["updates"])
+    assert sum(applied.values()) == sum(len(u["applied"]) for u in record["updates"])
     # Every step a worker ran pushed one gradient, applied or dropped.
     steps = metrics["local_steps"]
     for w in ("0", "1", "2"):
@@ -92,8 +96,7 @@ def test_demo_trains_in_sync_by_default_with_a_backup_and_counts_every_gradient(
     # run ahead with a stale local step, as in TF.)
     assert steps["2"] < min(steps["0"], steps["1"])
     assert applied.get("2", 0) < min(applied["0"], applied["1"])
-    record = json.loads((tmp_path / "sync_record.json").read_text())
-    assert [u["global_step"] for u in record["updates"]] == list(range(1, 41))
+    assert [u["global_step"] for u in record["updates"]] == list(range(1, 91))
     out = capsys.readouterr().out
     assert "SyncReplicasOptimizer, 2 of 3 gradients per update (1 backup worker)" in out
     assert "worker 2:" in out and "dropped" in out
@@ -110,11 +113,13 @@ def test_sync_demo_trains_exactly_to_the_step_and_draws_the_chiefs_step(tmp_path
     assert demo.main(args) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["global_steps"] == 60  # synchronous: the last update is exactly the target
-    # Every update averages 2 gradients; the 2 initial tokens let 2 more steps through,
-    # and the record says so: the two steps after them were dropped as stale.
+    # Each update releases 2 tokens and there were 2 initial ones: one token per step.
     assert sum(metrics["local_steps"].values()) == 2 * 60 + 2
-    assert sum(metrics["applied"].values()) == 2 * 60
-    assert sum(metrics["dropped"].values()) == 2
+    # Every step pushed a gradient, applied (at least 2 per update) or dropped.
+    applied, dropped = metrics["applied"], metrics["dropped"]
+    assert sum(applied.values()) >= 2 * 60
+    for worker, steps in metrics["local_steps"].items():
+        assert applied.get(worker, 0) + dropped.get(worker, 0) == steps
     chief = (tmp_path / "graphs" / "partitioned_chief.dot").read_text()
     assert "sync_token_q" in chief and "grad_accum" in chief
     trace = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]

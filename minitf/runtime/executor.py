@@ -1,11 +1,12 @@
 """The executor: runs one plan (one partition of one step).
 
-Two loops run the same `Plan`:
+Two drivers run the same `Plan`:
 
-* the **dataflow loop** keeps a pending-input count per op and a ready set;
-  it asks a *scheduler* which ready op runs next, and lets asynchronous
-  kernels (ones that may block, like a queue dequeue) register a completion
-  instead of holding the thread, so other ready ops go on;
+* the **dataflow driver** makes a `StepExecution` (the step's state as an
+  object: ready ops, waiting ops, arrived completions) and asks the
+  executor's `Scheduler` for one move after another — run this ready op,
+  deliver that completion — until the step is done. When nothing can move
+  it waits for a completion to arrive (or the step's deadline);
 * the **straight-line walk** runs the ops in the plan's topological order.
   When every kernel is synchronous, any topological order is a valid dataflow
   schedule, so the walk gives the same results without the bookkeeping. The
@@ -16,17 +17,32 @@ Two loops run the same `Plan`:
 from __future__ import annotations
 
 import itertools
-import queue
 import threading
-import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from minitf.framework import errors
-from minitf.runtime.plan import Plan, PlanStep, dereference
+from minitf.runtime.clock import WALL_CLOCK, WallClock
+from minitf.runtime.execution import (
+    OpEvent,
+    StepExecution,
+    as_op_error,
+    fetched,
+    initial_values,
+)
+from minitf.runtime.plan import Plan
+from minitf.runtime.scheduler import DELIVER, FifoScheduler, Scheduler
+
+__all__ = [
+    "CancellationManager",
+    "Executor",
+    "OpEvent",
+    "StepContext",
+    "StepExecution",
+    "as_op_error",
+]
 
 _step_ids = itertools.count(1)
 
@@ -77,13 +93,15 @@ class StepContext:
     """What a kernel sees of the step it runs in (TF's ``OpKernelContext``).
 
     Attributes:
-        step_id: A process-unique id of the step.
+        step_id: The step's id: in a process, local steps count up from 1; a
+            cluster step's id comes from its master (`minitf.runtime.master`).
         resource_mgr: The task's `ResourceMgr`.
         cancellation: The step's `CancellationManager`.
         deadline: ``time.monotonic()`` value after which the step fails, or None.
         rendezvous: The task's `Rendezvous`, where ``_Recv`` waits (cluster steps).
         transport: What ``_Send`` uses to reach other tasks (cluster steps).
         client: The task whose session runs the step (``/job:worker/replica:0/task:1``).
+        clock: Where time is read (`minitf.runtime.clock`); ``deadline`` is on it.
         trace: A list to append one `OpEvent` per executed op to, or None.
         notes: While tracing, what kernels tell the trace about their op
             (``{op name: {field: value}}``; see `note`).
@@ -97,6 +115,7 @@ class StepContext:
         rendezvous=None,
         transport=None,
         client: str = "/job:localhost/replica:0/task:0",
+        clock: WallClock = WALL_CLOCK,
     ):
         self.step_id = next(_step_ids) if step_id is None else step_id
         self.resource_mgr = resource_mgr
@@ -105,6 +124,7 @@ class StepContext:
         self.rendezvous = rendezvous
         self.transport = transport
         self.client = client
+        self.clock = clock
         self.trace: list | None = None
         self.notes: dict[str, dict] = {}
 
@@ -119,74 +139,16 @@ class StepContext:
             self.notes.setdefault(op_name, {})[field] = value
 
 
-class OpEvent:
-    """One executed op of a traced step: what ran, when, on which thread, what it produced.
-
-    Kept small (the plan step, times, sizes): a traced step makes one per op,
-    and `minitf.runtime.step_stats` turns them into dicts afterwards.
-    """
-
-    __slots__ = ("step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes")
-
-    def __init__(self, step, start_ns, end_ns, thread, output_bytes, wait_ns=0, notes=None):
-        self.step = step
-        self.start_ns = start_ns
-        self.end_ns = end_ns
-        self.thread = thread  # (ident, name) of the thread that ran the executor loop
-        self.output_bytes = output_bytes
-        self.wait_ns = wait_ns
-        self.notes = notes
-
-    name = property(lambda self: self.step.op.name, doc="The op's name.")
-    type = property(lambda self: self.step.op.type, doc="The op's type.")
-    asynchronous = property(lambda self: self.step.is_async, doc="Whether the op may wait.")
-    thread_id = property(lambda self: self.thread[0], doc="The executor thread's ident.")
-    thread_name = property(lambda self: self.thread[1], doc="The executor thread's name.")
-
-    @classmethod
-    def of(cls, step, start_ns: int, vals: list, ctx, thread: tuple, wait_ns: int = 0) -> OpEvent:
-        """The event of ``step``, which started at ``start_ns`` and has just finished."""
-        end_ns = time.perf_counter_ns()
-        size = 0
-        for slot in step.out_slots:
-            size += getattr(vals[slot], "nbytes", 0)
-        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
-        return cls(step, start_ns, end_ns, thread, size, wait_ns, notes)
-
-
-class FifoScheduler:
-    """The default scheduler: ready ops run in the order they became ready."""
-
-    def pick(self, ready: deque, steps: tuple[PlanStep, ...]) -> int:
-        """Removes and returns the index of the next op to run."""
-        return ready.popleft()
-
-
-def as_op_error(exc: BaseException, op) -> errors.OpError:
-    """Converts an exception raised by ``op``'s kernel into a TF error naming the op."""
-    if isinstance(exc, errors.OpError):
-        if exc.op is None:
-            exc._op = op
-        return exc
-    if isinstance(exc, (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError)):
-        cls = errors.InvalidArgumentError
-    else:
-        cls = errors.InternalError
-    error = cls(op.node_def, op, f"{type(exc).__name__} in {op.type} op '{op.name}': {exc}")
-    error.__cause__ = exc
-    return error
-
-
 class Executor:
     """Runs plans on one task.
 
     Args:
-        scheduler: Chooses the next ready op in the dataflow loop.
-        observe_ops: If True, always use the dataflow loop (a stepper or a
+        scheduler: Chooses every move of the dataflow driver (default: `FifoScheduler`).
+        observe_ops: If True, always use the dataflow driver (a stepper or a
             tracer wants to see every op in turn).
     """
 
-    def __init__(self, scheduler: FifoScheduler | None = None, observe_ops: bool = False):
+    def __init__(self, scheduler: Scheduler | None = None, observe_ops: bool = False):
         self.scheduler = scheduler or FifoScheduler()
         self.observe_ops = observe_ops
 
@@ -196,20 +158,40 @@ class Executor:
         Raises:
             OpError: the TF error of the first failing op (the step is cancelled).
         """
-        vals: list[Any] = [None] * plan.num_slots
-        for slot, value in plan.constants:
-            vals[slot] = value
-        for slot, value in zip(plan.feed_slots, feed_values):
-            vals[slot] = value
+        if plan.has_async or self.observe_ops or ctx.trace is not None:
+            execution = StepExecution(plan, ctx, feed_values)
+            with np.errstate(all="ignore"):
+                self.drive(execution)
+            return execution.fetches()
+        vals = initial_values(plan, feed_values)
         with np.errstate(all="ignore"):
-            if plan.has_async or self.observe_ops or ctx.trace is not None:
-                self._run_dataflow(plan, vals, ctx)
-            else:
-                self._run_straight(plan, vals, ctx)
-        return [
-            dereference(vals[s]) if read else vals[s]
-            for s, read in zip(plan.fetch_slots, plan.fetch_reads)
-        ]
+            self._run_straight(plan, vals, ctx)
+        return fetched(plan, vals)
+
+    def drive(self, execution: StepExecution) -> None:
+        """Makes the scheduler's moves until the step is done; waits when none can be made.
+
+        Raises:
+            OpError: the first failing op's error, or ``DeadlineExceededError``
+                naming the ops still waiting when the step's deadline passed.
+                The step is cancelled on the way out.
+        """
+        scheduler, ctx = self.scheduler, execution.ctx
+        try:
+            while not execution.finished:
+                if execution.has_news:
+                    execution.collect()
+                move = scheduler.next_move(execution)
+                if move is None:
+                    if not execution.wait_for_arrival(ctx.clock.remaining(ctx.deadline)):
+                        raise _deadline_error(execution)
+                elif move[0] == DELIVER:
+                    execution.deliver(move[1])
+                else:
+                    execution.run_op(move[1])
+        except BaseException:
+            ctx.cancellation.start_cancel()
+            raise
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
@@ -234,111 +216,13 @@ class Executor:
         except Exception as exc:
             raise as_op_error(exc, op) from exc
 
-    def _run_dataflow(self, plan: Plan, vals: list, ctx: StepContext) -> None:
-        steps = plan.steps
-        pending = [s.num_predecessors for s in steps]
-        ready = deque(i for i, s in enumerate(steps) if s.num_predecessors == 0)
-        completions: queue.SimpleQueue = queue.SimpleQueue()
-        trace, starts, thread = ctx.trace, {}, None
-        if trace is not None:
-            current = threading.current_thread()
-            thread = (current.ident, current.name)
-        outstanding = 0
-        try:
-            while ready or outstanding:
-                while outstanding and not completions.empty():
-                    outstanding -= 1
-                    item = completions.get_nowait()
-                    self._complete(steps, vals, pending, ready, *item)
-                    self._traced(trace, steps, starts, vals, ctx, thread, item)
-                if not ready:
-                    if outstanding:
-                        item = self._wait(completions, ctx)
-                        outstanding -= 1
-                        self._complete(steps, vals, pending, ready, *item)
-                        self._traced(trace, steps, starts, vals, ctx, thread, item)
-                    continue
-                i = self.scheduler.pick(ready, steps)
-                step = steps[i]
-                args = [vals[j] for j in step.in_slots]
-                if trace is not None:
-                    starts[i] = time.perf_counter_ns()
-                if step.is_async:
-                    try:
-                        step.compute(ctx, _completion(completions, i, trace), *args)
-                    except Exception as exc:
-                        raise as_op_error(exc, step.op) from exc
-                    if trace is not None:
-                        starts[i] = (starts[i], time.perf_counter_ns())
-                    outstanding += 1
-                    continue
-                try:
-                    result = step.compute(ctx, *args)
-                except Exception as exc:
-                    raise as_op_error(exc, step.op) from exc
-                self._store(step, vals, result)
-                self._release(step, pending, ready)
-                if trace is not None:
-                    trace.append(OpEvent.of(step, starts.pop(i), vals, ctx, thread))
-        except BaseException:
-            ctx.cancellation.start_cancel()
-            raise
 
-    @staticmethod
-    def _traced(trace, steps, starts, vals, ctx, thread, item: tuple) -> None:
-        """Records an asynchronous op that has just completed (its time includes the wait).
-
-        It waited if its kernel finished after its compute call had returned.
-        """
-        index = item[0]
-        if trace is not None and index in starts:
-            start_ns, returned_ns = starts.pop(index)
-            wait_ns = max(0, item[2] - returned_ns) if len(item) > 2 else 0
-            trace.append(OpEvent.of(steps[index], start_ns, vals, ctx, thread, wait_ns))
-
-    @staticmethod
-    def _wait(completions: queue.SimpleQueue, ctx: StepContext):
-        timeout = None if ctx.deadline is None else max(0.0, ctx.deadline - time.monotonic())
-        try:
-            return completions.get(timeout=timeout)
-        except queue.Empty:
-            raise errors.DeadlineExceededError(
-                None, None, "Timed out waiting for a blocked op (the run's deadline passed)"
-            ) from None
-
-    def _complete(self, steps, vals, pending, ready, i: int, result: Any, *_) -> None:
-        step = steps[i]
-        if isinstance(result, BaseException):
-            raise as_op_error(result, step.op)
-        self._store(step, vals, result)
-        self._release(step, pending, ready)
-
-    @staticmethod
-    def _store(step: PlanStep, vals: list, result: Any) -> None:
-        outs = step.out_slots
-        if len(outs) == 1:
-            vals[outs[0]] = result
-        elif outs:
-            for slot, value in zip(outs, result):
-                vals[slot] = value
-
-    @staticmethod
-    def _release(step: PlanStep, pending: list[int], ready: deque) -> None:
-        for j in step.successors:
-            pending[j] -= 1
-            if pending[j] == 0:
-                ready.append(j)
-
-
-def _completion(completions: queue.SimpleQueue, i: int, trace) -> Callable[[Any], None]:
-    if trace is not None:  # a traced step also learns when the kernel finished
-
-        def done_traced(result: Any) -> None:
-            completions.put((i, result, time.perf_counter_ns()))
-
-        return done_traced
-
-    def done(result: Any) -> None:
-        completions.put((i, result))
-
-    return done
+def _deadline_error(execution: StepExecution) -> errors.DeadlineExceededError:
+    waiting = sorted(execution.steps[i].op.name for i in execution.waiting)
+    return errors.DeadlineExceededError(
+        None,
+        None,
+        "Timed out waiting for a blocked op (the run's deadline passed); still waiting: "
+        + ", ".join(waiting[:5])
+        + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""),
+    )

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import random
 import threading
 import time
+import zlib
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,23 @@ def target_address(target: str) -> str:
         f"Session target {target!r} is not a server address: use a tf.train.Server's "
         "target ('grpc://host:port'), or '' for a local session.",
     )
+
+
+# Step ids are deterministic: the same sessions making the same runs give the
+# same ids, so a recorded schedule can be replayed. An id is 62 bits: 24 from
+# the client task's name, 10 from how many sessions this process has opened
+# for that task (two sessions of one worker must not share ids on a ps, whose
+# rendezvous is keyed by them), and 28 counting the session's steps.
+_STEP_NUMBER_MASK = (1 << 28) - 1
+_sessions_per_task: dict[str, int] = {}
+_sessions_lock = threading.Lock()
+
+
+def _step_base(task_name: str) -> int:
+    with _sessions_lock:
+        number = _sessions_per_task.get(task_name, 0)
+        _sessions_per_task[task_name] = number + 1
+    return (zlib.crc32(task_name.encode()) & 0xFFFFFF) << 38 | (number & 0x3FF) << 28
 
 
 class _Call:
@@ -204,6 +221,8 @@ class Master:
         self._build_lock = threading.Lock()
         self._clock_offsets: dict[str, int] = {}
         self._active: set[int] = set()  # steps running now, aborted by close()
+        self._step_base = _step_base(self.task_name)
+        self._step_numbers = itertools.count(1)
         self._closed = False
 
     def devices(self) -> list[str]:
@@ -301,7 +320,7 @@ class Master:
                 ``DeadlineExceededError`` after ``timeout_ms`` (0: no limit).
         """
         plan = self._plan(fetches, targets, feeds)
-        step_id = random.getrandbits(62)
+        step_id = self._step_base | (next(self._step_numbers) & _STEP_NUMBER_MASK)
         # Registered under the lock close() takes: a step either is aborted by
         # close() or sees the session closed, never runs on unnoticed.
         with self._channels_lock:

@@ -46,6 +46,7 @@ import numpy as np
 from minitf.framework import errors
 from minitf.runtime import partition as partition_lib
 from minitf.runtime import step_stats
+from minitf.runtime.clock import WALL_CLOCK
 from minitf.runtime.cluster_spec import ClusterSpec
 from minitf.runtime.executor import Executor, StepContext
 from minitf.runtime.plan import bind_kernel, build_plan
@@ -204,6 +205,8 @@ class Server:
         protocol: ``"grpc"`` (accepted; minitf's transport is used) or None.
         config: A ``tf.ConfigProto`` default for sessions on this server.
         start: Start listening now.
+        scheduler: minitf's: the `minitf.runtime.scheduler.Scheduler` that
+            chooses every move of the steps this task runs (default: free-running).
 
     Raises:
         ValueError: if the job or task is missing or ambiguous.
@@ -217,6 +220,8 @@ class Server:
         protocol=None,
         config=None,
         start=True,
+        *,
+        scheduler=None,
     ):
         if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
             job_name = job_name or server_or_cluster_def.get("job_name")
@@ -249,6 +254,7 @@ class Server:
         if self.straggler is not None:
             logger.info("%s is a straggler: %r", self.task_name, self.straggler.model)
         self.resource_mgr = ResourceMgr()
+        self._executor = Executor(scheduler)
         self.rendezvous = Rendezvous()
         self._peers: _Peers | None = None
         self._registered: dict[int, _Registered] = {}
@@ -443,7 +449,7 @@ class Server:
                 ("error", call, errors.ABORTED, f"{self.task_name} lost graph {handle}", None),
             )
             return
-        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
+        deadline = WALL_CLOCK.now() + timeout_ms / 1000.0 if timeout_ms else None
         ctx = StepContext(
             self.resource_mgr,
             deadline,
@@ -466,7 +472,10 @@ class Server:
                 raise aborted
             if self._delays(registered):
                 delay = self._straggle(ctx)
-            values = Executor().run(registered.plan, ctx, feed_values)
+                if delay is not None and recording:
+                    # Recorded now: the step may wait long after it (for a token).
+                    self.recorders.record([delay])
+            values = self._executor.run(registered.plan, ctx, feed_values)
             reply = ("ok", call, [_wire_value(v) for v in values])
         except Exception as exc:  # noqa: BLE001 - reported to the client
             reply = ("error", call, *error_message(exc))
@@ -476,12 +485,10 @@ class Server:
             self.rendezvous.cleanup(step_id)
         if ctx.trace is not None:
             nodes = [step_stats.node_stats(e, step_id) for e in ctx.trace]
-            if delay is not None:
-                nodes.insert(0, delay)
             if recording:
                 self.recorders.record(nodes)
             if traced and reply[0] == "ok":
-                reply = (*reply, nodes)
+                reply = (*reply, [delay, *nodes] if delay is not None else nodes)
         self._reply(wire, reply)
 
     def _delays(self, registered: _Registered) -> bool:
@@ -497,11 +504,11 @@ class Server:
             CancelledError: if the step was cancelled during the wait.
         """
         seconds = self.straggler.next_delay()
-        start = time.perf_counter_ns()
+        start = ctx.clock.now_ns()
         woken = threading.Event()
         token = ctx.cancellation.register(woken.set)
         try:
-            if token is None or woken.wait(seconds):
+            if token is None or ctx.clock.wait(woken, seconds):
                 raise errors.CancelledError(
                     None, None, f"Step was cancelled during {self.task_name}'s straggler delay"
                 )
@@ -511,7 +518,7 @@ class Server:
             return None
         current = threading.current_thread()
         return step_stats.delay_stats(
-            start, time.perf_counter_ns(), (current.ident, current.name), ctx.step_id, seconds
+            start, ctx.clock.now_ns(), (current.ident, current.name), ctx.step_id, seconds
         )
 
     def _abort(self, step_id: int, error: errors.OpError) -> None:

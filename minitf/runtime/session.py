@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from minitf.framework import device as pydev
 from minitf.framework import errors, ops
 from minitf.runtime import fetches as fetch_lib
 from minitf.runtime import step_stats
+from minitf.runtime.clock import WALL_CLOCK
 from minitf.runtime.config import ConfigProto, RunOptions
 from minitf.runtime.executor import Executor, StepContext
 from minitf.runtime.master import Master
@@ -49,7 +49,9 @@ class _DeviceAttributes:
 class BaseSession:
     """The machinery shared by `Session` and `InteractiveSession`."""
 
-    def __init__(self, target: str = "", graph: ops.Graph | None = None, config=None):
+    def __init__(
+        self, target: str = "", graph: ops.Graph | None = None, config=None, *, scheduler=None
+    ):
         if graph is None:
             graph = ops.get_default_graph()
         if not isinstance(graph, ops.Graph):
@@ -67,7 +69,9 @@ class BaseSession:
         self._static_dims: dict[ops.Tensor, tuple] = {}
         self._active_steps: set[StepContext] = set()
         self._resource_mgr = ResourceMgr()
-        self._executor = Executor()
+        # minitf's: who orders the moves of this session's local steps (a stepper's
+        # scheduler, say); the tasks of a cluster have their own (Server(scheduler=)).
+        self._executor = Executor(scheduler)
         self.recorders = step_stats.Recorders()
         self._default_session_context = None
         # With a target, steps run on a cluster: the master places, partitions
@@ -278,7 +282,7 @@ class BaseSession:
 
     def _deadline(self, options) -> float | None:
         timeout_ms = self._timeout_ms(options)
-        return time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
+        return WALL_CLOCK.now() + timeout_ms / 1000.0 if timeout_ms else None
 
     # -- feeds ---------------------------------------------------------------------------
 
@@ -437,6 +441,10 @@ class Session(BaseSession):
 
     Use it as a context manager (``with tf.Session() as sess:``) to make it the
     default session and close it at the end.
+
+    minitf adds one keyword argument: ``scheduler``, a
+    `minitf.runtime.scheduler.Scheduler` that chooses every move of the
+    session's local steps (default: free-running `FifoScheduler`).
     """
 
     def __enter__(self):
@@ -455,8 +463,10 @@ class Session(BaseSession):
 class InteractiveSession(BaseSession):
     """A session that makes itself the default session when created (for shells)."""
 
-    def __init__(self, target: str = "", graph: ops.Graph | None = None, config=None):
-        super().__init__(target, graph, config)
+    def __init__(
+        self, target: str = "", graph: ops.Graph | None = None, config=None, *, scheduler=None
+    ):
+        super().__init__(target, graph, config, scheduler=scheduler)
         self._default_session_context = self.as_default()
         self._default_session_context.__enter__()
         self._graph_context = self._graph.as_default()

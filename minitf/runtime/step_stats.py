@@ -87,7 +87,7 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
     """One ``node_stats`` entry from an executor `OpEvent`.
 
     Args:
-        event: The `minitf.runtime.executor.OpEvent`.
+        event: The `minitf.runtime.execution.OpEvent`.
         step_id: The step it ran in.
         clock_offset_micros: Added to its start: this process's clock relative
             to the clock the trace is kept in (see `minitf.runtime.master`).

@@ -19,12 +19,12 @@ from minitf.runtime import plan as plan_lib
 from minitf.runtime.executor import (
     CancellationManager,
     Executor,
-    FifoScheduler,
     StepContext,
     as_op_error,
 )
 from minitf.runtime.plan import KernelInfo
 from minitf.runtime.resource_mgr import ResourceMgr
+from minitf.runtime.scheduler import RUN, FifoScheduler
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -108,13 +108,19 @@ def _ctx(deadline=None):
 
 
 class _RecordingScheduler(FifoScheduler):
+    """FIFO order, remembering the ops it ran (``picked``) and delivered (``delivered``)."""
+
     def __init__(self):
         self.picked = []
+        self.delivered = []
 
-    def pick(self, ready, steps):
-        i = super().pick(ready, steps)
-        self.picked.append(steps[i].op.name)
-        return i
+    def next_move(self, execution):
+        move = super().next_move(execution)
+        if move is not None:
+            kind, i = move
+            name = execution.steps[i].op.name
+            (self.picked if kind == RUN else self.delivered).append(name)
+        return move
 
 
 # -- the two loops -------------------------------------------------------------------------

@@ -1,0 +1,263 @@
+"""One partition of one step, as an object a driver advances: `StepExecution`.
+
+The execution holds everything a running step knows — every tensor's value
+slot, how many inputs each op still waits for, which ops are *ready*, which
+asynchronous ops are *waiting* on a resource, and which of those have
+*arrived* (finished on the resource, their outputs not yet handed to the
+step). Two moves change it:
+
+* `StepExecution.run_op` runs a ready op. A synchronous kernel computes its
+  outputs, which may make its consumers ready; an asynchronous one (a
+  dequeue, a ``take_grad``, a ``_Recv``) registers a completion callback and
+  the op joins ``waiting``.
+* `StepExecution.deliver` hands an arrived completion's outputs to the step.
+
+Completions arrive from whichever thread made progress (an enqueue on
+another step, a tensor from another task), but they only *queue up*: the
+driver collects them into ``arrived`` (`StepExecution.collect`), and the step
+changes only when the driver delivers them, in the order its
+`minitf.runtime.scheduler.Scheduler` chooses. Nothing blocks
+inside the object, so one driver can hold it still between moves — that is
+what a stepper does.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from typing import Any
+
+from minitf.framework import errors
+from minitf.runtime.plan import Plan, PlanStep, dereference
+
+
+class OpEvent:
+    """One executed op of a traced step: what ran, when, on which thread, what it produced.
+
+    Kept small (the plan step, times, sizes): a traced step makes one per op,
+    and `minitf.runtime.step_stats` turns them into dicts afterwards.
+    """
+
+    __slots__ = ("step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes")
+
+    def __init__(self, step, start_ns, end_ns, thread, output_bytes, wait_ns=0, notes=None):
+        self.step = step
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.thread = thread  # (ident, name) of the thread that drove the step
+        self.output_bytes = output_bytes
+        self.wait_ns = wait_ns
+        self.notes = notes
+
+    name = property(lambda self: self.step.op.name, doc="The op's name.")
+    type = property(lambda self: self.step.op.type, doc="The op's type.")
+    asynchronous = property(lambda self: self.step.is_async, doc="Whether the op may wait.")
+    thread_id = property(lambda self: self.thread[0], doc="The executor thread's ident.")
+    thread_name = property(lambda self: self.thread[1], doc="The executor thread's name.")
+
+    @classmethod
+    def of(cls, step, start_ns: int, end_ns: int, vals: list, ctx, thread, wait_ns=0) -> OpEvent:
+        """The event of ``step``, which ran from ``start_ns`` to ``end_ns``."""
+        size = 0
+        for slot in step.out_slots:
+            size += getattr(vals[slot], "nbytes", 0)
+        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
+        return cls(step, start_ns, end_ns, thread, size, wait_ns, notes)
+
+
+def as_op_error(exc: BaseException, op) -> errors.OpError:
+    """Converts an exception raised by ``op``'s kernel into a TF error naming the op."""
+    if isinstance(exc, errors.OpError):
+        if exc.op is None:
+            exc._op = op
+        return exc
+    if isinstance(exc, (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError)):
+        cls = errors.InvalidArgumentError
+    else:
+        cls = errors.InternalError
+    error = cls(op.node_def, op, f"{type(exc).__name__} in {op.type} op '{op.name}': {exc}")
+    error.__cause__ = exc
+    return error
+
+
+def initial_values(plan: Plan, feed_values: list[Any]) -> list[Any]:
+    """The value slots of a new run of ``plan``: its folded constants and the feeds."""
+    vals: list[Any] = [None] * plan.num_slots
+    for slot, value in plan.constants:
+        vals[slot] = value
+    for slot, value in zip(plan.feed_slots, feed_values):
+        vals[slot] = value
+    return vals
+
+
+def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
+    """The fetched values of a finished run (a variable fetched is read now)."""
+    return [
+        dereference(vals[s]) if read else vals[s]
+        for s, read in zip(plan.fetch_slots, plan.fetch_reads)
+    ]
+
+
+class StepExecution:
+    """The state of one partition of one step, and the two moves that change it.
+
+    Args:
+        plan: The partition's `Plan`.
+        ctx: The step's `minitf.runtime.executor.StepContext`.
+        feed_values: The fed values, in the order of ``plan.feed_slots``.
+
+    Attributes:
+        steps: The plan's steps (the index of a step is its op's id here).
+        ready: Indices of ops ready to run, in the order they became ready.
+        waiting: Indices of asynchronous ops whose completion has not been
+            delivered (arrived or not).
+        arrived: Indices of waiting ops whose completion has arrived and been
+            collected, in arrival order (touched by the driver only).
+        done_ops: How many ops have finished (run, or delivered).
+    """
+
+    __slots__ = (
+        "plan", "ctx", "steps", "vals", "pending", "ready", "waiting", "arrived", "done_ops",
+        "_results", "_inbox", "_thread", "_starts",
+    )  # fmt: skip
+
+    def __init__(self, plan: Plan, ctx, feed_values: list[Any]):
+        self.plan = plan
+        self.ctx = ctx
+        self.steps: tuple[PlanStep, ...] = plan.steps
+        self.vals = initial_values(plan, feed_values)
+        self.pending = [s.num_predecessors for s in self.steps]
+        self.ready: deque[int] = deque(
+            i for i, s in enumerate(self.steps) if not s.num_predecessors
+        )
+        self.waiting: set[int] = set()
+        self.arrived: deque[int] = deque()
+        self.done_ops = 0
+        self._results: dict[int, tuple[Any, int]] = {}
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # (index, result, arrival ns)
+        self._thread = None
+        self._starts: dict[int, tuple[int, int]] = {}
+        if ctx.trace is not None:
+            current = threading.current_thread()
+            self._thread = (current.ident, current.name)
+
+    @property
+    def finished(self) -> bool:
+        """True when every op has run and every completion has been delivered."""
+        return not self.ready and not self.waiting
+
+    def fetches(self) -> list[Any]:
+        """The fetched values (a variable fetched is read now)."""
+        return fetched(self.plan, self.vals)
+
+    def run_op(self, i: int) -> None:
+        """Runs the ready op ``i``.
+
+        Raises:
+            OpError: the TF error of its kernel, naming the op.
+        """
+        ready = self.ready
+        if ready[0] == i:
+            ready.popleft()
+        else:
+            ready.remove(i)
+        step = self.steps[i]
+        vals = self.vals
+        args = [vals[j] for j in step.in_slots]
+        clock = self.ctx.clock
+        start = clock.now_ns() if self._thread is not None else 0
+        if step.is_async:
+            self.waiting.add(i)
+            try:
+                step.compute(self.ctx, self._completion(i), *args)
+            except Exception as exc:
+                raise as_op_error(exc, step.op) from exc
+            if self._thread is not None:
+                self._starts[i] = (start, clock.now_ns())
+            return
+        try:
+            result = step.compute(self.ctx, *args)
+        except Exception as exc:
+            raise as_op_error(exc, step.op) from exc
+        self._finish(step, result)
+        if self._thread is not None:
+            self.ctx.trace.append(
+                OpEvent.of(step, start, clock.now_ns(), vals, self.ctx, self._thread)
+            )
+
+    def deliver(self, i: int) -> None:
+        """Hands the arrived completion of op ``i`` to the step.
+
+        Raises:
+            OpError: if the op finished with an error.
+        """
+        arrived = self.arrived
+        if arrived[0] == i:
+            arrived.popleft()
+        else:
+            arrived.remove(i)
+        result, arrived_ns = self._results.pop(i)
+        self.waiting.discard(i)
+        step = self.steps[i]
+        if isinstance(result, BaseException):
+            raise as_op_error(result, step.op)
+        self._finish(step, result)
+        if self._thread is not None and i in self._starts:
+            # It ends when the step takes its outputs; it waited from its kernel
+            # returning until its completion arrived.
+            start, returned = self._starts.pop(i)
+            wait = max(0, arrived_ns - returned)
+            end = self.ctx.clock.now_ns()
+            self.ctx.trace.append(
+                OpEvent.of(step, start, end, self.vals, self.ctx, self._thread, wait)
+            )
+
+    @property
+    def has_news(self) -> bool:
+        """True if completions have arrived that `collect` has not taken in yet."""
+        return not self._inbox.empty()
+
+    def collect(self) -> None:
+        """Takes the completions that have arrived into ``arrived`` (driver thread only)."""
+        inbox = self._inbox
+        while not inbox.empty():
+            self._take(inbox.get_nowait())
+
+    def wait_for_arrival(self, timeout: float | None) -> bool:
+        """Blocks until a completion arrives and collects it (True), or ``timeout`` passes."""
+        try:
+            item = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        self._take(item)
+        self.collect()
+        return True
+
+    def _take(self, item: tuple) -> None:
+        i, result, arrived_ns = item
+        self._results[i] = (result, arrived_ns)
+        self.arrived.append(i)
+
+    def _completion(self, i: int):
+        inbox, clock = self._inbox, self.ctx.clock
+
+        def done(result: Any) -> None:
+            inbox.put((i, result, clock.now_ns()))
+
+        return done
+
+    def _finish(self, step: PlanStep, result: Any) -> None:
+        outs = step.out_slots
+        vals = self.vals
+        if len(outs) == 1:
+            vals[outs[0]] = result
+        elif outs:
+            for slot, value in zip(outs, result):
+                vals[slot] = value
+        pending, ready = self.pending, self.ready
+        for j in step.successors:
+            pending[j] -= 1
+            if pending[j] == 0:
+                ready.append(j)
+        self.done_ops += 1
