@@ -8,6 +8,7 @@ Test-only op types (``Test*``) are registered below with their kernels.
 
 import threading
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from minitf.runtime.executor import (
 )
 from minitf.runtime.plan import KernelInfo
 from minitf.runtime.resource_mgr import ResourceMgr
-from minitf.runtime.scheduler import RUN, FifoScheduler
+from minitf.runtime.scheduler import DELIVER, RUN, FifoScheduler
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -201,6 +202,67 @@ def test_plan_with_an_async_kernel_uses_the_dataflow_loop():
     assert scheduler.picked == ["bumped"]
 
 
+class _LastFirstScheduler(FifoScheduler):
+    """Runs the most recently readied op first and delivers nothing until no op can run."""
+
+    def __init__(self):
+        self.moves = []
+
+    def next_move(self, execution):
+        if execution.ready:
+            move = (RUN, execution.ready[-1])
+        elif execution.arrived:
+            move = (DELIVER, execution.arrived[-1])
+        else:
+            return None
+        self.moves.append((move[0], execution.steps[move[1]].op.name))
+        return move
+
+
+def _two_waits():
+    p = tf.placeholder(tf.float32, shape=[], name="p")
+    first = _test_op("TestAsyncAddOne", [p], name="first")
+    second = _test_op("TestAsyncAddOne", [tf.multiply(p, 10.0, name="tenfold")], name="second")
+    return p, [tf.add(first, second, name="sum"), first, second]
+
+
+def test_the_scheduler_chooses_which_completion_is_delivered_too():
+    p, fetches = _two_waits()
+    plan = plan_lib.build_plan(fetches, [], [p], _kernel_for)
+    scheduler = _RecordingScheduler()
+    out = Executor(scheduler=scheduler).run(plan, _ctx(), [np.float32(1.0)])
+    assert out == [2.0 + 11.0, 2.0, 11.0]  # (1 + 1) + (10 + 1)
+    assert sorted(scheduler.delivered) == ["first", "second"]
+    assert scheduler.picked[-1] == "sum"  # it can only run once both were delivered
+
+
+def test_any_order_the_scheduler_chooses_gives_the_same_values():
+    p, fetches = _two_waits()
+    plan = plan_lib.build_plan(fetches, [], [p], _kernel_for)
+    fifo = Executor().run(plan, _ctx(), [np.float32(2.0)])
+    scheduler = _LastFirstScheduler()
+    last_first = Executor(scheduler=scheduler).run(plan, _ctx(), [np.float32(2.0)])
+    assert fifo == last_first == [3.0 + 21.0, 3.0, 21.0]
+    kinds = [kind for kind, _ in scheduler.moves]
+    # Every op ran before any completion was delivered, except what needed one.
+    assert kinds[: kinds.index(DELIVER)].count(RUN) == len(plan.steps) - 1
+
+
+def test_a_session_takes_a_scheduler_for_its_steps():
+    p, fetches = _two_waits()
+    scheduler = _RecordingScheduler()
+    with tf.Session(scheduler=scheduler) as sess:
+        assert sess.run(fetches[0], {p: 0.0}) == 1.0 + 1.0
+    assert scheduler.picked[-1] == "sum" and sorted(scheduler.delivered) == ["first", "second"]
+
+
+def test_the_deadline_error_names_the_ops_still_waiting():
+    stuck = _test_op("TestNeverDone", name="stuck_named")
+    plan = plan_lib.build_plan([stuck], [], [], _kernel_for)
+    with pytest.raises(tf.errors.DeadlineExceededError, match="still waiting: stuck_named"):
+        Executor().run(plan, _ctx(deadline=time.monotonic() + 0.05), [])
+
+
 # -- errors --------------------------------------------------------------------------------
 
 
@@ -352,3 +414,15 @@ def test_cancellation_manager_calls_callbacks_once_and_refuses_late_ones():
 def test_step_ids_are_unique():
     ids = {_ctx().step_id for _ in range(10)}
     assert len(ids) == 10
+
+
+def test_cluster_step_ids_are_the_task_the_session_and_a_count_not_random():
+    # 24 bits of the client task's name, 10 of the session's number for that
+    # task in this process, 28 counting steps: the same runs give the same ids.
+    from minitf.runtime import master
+
+    task = "/job:worker/replica:0/task:77"
+    first, second = master._step_base(task), master._step_base(task)
+    expected = (zlib.crc32(task.encode()) & 0xFFFFFF) << 38
+    assert first == expected
+    assert second == expected | 1 << 28
