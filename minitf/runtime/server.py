@@ -1,21 +1,19 @@
-"""``tf.train.Server``: one task of a cluster — its state, its executor and its listener.
+"""``tf.train.Server``: one task of a cluster, reachable over authenticated TCP.
 
-A server *is* a task (``/job:ps/replica:0/task:0``). It owns
-
-* the task's `ResourceMgr` — variables, queues and accumulators live here,
-  for as long as the server runs, whichever session created them;
-* a `Rendezvous` for the tensors other tasks send it;
-* the graph partitions clients registered with it, each planned once and run
-  many times (TF's ``RegisterGraph``/``RunGraph`` split);
-* a listener on its cluster address that accepts authenticated connections
-  (`minitf.runtime.wire`) from clients and from the other tasks.
+A server *is* a task (``/job:ps/replica:0/task:0``). What the task does —
+its `ResourceMgr`, its rendezvous, the partitions clients registered, the
+steps it runs — is its `minitf.runtime.worker.Worker`, plain methods that
+know nothing of sockets. The server is the transport that carries calls to
+them: a listener on the task's cluster address that accepts authenticated
+connections (`minitf.runtime.wire`) from clients and from the other tasks,
+and outgoing connections for the tensors its ``_Send`` ops push.
 
 Each connection has a reader thread. A request that cannot wait — a run whose
 partition has no op that may block — runs on that thread; one that may block
 (a dequeue, a ``_Recv``) runs on a thread of its own, so the connection keeps
 carrying replies, tensors and aborts meanwhile.
 
-Messages are tuples whose first element names them:
+Messages are tuples whose first element names them; each is one `Worker` call:
 
 ===============================================  ================================
 ``("hello", call)``                               → the cluster and this task's name
@@ -26,6 +24,7 @@ Messages are tuples whose first element names them:
 ``("tensor", step, key, value)``                  a ``_Send`` from another task
 ``("abort", step, code, message)``                cancel the step here
 ``("clock", call)``                               → this task's clock (µs), for traces
+``("accumulators", call, since)``                 → the task's accumulators and their history
 ``("trace_start", call)``                         → a recording id: trace every step
 ``("trace_stop", call, id)``                      → the recording's op stats
 ===============================================  ================================
@@ -33,7 +32,6 @@ Messages are tuples whose first element names them:
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import secrets
@@ -45,14 +43,9 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.runtime import partition as partition_lib
-from minitf.runtime import step_stats
-from minitf.runtime.clock import WALL_CLOCK
 from minitf.runtime.cluster_spec import ClusterSpec
-from minitf.runtime.executor import Executor, StepContext
-from minitf.runtime.plan import bind_kernel, build_plan
-from minitf.runtime.rendezvous import Rendezvous
-from minitf.runtime.resource_mgr import ResourceMgr
 from minitf.runtime.wire import Wire, WireListener
+from minitf.runtime.worker import Worker
 
 logger = logging.getLogger("minitf")
 
@@ -139,7 +132,7 @@ class _Peers:
 
     def __init__(self, cluster: ClusterSpec, local, name: str):
         self._cluster = cluster
-        self._local = local  # the server itself, for sends to its own task
+        self._local = local  # this task's worker, for sends to its own task
         self._name = name
         self._lock = threading.Lock()
         self._wires: dict[str, Wire] = {}
@@ -147,7 +140,7 @@ class _Peers:
     def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
         """Delivers ``value`` to ``task``'s rendezvous."""
         if task == self._name:
-            self._local.rendezvous.send(step_id, key, value)
+            self._local.deliver_tensor(step_id, key, value)
             return
         wire = self._wire(task)
         try:
@@ -175,23 +168,6 @@ class _Peers:
             for wire in self._wires.values():
                 wire.close()
             self._wires.clear()
-
-
-class _Registered:
-    """A partition registered by a client: its graph, its plan and kernels."""
-
-    def __init__(self, part: partition_lib.Partition):
-        self.graph = partition_lib.import_partition(part.nodes)
-        g = self.graph
-        self.feeds = [g.get_tensor_by_name(f"{name}:0") for name, _ in part.feeds]
-        self.fetches = [g.get_tensor_by_name(name) for name in part.fetches]
-        self.targets = [g.get_operation_by_name(name) for name in part.targets]
-        self.plan = build_plan(self.fetches, self.targets, self.feeds, bind_kernel)
-        self.client = part.client
-        # A step in which this task computes gradients: where a straggler is slow.
-        self.computes_gradients = any(
-            op.name.split("/", 1)[0].startswith("gradients") for op in g.get_operations()
-        )
 
 
 class Server:
@@ -246,23 +222,16 @@ class Server:
         address = cluster.task_address(job_name, self._task)
         self._requested_address = parse_address(address)
         self._cluster = cluster
-        self.task_name = f"/job:{job_name}/replica:0/task:{self._task}"
+        task_name = f"/job:{job_name}/replica:0/task:{self._task}"
         # minitf.cluster.delays imports the launcher, which imports this module.
         from minitf.cluster import delays
 
-        self.straggler = delays.for_task(job_name, self._task)
-        if self.straggler is not None:
-            logger.info("%s is a straggler: %r", self.task_name, self.straggler.model)
-        self.resource_mgr = ResourceMgr()
-        self._executor = Executor(scheduler)
-        self.rendezvous = Rendezvous()
+        straggler = delays.for_task(job_name, self._task)
+        if straggler is not None:
+            logger.info("%s is a straggler: %r", task_name, straggler.model)
+        self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
         self._peers: _Peers | None = None
-        self._registered: dict[int, _Registered] = {}
-        self._handles = itertools.count(1)
-        self._steps: dict[int, StepContext] = {}
-        self.recorders = step_stats.Recorders()
         self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
-        self._steps_lock = threading.Lock()
         self._listener: WireListener | None = None
         self._wires: set[Wire] = set()
         self._stopped = threading.Event()
@@ -288,6 +257,31 @@ class Server:
             "protocol": "grpc",
         }
 
+    @property
+    def task_name(self) -> str:
+        """``/job:<job>/replica:0/task:<i>``."""
+        return self.worker.task_name
+
+    @property
+    def resource_mgr(self):
+        """The task's variables, queues and accumulators (its worker's)."""
+        return self.worker.resource_mgr
+
+    @property
+    def rendezvous(self):
+        """Where tensors sent to this task wait (its worker's)."""
+        return self.worker.rendezvous
+
+    @property
+    def recorders(self):
+        """The task's trace recordings (its worker's)."""
+        return self.worker.recorders
+
+    @property
+    def straggler(self):
+        """This task's `minitf.cluster.delays.Straggler`, or None."""
+        return self.worker.straggler
+
     def start(self) -> None:
         """Starts listening on this task's address (idempotent)."""
         with self._lock:
@@ -303,7 +297,8 @@ class Server:
                 else:
                     tasks[self._task] = f"{host}:{port}"
                 self._cluster = ClusterSpec(jobs)
-            self._peers = _Peers(self._cluster, self, self.task_name)
+            self._peers = _Peers(self._cluster, self.worker, self.task_name)
+            self.worker.transport = self._peers
             threading.Thread(
                 target=self._accept_loop, name=f"minitf-accept{self.task_name}", daemon=True
             ).start()
@@ -325,10 +320,7 @@ class Server:
             listener.close()
         for wire in wires:
             wire.close()
-        with self._steps_lock:
-            steps = list(self._steps.values())
-        for ctx in steps:
-            ctx.cancellation.start_cancel()
+        self.worker.cancel_all()
         if self._peers is not None:
             self._peers.close()
 
@@ -387,50 +379,51 @@ class Server:
                 # process that died) must not leave every later step traced.
                 orphans = self._recordings_of.pop(wire, set())
             for rid in orphans:
-                self.recorders.stop(rid)
+                self.worker.stop_recording(rid)
             wire.close()
 
     def _dispatch(self, wire: Wire, message: tuple) -> None:
-        kind = message[0]
+        """Calls the worker method a message names; replies with its result or its error."""
+        kind, worker = message[0], self.worker
         if kind == "tensor":
             _, step_id, key, value = message
-            self.rendezvous.send(step_id, key, value)
+            worker.deliver_tensor(step_id, key, value)
+        elif kind == "abort":
+            _, step_id, code, text = message
+            worker.abort_step(
+                step_id, errors.exception_type_from_error_code(code)(None, None, text)
+            )
         elif kind == "run":
-            registered = self._registered.get(message[2])
-            if registered is not None and (registered.plan.has_async or self._delays(registered)):
+            if worker.may_block(message[2]):
                 threading.Thread(target=self._run, args=(wire, message), daemon=True).start()
             else:
                 self._run(wire, message)
         elif kind == "register":
-            _, call, part = message
-            try:
-                registered = _Registered(part)
-            except Exception as exc:  # noqa: BLE001 - reported to the client
-                self._reply(wire, ("error", call, *error_message(exc)))
-                return
-            handle = next(self._handles)
-            self._registered[handle] = registered
-            self._reply(wire, ("ok", call, handle))
-        elif kind == "abort":
-            _, step_id, code, text = message
-            self._abort(step_id, errors.exception_type_from_error_code(code)(None, None, text))
+            self._call(wire, message[1], worker.register_graph, message[2])
         elif kind == "hello":
             self._reply(wire, ("ok", message[1], (self._cluster.as_dict(), self._job, self._task)))
         elif kind == "accumulators":
-            self._reply(wire, ("ok", message[1], self.resource_mgr.accumulators(message[2])))
+            self._call(wire, message[1], worker.accumulators, message[2])
         elif kind == "clock":
-            self._reply(wire, ("ok", message[1], step_stats.wall_micros()))
+            self._call(wire, message[1], worker.clock_micros)
         elif kind == "trace_start":
-            rid = self.recorders.start()
+            rid = worker.start_recording()
             with self._lock:
                 self._recordings_of.setdefault(wire, set()).add(rid)
             self._reply(wire, ("ok", message[1], rid))
         elif kind == "trace_stop":
             with self._lock:
                 self._recordings_of.get(wire, set()).discard(message[2])
-            self._reply(wire, ("ok", message[1], self.recorders.stop(message[2])))
+            self._call(wire, message[1], worker.stop_recording, message[2])
         else:
             logger.warning("%s: unknown request %r", self.task_name, kind)
+
+    def _call(self, wire: Wire, call: int, method, *args) -> None:
+        try:
+            reply = ("ok", call, method(*args))
+        except Exception as exc:  # noqa: BLE001 - reported to the client
+            reply = ("error", call, *error_message(exc))
+        self._reply(wire, reply)
 
     def _reply(self, wire: Wire, message: tuple) -> None:
         try:
@@ -442,91 +435,14 @@ class Server:
 
     def _run(self, wire: Wire, message: tuple) -> None:
         _, call, handle, step_id, feed_values, timeout_ms, traced = message
-        registered = self._registered.get(handle)
-        if registered is None:
-            self._reply(
-                wire,
-                ("error", call, errors.ABORTED, f"{self.task_name} lost graph {handle}", None),
-            )
-            return
-        deadline = WALL_CLOCK.now() + timeout_ms / 1000.0 if timeout_ms else None
-        ctx = StepContext(
-            self.resource_mgr,
-            deadline,
-            step_id,
-            rendezvous=self.rendezvous,
-            transport=self._peers,
-            client=registered.client,
-        )
-        recording = self.recorders.active
-        if traced or recording:
-            ctx.trace = []
-        with self._steps_lock:
-            self._steps[step_id] = ctx
-        delay = None
         try:
-            # An abort that came before the step was registered (a session
-            # closed right after sending the run) left its mark here.
-            aborted = self.rendezvous.aborted(step_id)
-            if aborted is not None:
-                raise aborted
-            if self._delays(registered):
-                delay = self._straggle(ctx)
-                if delay is not None and recording:
-                    # Recorded now: the step may wait long after it (for a token).
-                    self.recorders.record([delay])
-            values = self._executor.run(registered.plan, ctx, feed_values)
+            values, nodes = self.worker.run_graph(handle, step_id, feed_values, timeout_ms, traced)
             reply = ("ok", call, [_wire_value(v) for v in values])
+            if nodes is not None:
+                reply = (*reply, nodes)
         except Exception as exc:  # noqa: BLE001 - reported to the client
             reply = ("error", call, *error_message(exc))
-        finally:
-            with self._steps_lock:
-                self._steps.pop(step_id, None)
-            self.rendezvous.cleanup(step_id)
-        if ctx.trace is not None:
-            nodes = [step_stats.node_stats(e, step_id) for e in ctx.trace]
-            if recording:
-                self.recorders.record(nodes)
-            if traced and reply[0] == "ok":
-                reply = (*reply, [delay, *nodes] if delay is not None else nodes)
         self._reply(wire, reply)
-
-    def _delays(self, registered: _Registered) -> bool:
-        return self.straggler is not None and registered.computes_gradients
-
-    def _straggle(self, ctx: StepContext) -> dict | None:
-        """Waits this straggler's next delay (cut short if the step is cancelled).
-
-        Returns:
-            The delay's trace entry when the step is traced, else None.
-
-        Raises:
-            CancelledError: if the step was cancelled during the wait.
-        """
-        seconds = self.straggler.next_delay()
-        start = ctx.clock.now_ns()
-        woken = threading.Event()
-        token = ctx.cancellation.register(woken.set)
-        try:
-            if token is None or ctx.clock.wait(woken, seconds):
-                raise errors.CancelledError(
-                    None, None, f"Step was cancelled during {self.task_name}'s straggler delay"
-                )
-        finally:
-            ctx.cancellation.deregister(token)
-        if ctx.trace is None:
-            return None
-        current = threading.current_thread()
-        return step_stats.delay_stats(
-            start, ctx.clock.now_ns(), (current.ident, current.name), ctx.step_id, seconds
-        )
-
-    def _abort(self, step_id: int, error: errors.OpError) -> None:
-        self.rendezvous.abort(step_id, error)
-        with self._steps_lock:
-            ctx = self._steps.get(step_id)
-        if ctx is not None:
-            ctx.cancellation.start_cancel()
 
     def __repr__(self) -> str:
         return f"<tf.train.Server {self.task_name} at {self.target}>"

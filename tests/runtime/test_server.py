@@ -183,10 +183,10 @@ def test_partitions_are_registered_once_per_signature(cluster):
         y = v * 2.0
     with tf.Session(cluster["worker0"].target) as sess:
         sess.run(v.initializer)
-        before = len(cluster["ps"]._registered)
+        before = cluster["ps"].worker.num_registered_graphs
         for _ in range(5):
             assert sess.run(y) == 2.0
-        assert len(cluster["ps"]._registered) == before + 1
+        assert cluster["ps"].worker.num_registered_graphs == before + 1
 
 
 def test_a_restarted_worker_finds_its_variables_on_the_live_ps(cluster):

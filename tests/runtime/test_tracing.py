@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.runtime import server as server_lib
 from minitf.runtime import step_stats
+from minitf.runtime import worker as worker_lib
 from minitf.viz import Tracer
 from tests.runtime.test_server import cluster  # noqa: F401 - the fixture
 
@@ -152,7 +152,7 @@ def test_a_task_with_another_clock_is_put_on_the_clients_clock(cluster, monkeypa
         def node_stats(event, step_id):
             return step_stats.node_stats(event, step_id, clock_offset_micros=skew)
 
-    monkeypatch.setattr(server_lib, "step_stats", Skewed)
+    monkeypatch.setattr(worker_lib, "step_stats", Skewed)
     v, _, total, _, _ = _ps_model()
     with tf.Session(cluster["worker0"].target) as sess:
         sess.run(v.initializer)

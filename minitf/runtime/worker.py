@@ -1,0 +1,243 @@
+"""What one task of a cluster does, as plain methods: TF's ``Worker`` service.
+
+Every task — ps or worker — serves the same few calls (TF's
+``RegisterGraph``, ``RunGraph``, ``RecvTensor``, ``Abort``):
+
+* `Worker.register_graph` plans a partition a client sends, once;
+* `Worker.run_graph` runs it for one step and returns the fetched values;
+* `Worker.deliver_tensor` hands a ``_Send`` from another task to this
+  task's rendezvous;
+* `Worker.abort_step` cancels a step here;
+* `Worker.accumulators`, `Worker.start_recording` / `Worker.stop_recording`
+  and `Worker.clock_micros` let observers look inside.
+
+A `Worker` knows nothing of sockets. `minitf.runtime.server.Server` carries
+these calls over the authenticated TCP wire; another transport (one that
+calls them directly, inside one process) can carry them just as well. The
+only thing a worker needs from its transport is a way to send tensors to
+other tasks: an object with ``send_tensor(task, step_id, key, value)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from typing import Any
+
+from minitf.framework import errors
+from minitf.runtime import partition as partition_lib
+from minitf.runtime import step_stats
+from minitf.runtime.clock import WALL_CLOCK, WallClock
+from minitf.runtime.executor import Executor, StepContext
+from minitf.runtime.plan import bind_kernel, build_plan
+from minitf.runtime.rendezvous import Rendezvous
+from minitf.runtime.resource_mgr import ResourceMgr
+
+logger = logging.getLogger("minitf")
+
+
+class RegisteredGraph:
+    """A partition registered by a client: its graph, its plan and kernels."""
+
+    def __init__(self, part: partition_lib.Partition):
+        self.graph = partition_lib.import_partition(part.nodes)
+        g = self.graph
+        self.feeds = [g.get_tensor_by_name(f"{name}:0") for name, _ in part.feeds]
+        self.fetches = [g.get_tensor_by_name(name) for name in part.fetches]
+        self.targets = [g.get_operation_by_name(name) for name in part.targets]
+        self.plan = build_plan(self.fetches, self.targets, self.feeds, bind_kernel)
+        self.client = part.client
+        # A step in which this task computes gradients: where a straggler is slow.
+        self.computes_gradients = any(
+            op.name.split("/", 1)[0].startswith("gradients") for op in g.get_operations()
+        )
+
+
+class Worker:
+    """The state of one task and the calls it serves.
+
+    Args:
+        task_name: ``/job:<job>/replica:0/task:<i>``.
+        scheduler: Chooses every move of this task's steps (default: free-running).
+        straggler: A `minitf.cluster.delays.Straggler`, or None.
+        clock: Where time is read (`minitf.runtime.clock`).
+
+    Attributes:
+        resource_mgr: The task's variables, queues and accumulators.
+        rendezvous: Where tensors sent to this task wait for their ``_Recv``.
+        recorders: The task's active trace recordings.
+        transport: What ``_Send`` uses to reach other tasks; set by the transport.
+    """
+
+    def __init__(
+        self,
+        task_name: str,
+        scheduler=None,
+        straggler=None,
+        clock: WallClock = WALL_CLOCK,
+    ):
+        self.task_name = task_name
+        self.straggler = straggler
+        self.clock = clock
+        self.resource_mgr = ResourceMgr()
+        self.rendezvous = Rendezvous()
+        self.recorders = step_stats.Recorders()
+        self.transport = None
+        self._executor = Executor(scheduler)
+        self._registered: dict[int, RegisteredGraph] = {}
+        self._handles = itertools.count(1)
+        self._steps: dict[int, StepContext] = {}
+        self._steps_lock = threading.Lock()
+
+    # -- the calls -------------------------------------------------------------------------
+
+    def register_graph(self, part: partition_lib.Partition) -> int:
+        """Plans a partition once; returns the handle `run_graph` takes."""
+        registered = RegisteredGraph(part)
+        handle = next(self._handles)
+        self._registered[handle] = registered
+        return handle
+
+    @property
+    def num_registered_graphs(self) -> int:
+        """How many partitions clients have registered here (one per run signature each)."""
+        return len(self._registered)
+
+    def may_block(self, handle: int) -> bool:
+        """True if a run of ``handle`` may wait (so its caller should not hold a connection)."""
+        registered = self._registered.get(handle)
+        return registered is not None and (registered.plan.has_async or self._straggles(registered))
+
+    def run_graph(
+        self, handle: int, step_id: int, feed_values: list, timeout_ms: int, traced: bool
+    ) -> tuple[list[Any], list[dict] | None]:
+        """Runs a registered partition for one step.
+
+        Args:
+            handle: From `register_graph`.
+            step_id: The step's id, the same on every task of the step.
+            feed_values: The values of the partition's feeds.
+            timeout_ms: The step's deadline from now (0: none).
+            traced: Return the step's op stats too.
+
+        Returns:
+            ``(fetched values, op stats or None)``.
+
+        Raises:
+            OpError: the step's error (``AbortedError`` for an unknown handle).
+        """
+        registered = self._registered.get(handle)
+        if registered is None:
+            raise errors.AbortedError(None, None, f"{self.task_name} lost graph {handle}")
+        deadline = self.clock.now() + timeout_ms / 1000.0 if timeout_ms else None
+        ctx = StepContext(
+            self.resource_mgr,
+            deadline,
+            step_id,
+            rendezvous=self.rendezvous,
+            transport=self.transport,
+            client=registered.client,
+            clock=self.clock,
+        )
+        recording = self.recorders.active
+        if traced or recording:
+            ctx.trace = []
+        with self._steps_lock:
+            self._steps[step_id] = ctx
+        delay = None
+        try:
+            # An abort that came before the step was registered (a session
+            # closed right after sending the run) left its mark here.
+            aborted = self.rendezvous.aborted(step_id)
+            if aborted is not None:
+                raise aborted
+            if self._straggles(registered):
+                delay = self._straggle(ctx)
+                if delay is not None and recording:
+                    # Recorded now: the step may wait long after it (for a token).
+                    self.recorders.record([delay])
+            values = self._executor.run(registered.plan, ctx, feed_values)
+        finally:
+            with self._steps_lock:
+                self._steps.pop(step_id, None)
+            self.rendezvous.cleanup(step_id)
+            nodes = self._record(ctx, recording)
+        if not traced:
+            return values, None
+        return values, [delay, *nodes] if delay is not None else nodes
+
+    def deliver_tensor(self, step_id: int, key: str, value: Any) -> None:
+        """A ``_Send`` from another task: the tensor waits here for its ``_Recv``."""
+        self.rendezvous.send(step_id, key, value)
+
+    def abort_step(self, step_id: int, error: errors.OpError) -> None:
+        """Cancels the step here, now or when it arrives."""
+        self.rendezvous.abort(step_id, error)
+        with self._steps_lock:
+            ctx = self._steps.get(step_id)
+        if ctx is not None:
+            ctx.cancellation.start_cancel()
+
+    def cancel_all(self) -> None:
+        """Cancels every running step (the task is stopping)."""
+        with self._steps_lock:
+            steps = list(self._steps.values())
+        for ctx in steps:
+            ctx.cancellation.start_cancel()
+
+    def accumulators(self, since: dict | None = None) -> list[dict]:
+        """The task's accumulators and what they have seen (`ResourceMgr.accumulators`)."""
+        return self.resource_mgr.accumulators(since)
+
+    def clock_micros(self) -> int:
+        """This task's wall clock in microseconds (for putting traces on one clock)."""
+        return step_stats.wall_micros()
+
+    def start_recording(self) -> int:
+        """Starts tracing every step this task runs, whoever runs it; returns an id."""
+        return self.recorders.start()
+
+    def stop_recording(self, recording: int):
+        """Ends a recording; returns its op stats and how many were dropped."""
+        return self.recorders.stop(recording)
+
+    # -- stragglers and traces -------------------------------------------------------------
+
+    def _straggles(self, registered: RegisteredGraph) -> bool:
+        return self.straggler is not None and registered.computes_gradients
+
+    def _straggle(self, ctx: StepContext) -> dict | None:
+        """Waits this straggler's next delay (cut short if the step is cancelled).
+
+        Returns:
+            The delay's trace entry when the step is traced, else None.
+
+        Raises:
+            CancelledError: if the step was cancelled during the wait.
+        """
+        seconds = self.straggler.next_delay()
+        start = ctx.clock.now_ns()
+        woken = threading.Event()
+        token = ctx.cancellation.register(woken.set)
+        try:
+            if token is None or ctx.clock.wait(woken, seconds):
+                raise errors.CancelledError(
+                    None, None, f"Step was cancelled during {self.task_name}'s straggler delay"
+                )
+        finally:
+            ctx.cancellation.deregister(token)
+        if ctx.trace is None:
+            return None
+        current = threading.current_thread()
+        return step_stats.delay_stats(
+            start, ctx.clock.now_ns(), (current.ident, current.name), ctx.step_id, seconds
+        )
+
+    def _record(self, ctx: StepContext, recording: bool) -> list[dict]:
+        if ctx.trace is None:
+            return []
+        nodes = [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
+        if recording:
+            self.recorders.record(nodes)
+        return nodes
