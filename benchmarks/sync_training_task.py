@@ -19,7 +19,10 @@ number of workers) and starts it by hand, as ``MonitoredTrainingSession``
 would: the chief initializes the variables and runs the hook's
 ``after_create_session`` (accumulator steps, tokens, queue runner); the
 other workers wait until the variables are initialized. ``--mode async``
-runs a plain ``minimize``.
+runs a plain ``minimize``. In both modes every worker then adds one to a
+counter on the ps and waits until all have, so training starts on all
+workers together (in async mode the chief would otherwise measure steps
+made before the others joined).
 
 The chief (worker 0) prints, flushed, to stdout:
 
@@ -100,17 +103,17 @@ def build_model(tf, index: int) -> dict:
     return {"loss": loss, "feed": feed}
 
 
-def wait_for_chief(tf, sess, ready_op) -> None:
-    """A non-chief worker waits until the chief has initialized the global variables.
+def wait_until(condition, what: str) -> None:
+    """Polls ``condition()`` until it is true.
 
     Raises:
-        RuntimeError: if they are still uninitialized after ``READY_TIMEOUT_S``.
+        RuntimeError: ``what``, if it is still false after ``READY_TIMEOUT_S``.
     """
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while len(sess.run(ready_op)):
+    while not condition():
         if time.monotonic() > deadline:
-            raise RuntimeError(f"variables not initialized after {READY_TIMEOUT_S} s")
-        time.sleep(0.02)
+            raise RuntimeError(f"{what} after {READY_TIMEOUT_S} s")
+        time.sleep(0.01)
 
 
 def emit(*fields) -> None:
@@ -143,6 +146,10 @@ def run_worker(tf, server, cluster, args, config) -> None:
                 train_op = inner.minimize(model["loss"], global_step=global_step)
                 hook = None
                 ready_op = tf.report_uninitialized_variables(tf.global_variables())
+            # A barrier on the ps: every worker trains from the first step, so
+            # the measured window never starts before the last worker has joined.
+            joined = tf.Variable(0, name="workers_joined", trainable=False)
+            join_op = tf.assign_add(joined, 1)
         if hook is not None:
             hook.begin()
         init_op = tf.global_variables_initializer()
@@ -156,10 +163,13 @@ def run_worker(tf, server, cluster, args, config) -> None:
         if is_chief:
             sess.run(init_op)
         else:
-            wait_for_chief(tf, sess, ready_op)
+            # The chief initializes the global variables; the others wait for it.
+            wait_until(lambda: not len(sess.run(ready_op)), "variables not initialized")
         sess.run(local_init_op)
         if hook is not None:
             hook.after_create_session(sess, coord)
+        sess.run(join_op)
+        wait_until(lambda: sess.run(joined) >= num_workers, "not every worker joined")
         first, started = True, False
         while True:
             value = sess.run(fetches, feed)
