@@ -119,6 +119,44 @@ def _add_launch(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run_launch)
 
 
+def _run_step(args: argparse.Namespace) -> int:
+    from minitf.stepper import terminal
+
+    script_args = list(args.script_args)
+    if script_args[:1] == ["--"]:
+        script_args = script_args[1:]
+    if not os.path.isfile(args.script):
+        print(f"minitf step: no such script: {args.script}", file=sys.stderr)
+        return 2
+    if args.ps < 1 or args.workers < 1:
+        print("minitf step: --ps and --workers must be at least 1", file=sys.stderr)
+        return 2
+    return terminal.run(
+        args.script, args.ps, args.workers, script_args, args.breaks or [], args.json
+    )
+
+
+def _add_step(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "step",
+        help="run a TF1 distributed script's cluster one op at a time",
+        description="Start SCRIPT as a local cluster (like `minitf launch`) with every task "
+        "held, then take commands: next [TASK], until PATTERN, until-blocked TASK, step N, "
+        "state, continue, quit — typed at a prompt, or one per line on stdin.",
+    )
+    p.add_argument("--ps", type=int, default=1, metavar="N", help="ps tasks (1)")
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="worker tasks (2)")
+    p.add_argument(
+        "--break", dest="breaks", action="append", metavar="PATTERN",
+        help="run free until an op matching PATTERN (name part, type, or task like worker:1) "
+        "is about to run; may be repeated",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="answer each command with a JSON line")
+    p.add_argument("script", help="the script every task runs")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, help="-- then the script's arguments")
+    p.set_defaults(handler=_run_step)
+
+
 def _run_render(args: argparse.Namespace) -> int:
     from minitf.viz import pictures
 
@@ -247,6 +285,7 @@ def _add_render(subparsers: argparse._SubParsersAction) -> None:
 _SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_demo,
     _add_launch,
+    _add_step,
     _add_render,
 )
 

@@ -96,6 +96,10 @@ class FIFOQueue(BlockingResource):
         self._start = 0
         self.popped -= len(elements)  # they were the last ones taken: their ids come back
 
+    def contents_locked(self, limit: int = 16) -> list:
+        """The first ``limit`` queued elements, oldest first (each a tuple of components)."""
+        return self._elements[self._start : self._start + limit]
+
     def state_locked(self) -> dict:
         """What a trace shows of a queue an op waited on."""
         return {"kind": "queue", "name": self.name, "size": self.size_locked(),

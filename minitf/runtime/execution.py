@@ -119,7 +119,7 @@ class StepExecution:
 
     __slots__ = (
         "plan", "ctx", "steps", "vals", "pending", "ready", "waiting", "arrived", "done_ops",
-        "_results", "_inbox", "_thread", "_starts",
+        "_results", "_inbox", "_thread", "_starts", "on_arrival",
     )  # fmt: skip
 
     def __init__(self, plan: Plan, ctx, feed_values: list[Any]):
@@ -138,6 +138,9 @@ class StepExecution:
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # (index, result, arrival ns)
         self._thread = None
         self._starts: dict[int, tuple[int, int]] = {}
+        # Called (from the arriving thread) after a completion arrives: a
+        # scheduler that holds the driver still uses it to wake up.
+        self.on_arrival = None
         if ctx.trace is not None:
             current = threading.current_thread()
             self._thread = (current.ident, current.name)
@@ -150,6 +153,62 @@ class StepExecution:
     def fetches(self) -> list[Any]:
         """The fetched values (a variable fetched is read now)."""
         return fetched(self.plan, self.vals)
+
+    def describe(self) -> dict:
+        """What the step is doing, as data (call it from the driver, or while it is held).
+
+        Returns:
+            ``{"step_id", "client", "ops", "done", "ready": [op], "waiting": [op],
+            "arrived": [op]}`` where each op is ``{"index", "name", "type"}``
+            and a waiting one also has ``"waits_for"`` (`waits_for`).
+        """
+        steps = self.steps
+
+        def op(i: int) -> dict:
+            return {"index": i, "name": steps[i].op.name, "type": steps[i].op.type}
+
+        arrived = set(self.arrived)
+        return {
+            "step_id": self.ctx.step_id,
+            "client": self.ctx.client,
+            "ops": len(steps),
+            "done": self.done_ops,
+            "ready": [op(i) for i in self.ready],
+            "waiting": [
+                {**op(i), "waits_for": self.waits_for(i)} for i in sorted(self.waiting - arrived)
+            ],
+            "arrived": [op(i) for i in self.arrived],
+        }
+
+    def waits_for(self, i: int) -> dict:
+        """What the waiting op ``i`` waits for: a queue's size, an accumulator's count, a tensor.
+
+        Returns:
+            For a ``_Recv``: ``{"kind": "tensor", "key", "from"}``; for a queue
+            or accumulator op: its state (``size``/``capacity``, or ``count``
+            and ``global_step``) with ``"required"`` where the op needs more
+            than one; otherwise ``{"kind": "completion"}``.
+        """
+        step = self.steps[i]
+        op = step.op
+        if op.type == "_Recv":
+            return {
+                "kind": "tensor",
+                "key": op.get_attr("tensor_name"),
+                "from": op.get_attr("send_task"),
+            }
+        vals = self.vals
+        resource = vals[step.in_slots[0]] if step.in_slots else None
+        state_locked = getattr(resource, "state_locked", None)
+        if state_locked is None:
+            return {"kind": "completion"}
+        with resource.lock:
+            state = dict(state_locked())
+        if "Dequeue" in op.type:
+            state["required"] = int(vals[step.in_slots[1]]) if len(step.in_slots) > 1 else 1
+        elif "TakeGradient" in op.type:
+            state["required"] = int(vals[step.in_slots[1]])
+        return state
 
     def run_op(self, i: int) -> None:
         """Runs the ready op ``i``.
@@ -244,6 +303,8 @@ class StepExecution:
 
         def done(result: Any) -> None:
             inbox.put((i, result, clock.now_ns()))
+            if self.on_arrival is not None:
+                self.on_arrival()
 
         return done
 

@@ -150,7 +150,7 @@ class Executor:
 
     def __init__(self, scheduler: Scheduler | None = None, observe_ops: bool = False):
         self.scheduler = scheduler or FifoScheduler()
-        self.observe_ops = observe_ops
+        self.observe_ops = observe_ops or self.scheduler.observes_ops
 
     def run(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
         """Runs ``plan`` with the fed values; returns the fetched values.
@@ -177,6 +177,7 @@ class Executor:
                 The step is cancelled on the way out.
         """
         scheduler, ctx = self.scheduler, execution.ctx
+        scheduler.started(execution)
         try:
             while not execution.finished:
                 if execution.has_news:
@@ -192,6 +193,8 @@ class Executor:
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
+        finally:
+            scheduler.finished(execution)
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:

@@ -127,3 +127,47 @@ class ResourceMgr:
                     }
                 )
         return states
+
+    def describe(self, limit: int = 16) -> list[dict]:
+        """Every resource of this task as data: what a stepper shows between moves.
+
+        Queues give their size, capacity and first ``limit`` elements;
+        accumulators their count and global step; variables their value (or
+        only their shape when they hold more than ``limit`` numbers).
+        """
+        described = []
+        for container, name, resource in self.items():
+            entry = {"container": container, "name": name}
+            with resource.lock:
+                if hasattr(resource, "contents_locked"):
+                    entry.update(resource.state_locked(), closed=resource.closed)
+                    entry["values"] = [
+                        _plain(e[0] if len(e) == 1 else list(e))
+                        for e in resource.contents_locked(limit)
+                    ]
+                elif hasattr(resource, "history"):
+                    entry.update(resource.state_locked())
+                elif hasattr(resource, "is_initialized"):
+                    entry.update(kind="variable", initialized=resource.is_initialized)
+                    if resource.is_initialized:
+                        value = resource.value
+                        entry["shape"] = list(value.shape)
+                        if value.size <= limit:
+                            entry["value"] = _plain(value)
+                else:
+                    entry["kind"] = type(resource).__name__
+            entry["name"] = name
+            described.append(entry)
+        return sorted(described, key=lambda e: (e["kind"], e["name"]))
+
+
+def _plain(value: Any) -> Any:
+    """A numpy value as JSON-ready Python data."""
+    tolist = getattr(value, "tolist", None)
+    if tolist is not None:
+        value = tolist()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value

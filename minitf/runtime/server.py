@@ -25,6 +25,10 @@ Messages are tuples whose first element names them; each is one `Worker` call:
 ``("abort", step, code, message)``                cancel the step here
 ``("clock", call)``                               → this task's clock (µs), for traces
 ``("accumulators", call, since)``                 → the task's accumulators and their history
+``("stepper_state", call)``                       → held steps and resources (`minitf step`)
+``("stepper_grant", call, step, kind, op, s)``    → one move made, state settled
+``("stepper_settle", call, s)``                   → True once every step is held still
+``("stepper_hold", call, held, breakpoints)``     hold or release; break before matching ops
 ``("trace_start", call)``                         → a recording id: trace every step
 ``("trace_stop", call, id)``                      → the recording's op stats
 ===============================================  ================================
@@ -44,12 +48,17 @@ import numpy as np
 from minitf.framework import errors
 from minitf.runtime import partition as partition_lib
 from minitf.runtime.cluster_spec import ClusterSpec
+from minitf.runtime.scheduler import HeldScheduler
 from minitf.runtime.wire import Wire, WireListener
 from minitf.runtime.worker import Worker
 
 logger = logging.getLogger("minitf")
 
 SECRET_ENV = "MINITF_CLUSTER_SECRET"
+STEPPER_ENV = "MINITF_STEPPER"
+"""Set by `minitf step`: servers hold every step for the stepper's moves."""
+BREAK_ENV = "MINITF_STEPPER_BREAK"
+"""Set by `minitf step --break`: ';'-separated patterns; steps run free until one."""
 CONNECT_TIMEOUT_ENV = "MINITF_CONNECT_TIMEOUT"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
@@ -229,6 +238,12 @@ class Server:
         straggler = delays.for_task(job_name, self._task)
         if straggler is not None:
             logger.info("%s is a straggler: %r", task_name, straggler.model)
+        if scheduler is None and os.environ.get(STEPPER_ENV):
+            # Started by `minitf step`: every step waits for the stepper's moves,
+            # free-running until a breakpoint when there are some.
+            breakpoints = [b for b in os.environ.get(BREAK_ENV, "").split(";") if b]
+            scheduler = HeldScheduler(held=not breakpoints, task=task_name)
+            scheduler.set_breakpoints(breakpoints)
         self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
         self._peers: _Peers | None = None
         self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
@@ -404,6 +419,12 @@ class Server:
             self._reply(wire, ("ok", message[1], (self._cluster.as_dict(), self._job, self._task)))
         elif kind == "accumulators":
             self._call(wire, message[1], worker.accumulators, message[2])
+        elif kind.startswith("stepper_"):  # stepper_state, _grant, _settle, _hold
+            method = getattr(worker.stepping, kind[len("stepper_") :], None)
+            if method is None:
+                logger.warning("%s: unknown request %r", self.task_name, kind)
+                return
+            self._call(wire, message[1], method, *message[2:])
         elif kind == "clock":
             self._call(wire, message[1], worker.clock_micros)
         elif kind == "trace_start":

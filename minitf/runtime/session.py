@@ -119,6 +119,13 @@ class BaseSession:
             return self._master.accumulators(since, job)
         return {LOCAL_TASK: self._resource_mgr.accumulators((since or {}).get(LOCAL_TASK))}
 
+    @property
+    def stepping(self):
+        """This session's steps as a stepper sees them (needs ``scheduler=HeldScheduler()``)."""
+        from minitf.runtime.worker import Stepping
+
+        return Stepping(LOCAL_TASK, self._executor.scheduler, self._resource_mgr)
+
     def start_recording(self):
         """Starts recording every step that this session's tasks run (minitf's, for `Tracer`).
 

@@ -107,7 +107,11 @@ class Worker:
     def may_block(self, handle: int) -> bool:
         """True if a run of ``handle`` may wait (so its caller should not hold a connection)."""
         registered = self._registered.get(handle)
-        return registered is not None and (registered.plan.has_async or self._straggles(registered))
+        return registered is not None and (
+            registered.plan.has_async
+            or self._straggles(registered)
+            or self._executor.scheduler.observes_ops  # a stepper holds every step
+        )
 
     def run_graph(
         self, handle: int, step_id: int, feed_values: list, timeout_ms: int, traced: bool
@@ -202,6 +206,11 @@ class Worker:
         """Ends a recording; returns its op stats and how many were dropped."""
         return self.recorders.stop(recording)
 
+    @property
+    def stepping(self) -> Stepping:
+        """The stepper's calls on this task (`Stepping`)."""
+        return Stepping(self.task_name, self._executor.scheduler, self.resource_mgr)
+
     # -- stragglers and traces -------------------------------------------------------------
 
     def _straggles(self, registered: RegisteredGraph) -> bool:
@@ -241,3 +250,62 @@ class Worker:
         if recording:
             self.recorders.record(nodes)
         return nodes
+
+
+class Stepping:
+    """What a stepper asks of one task: its held steps, its resources, one move at a time.
+
+    A task's `Worker` serves these calls over the wire; a local session's
+    stepper calls them directly.
+
+    Args:
+        task_name: The task's name.
+        scheduler: The task's `minitf.runtime.scheduler.HeldScheduler`.
+        resource_mgr: The task's resources.
+    """
+
+    def __init__(self, task_name: str, scheduler, resource_mgr: ResourceMgr):
+        self.task_name = task_name
+        self._scheduler = scheduler
+        self._resource_mgr = resource_mgr
+
+    def state(self) -> dict:
+        """``{"task", "held", "steps": [StepExecution.describe()], "resources": [...]}``.
+
+        Raises:
+            FailedPreconditionError: if the task was not started for stepping.
+        """
+        scheduler = self._held()
+        return {
+            "task": self.task_name,
+            "held": scheduler.held,
+            "steps": [e.describe() for e in scheduler.executions().values()],
+            "resources": self._resource_mgr.describe(),
+        }
+
+    def grant(self, step_id: int, kind: int, index: int, timeout: float) -> bool:
+        """Lets one held step make one move; waits until it has (True) or ``timeout`` passes."""
+        scheduler = self._held()
+        scheduler.grant(step_id, (kind, index))
+        return scheduler.settle(timeout)
+
+    def settle(self, timeout: float) -> bool:
+        """Waits until every step here is held still (True), or ``timeout`` passes."""
+        return self._held().settle(timeout)
+
+    def hold(self, held: bool, breakpoints: list[str] | None = None) -> None:
+        """Holds or releases every step here; released steps stop at ``breakpoints``."""
+        scheduler = self._held()
+        if breakpoints is not None:
+            scheduler.set_breakpoints(breakpoints)
+        scheduler.hold(held)
+
+    def _held(self):
+        if not hasattr(self._scheduler, "grant"):
+            raise errors.FailedPreconditionError(
+                None,
+                None,
+                f"{self.task_name} cannot be stepped: start its process under `minitf step` "
+                "(or give its Server or Session a HeldScheduler)",
+            )
+        return self._scheduler

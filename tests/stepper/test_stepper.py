@@ -1,0 +1,176 @@
+"""Stepping a step one move at a time: on a local session, and across ps and worker processes.
+
+The cluster test steps one whole SyncReplicas global step of the example
+script (2 workers, strict tokens) and checks the order of what happens
+against the protocol: each worker's gradient is pushed, then the chief's
+take_grad is delivered, the update makes the global step 1 before the
+tokens are enqueued, and both workers' token dequeues finish after. (The
+take runs on the second push's move — the accumulator goes 0, 1, 0 — and is
+delivered on a move of its own.)
+"""
+
+import io
+import json
+import threading
+
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.examples import sync_mlp
+from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.server import BREAK_ENV, STEPPER_ENV
+from minitf.stepper import HeldScheduler, Stepper, terminal
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _queue_step():
+    q = tf.FIFOQueue(3, tf.float32, shapes=[], name="q")
+    taken = tf.add(q.dequeue(name="take"), 1.0, name="plus_one")
+    put = q.enqueue(5.0, name="put")
+    return taken, put
+
+
+def test_a_local_step_waits_for_each_move_and_says_what_a_blocked_op_waits_for():
+    taken, put = _queue_step()
+    with tf.Session(scheduler=HeldScheduler()) as sess:
+        stepper = Stepper.for_session(sess)
+        result = {}
+        runner = threading.Thread(
+            target=lambda: result.update(v=sess.run([taken, put])), daemon=True
+        )
+        runner.start()
+        events = stepper.until("put")  # everything before the enqueue: the dequeue blocks
+        assert [e["op"] for e in events] == ["q", "take"]
+        (task,) = stepper.state()["tasks"]
+        (step,) = task["steps"]
+        (waiting,) = step["waiting"]
+        assert waiting["name"] == "take"
+        waits = waiting["waits_for"]
+        assert waits.pop("name").endswith("_q")  # a private queue: _<n>_q
+        assert waits == {"kind": "queue", "size": 0, "capacity": 3, "required": 1}
+        assert not result  # nothing returned yet: the step is held
+        while stepper.next(wait=0.5) is not None:
+            pass
+        runner.join(10)
+    assert not runner.is_alive()
+    assert result["v"][0] == 6.0
+    assert [e["op"] for e in stepper.events] == ["q", "take", "put", "put", "take", "plus_one"]
+    assert [e["move"] for e in stepper.events[2:5]] == ["run", "deliver", "deliver"]
+
+
+def test_closing_the_session_cancels_a_held_step_instead_of_leaving_it_parked():
+    taken, _ = _queue_step()
+    sess = tf.Session(scheduler=HeldScheduler())
+    outcome = {}
+
+    def run():
+        try:
+            sess.run(taken)
+        except tf.errors.OpError as exc:
+            outcome["error"] = exc
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    assert sess.stepping.settle(10)
+    Stepper.for_session(sess).next()  # one move made: the step is parked, held
+    sess.close()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert isinstance(outcome["error"], tf.errors.CancelledError)
+    assert "held" in outcome["error"].message
+
+
+def test_a_task_not_started_for_stepping_says_how_to_step_it():
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="under `minitf step`"):
+            Stepper.for_session(sess).state()
+
+
+def _accumulator(state, name):
+    for task in state["tasks"]:
+        for resource in task["resources"]:
+            if resource["kind"] == "accumulator" and resource["name"] == name:
+                return resource
+    return None
+
+
+def test_one_sync_replicas_global_step_across_processes_in_the_protocols_order():
+    args = ["--steps", "2", "--optimizer", "sgd", "--num_tokens", "0", "--step_timeout", "60"]
+    env = {STEPPER_ENV: "1", BREAK_ENV: "ResourceAccumulatorApplyGradient"}
+    output = io.StringIO()
+    cluster = LocalCluster(
+        {"ps": 1, "worker": 2}, script=sync_mlp.__file__, args=args, env=env, output=output
+    )
+    with cluster:
+        stepper = Stepper.for_cluster(cluster.cluster_spec)
+        terminal._wait_for_break(stepper)
+        counts, steps, ops = [], [], []
+        for _ in range(2000):
+            event = stepper.next()
+            assert event is not None, output.getvalue()[-2000:]
+            state = stepper.state()
+            accumulator = _accumulator(state, "hidden/weights:0/grad_accum")
+            counts.append(accumulator["count"])
+            steps.append(state["global_step"])
+            ops.append((event["task"], event["move"], event["op"]))
+            worker_tokens = [
+                op for op in ops if op[1] == "deliver" and op[2] == "_recv/sync_token_q_Dequeue/0"
+            ]
+            if len(worker_tokens) == 2:
+                break
+        stepper.continue_()
+        stepper.close()
+        assert cluster.wait(60) == 0, output.getvalue()[-2000:]
+    changes = [c for i, c in enumerate(counts) if i == 0 or c != counts[i - 1]]
+    assert changes[:3] == [0, 1, 0]
+    apply_ops = [
+        i
+        for i, op in enumerate(ops)
+        if op[2] == "sync_replicas/conditional_accumulator_ApplyGradient"
+    ]
+    take = ops.index(
+        (
+            "/job:ps/replica:0/task:0",
+            "deliver",
+            "sync_replicas/conditional_accumulator_TakeGradient",
+        )
+    )
+    # Both workers' gradients, then the take; a worker already on its next step may push again.
+    assert len(apply_ops) >= 2 and apply_ops[1] < take
+    assert all(i > take for i in apply_ops[2:])
+    enqueue = [op[2] for op in ops].index("sync_token_q_EnqueueMany")
+    assert steps[enqueue - 1] == 1  # the update made the global step 1 before the tokens
+    assert max(i for i, s in enumerate(steps) if s == 0) < enqueue
+    dequeues = [i for i, op in enumerate(ops) if op[2] == "sync_token_q_Dequeue"]
+    assert len(dequeues) >= 2 and all(i > enqueue for i in dequeues[-2:])
+    assert {op[0] for op in ops if op[2] == "_recv/sync_token_q_Dequeue/0"} == {
+        "/job:worker/replica:0/task:0",
+        "/job:worker/replica:0/task:1",
+    }
+
+
+def test_minitf_step_answers_commands_on_stdin_with_json_lines():
+    out = io.StringIO()
+    code = terminal.run(
+        sync_mlp.__file__,
+        1,
+        2,
+        ["--steps", "2", "--optimizer", "sgd", "--num_tokens", "0"],
+        ["ResourceAccumulatorApplyGradient"],
+        json_mode=True,
+        commands=["state", "next ps:0", "until-blocked nobody", "quit"],
+        out=out,
+    )
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert code == 0
+    assert [a["command"] for a in answers] == ["state", "next", "until-blocked", "quit"]
+    assert {t["task"] for t in answers[0]["state"]["tasks"]} == {
+        "/job:ps/replica:0/task:0",
+        "/job:worker/replica:0/task:0",
+        "/job:worker/replica:0/task:1",
+    }
+    assert answers[1]["events"][0]["task"] == "/job:ps/replica:0/task:0"
+    assert "no task 'nobody'" in answers[2]["error"]
+    np.testing.assert_equal(answers[0]["state"]["global_step"], 0)
