@@ -91,14 +91,20 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run_demo)
 
 
+def _script_args(args: argparse.Namespace, command: str) -> list[str] | None:
+    """The script's own arguments (after ``--``); None, with a message, if there is no script."""
+    if not os.path.isfile(args.script):
+        print(f"minitf {command}: no such script: {args.script}", file=sys.stderr)
+        return None
+    script_args = list(args.script_args)
+    return script_args[1:] if script_args[:1] == ["--"] else script_args
+
+
 def _run_launch(args: argparse.Namespace) -> int:
     from minitf.runtime.launcher import launch
 
-    script_args = list(args.script_args)
-    if script_args[:1] == ["--"]:
-        script_args = script_args[1:]
-    if not os.path.isfile(args.script):
-        print(f"minitf launch: no such script: {args.script}", file=sys.stderr)
+    script_args = _script_args(args, "launch")
+    if script_args is None:
         return 2
     return launch(args.script, {"ps": args.ps, "worker": args.workers}, script_args)
 
@@ -122,11 +128,8 @@ def _add_launch(subparsers: argparse._SubParsersAction) -> None:
 def _run_step(args: argparse.Namespace) -> int:
     from minitf.stepper import terminal
 
-    script_args = list(args.script_args)
-    if script_args[:1] == ["--"]:
-        script_args = script_args[1:]
-    if not os.path.isfile(args.script):
-        print(f"minitf step: no such script: {args.script}", file=sys.stderr)
+    script_args = _script_args(args, "step")
+    if script_args is None:
         return 2
     if args.ps < 1 or args.workers < 1:
         print("minitf step: --ps and --workers must be at least 1", file=sys.stderr)

@@ -42,22 +42,23 @@ def _start_servers(workers: int):
     return spec, running
 
 
-@pytest.fixture
-def servers():
-    """Two ps tasks and two worker tasks, each an in-process server on a free loopback port."""
-    spec, running = _start_servers(2)
+def _servers_while_the_test_runs(workers: int):
+    spec, running = _start_servers(workers)
     yield spec, running
     for server in running.values():
         server.stop()
+
+
+@pytest.fixture
+def servers():
+    """Two ps tasks and two worker tasks, each an in-process server on a free loopback port."""
+    yield from _servers_while_the_test_runs(2)
 
 
 @pytest.fixture
 def three_workers():
     """Two ps tasks and three worker tasks."""
-    spec, running = _start_servers(3)
-    yield spec, running
-    for server in running.values():
-        server.stop()
+    yield from _servers_while_the_test_runs(3)
 
 
 def _accumulators(opt):
