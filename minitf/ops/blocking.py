@@ -15,6 +15,14 @@ is called — after the resource's lock is released, from whichever thread made
 the progress (an enqueuer hands the element to the waiting dequeuer's step).
 This is TF's ``QueueBase::FlushUnlocked`` / ``TryAttemptLocked`` loop.
 
+A step that a stepper holds (its context's ``defer_attempts``) sees one
+thing differently: an attempt that says how to tell it could finish (its
+``ready`` test) is not run by whichever thread made that possible. It is
+*offered* to its step — it arrives like a completion, as an `Offer` — and
+stays at the front of its list, so FIFO order holds; it runs on the step's
+own thread when the step delivers the offer. A class sees "2 of 2: take_grad
+is ready" before the take happens.
+
 Waiting attempts are registered with their step's `CancellationManager`:
 closing the session, an error elsewhere in the step or the step's deadline
 removes them from the resource and completes them with TF's ``CancelledError``
@@ -58,9 +66,11 @@ class Attempt:
         state: Free for ``run`` to keep progress in (e.g. elements taken so far).
     """
 
-    __slots__ = ("run", "done", "ctx", "cancel_message", "token", "result", "state")
+    __slots__ = (
+        "run", "done", "ctx", "cancel_message", "token", "result", "state", "ready", "offered"
+    )  # fmt: skip
 
-    def __init__(self, run, done, ctx, cancel_message: str, state: Any = None):
+    def __init__(self, run, done, ctx, cancel_message: str, state: Any = None, ready=None):
         self.run = run
         self.done = done
         self.ctx = ctx
@@ -68,6 +78,13 @@ class Attempt:
         self.token = None
         self.result: Any = None
         self.state = state
+        self.ready = ready  # ready(attempt) -> bool: `run` would complete now (lock held)
+        self.offered = False
+
+    @property
+    def deferred(self) -> bool:
+        """True if this attempt is offered to its (held) step instead of run when ready."""
+        return self.ready is not None and getattr(self.ctx, "defer_attempts", False)
 
     def complete(self, result: Any) -> RunResult:
         """Records ``result`` (a value or an exception) and returns `COMPLETE`."""
@@ -110,6 +127,7 @@ class BlockingResource:
         cancel_message: str,
         state: Any = None,
         cancellable: bool = True,
+        ready: Callable[[Attempt], bool] | None = None,
     ) -> None:
         """Queues a kernel run behind the earlier ones of its direction and flushes.
 
@@ -125,8 +143,10 @@ class BlockingResource:
             state: Initial ``attempt.state``.
             cancellable: False for attempts that must run even in a cancelled
                 step (TF's plain ``close``, which holds no cancellation token).
+            ready: Tells (lock held) whether ``run`` would complete now; with
+                it, a held step is offered the attempt instead (see above).
         """
-        attempt = Attempt(run, done, ctx, cancel_message, state)
+        attempt = Attempt(run, done, ctx, cancel_message, state, ready)
         if cancellable and ctx is not None and ctx.cancellation is not None:
             attempt.token = ctx.cancellation.register(lambda: self._cancel(direction, attempt))
             if attempt.token is None:
@@ -178,17 +198,23 @@ class BlockingResource:
         changed = True
         while changed:
             changed = False
-            for attempts in self._attempts:
-                changed = self._try_front(attempts, finished) or changed
+            for direction, attempts in enumerate(self._attempts):
+                changed = self._try_front(direction, attempts, finished) or changed
         self._changed.notify_all()
         return finished
 
-    @staticmethod
-    def _try_front(attempts: deque[Attempt], finished: list[Attempt]) -> bool:
+    def _try_front(self, direction: int, attempts: deque[Attempt], finished: list) -> bool:
         """Runs the attempts at the front of one list while they complete."""
         progress = False
         while attempts:
             attempt = attempts[0]
+            if attempt.deferred:
+                # A held step runs it itself, when it delivers the offer; until
+                # then it keeps its place, and the ones behind it wait.
+                if not attempt.offered and attempt.ready(attempt):
+                    attempt.offered = True
+                    finished.append(Offer(self, direction, attempt))
+                break
             outcome = attempt.run(attempt)
             if outcome is NO_PROGRESS:
                 break
@@ -216,12 +242,48 @@ class BlockingResource:
         self._finish(finished)
 
     @staticmethod
-    def _finish(finished: list[Attempt]) -> None:
+    def _finish(finished: list) -> None:
         for attempt in finished:
+            if isinstance(attempt, Offer):
+                attempt.attempt.done(attempt)  # arrives at its step; nothing ran yet
+                continue
             if attempt.token is not None:
                 attempt.ctx.cancellation.deregister(attempt.token)
                 attempt.token = None
             attempt.done(attempt.result)
+
+
+class Offer:
+    """A waiting attempt of a held step that could now finish: what its step delivers.
+
+    Delivering it (`run_offered_attempt`) runs the attempt on the step's thread; its result
+    then reaches the step as an ordinary completion (a second move). If the
+    resource changed meanwhile so that it cannot finish after all, it goes
+    back to waiting and will be offered again. Kernels that wrap ``done``
+    pass an offer through untouched.
+    """
+
+    __slots__ = ("resource", "direction", "attempt")
+
+    def __init__(self, resource: BlockingResource, direction: int, attempt: Attempt):
+        self.resource = resource
+        self.direction = direction
+        self.attempt = attempt
+
+    def run_offered_attempt(self) -> None:
+        """Runs the attempt now; its result (if it finished) goes to its step's ``done``."""
+        resource, attempt = self.resource, self.attempt
+        with resource.lock:
+            attempts = resource._attempts[self.direction]
+            if attempt not in attempts:
+                return  # cancelled meanwhile: the step has its error already
+            attempt.offered = False
+            finished = []
+            if attempts[0] is attempt and attempt.run(attempt) is COMPLETE:
+                attempts.popleft()
+                finished.append(attempt)
+            finished += resource._flush_locked()
+        resource._finish(finished)
 
 
 _private_names = itertools.count(1)

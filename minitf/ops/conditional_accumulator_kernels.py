@@ -325,7 +325,15 @@ def _take_builder(op):
         if ctx.trace is not None:
             with acc.lock:
                 ctx.note(op.name, "waited_on", {**acc.state_locked(), "required": n})
-        acc.try_attempt(TAKE, ctx, done, acc.run_take, "TakeGrad operation was cancelled", n)
+        acc.try_attempt(
+            TAKE,
+            ctx,
+            done,
+            acc.run_take,
+            "TakeGrad operation was cancelled",
+            n,
+            ready=lambda attempt: acc.counter >= attempt.state,
+        )
 
     return compute
 

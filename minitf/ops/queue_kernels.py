@@ -32,6 +32,7 @@ from minitf.ops.blocking import (
     PROGRESS,
     Attempt,
     BlockingResource,
+    Offer,
     frozen,
     private_resource_name,
 )
@@ -318,7 +319,7 @@ def _traced(op, ctx, queue: FIFOQueue, done, direction: str, state):
         ctx.note(op.name, "waited_on", queue.state_locked())
 
     def traced_done(result):
-        if not isinstance(result, Exception):
+        if not isinstance(result, (Exception, Offer)):
             count = state.next if isinstance(state, _Pending) else max(len(state.items), 1)
             ids = list(range(state.first_id, state.first_id + count))
             ctx.note(op.name, "elements", {"queue": queue.name, "direction": direction,
@@ -380,10 +381,13 @@ def _dequeue_kernel(op):
         queue.try_attempt(
             DEQUEUE,
             ctx,
-            lambda result: done(result if isinstance(result, Exception) else _outputs(result)),
+            lambda result: done(
+                result if isinstance(result, (Exception, Offer)) else _outputs(result)
+            ),
             queue.run_dequeue,
             "Dequeue operation was cancelled",
             taken,
+            ready=lambda attempt: queue.size_locked() > 0 or queue.closed,
         )
 
     return compute

@@ -257,6 +257,12 @@ class StepExecution:
         else:
             arrived.remove(i)
         result, arrived_ns = self._results.pop(i)
+        run_offered = getattr(result, "run_offered_attempt", None)
+        if run_offered is not None:
+            # An Offer (minitf.ops.blocking): the waiting attempt runs now, on this
+            # thread; its result arrives as the op's next completion.
+            run_offered()
+            return
         self.waiting.discard(i)
         step = self.steps[i]
         if isinstance(result, BaseException):

@@ -157,6 +157,7 @@ class HeldScheduler(Scheduler):
         with self._cond:
             self._executions[execution.ctx.step_id] = execution
             execution.on_arrival = self._wake
+            execution.ctx.defer_attempts = True
             self._cond.notify_all()
         # A cancelled step (a closed session, an error on another task) must not
         # stay parked: wake it so that it fails.

@@ -2,11 +2,10 @@
 
 The cluster test steps one whole SyncReplicas global step of the example
 script (2 workers, strict tokens) and checks the order of what happens
-against the protocol: each worker's gradient is pushed, then the chief's
-take_grad is delivered, the update makes the global step 1 before the
-tokens are enqueued, and both workers' token dequeues finish after. (The
-take runs on the second push's move — the accumulator goes 0, 1, 0 — and is
-delivered on a move of its own.)
+against the protocol: the accumulator counts 1, then 2 of 2 gradients; only
+then does the chief's take_grad run (it was ready, and the stepper
+delivered it), emptying it; the update makes the global step 1 before the
+tokens are enqueued, and both workers' token dequeues finish after.
 """
 
 import io
@@ -56,8 +55,12 @@ def test_a_local_step_waits_for_each_move_and_says_what_a_blocked_op_waits_for()
         runner.join(10)
     assert not runner.is_alive()
     assert result["v"][0] == 6.0
-    assert [e["op"] for e in stepper.events] == ["q", "take", "put", "put", "take", "plus_one"]
-    assert [e["move"] for e in stepper.events[2:5]] == ["run", "deliver", "deliver"]
+    # The enqueue makes the waiting dequeue ready; delivering it runs the dequeue
+    # (on its own step's thread), and then its value is delivered.
+    assert [e["op"] for e in stepper.events] == [
+        "q", "take", "put", "put", "take", "take", "plus_one"
+    ]  # fmt: skip
+    assert [e["move"] for e in stepper.events[2:6]] == ["run", "deliver", "deliver", "deliver"]
 
 
 def test_closing_the_session_cancels_a_held_step_instead_of_leaving_it_parked():
@@ -124,7 +127,8 @@ def test_one_sync_replicas_global_step_across_processes_in_the_protocols_order()
         stepper.close()
         assert cluster.wait(60) == 0, output.getvalue()[-2000:]
     changes = [c for i, c in enumerate(counts) if i == 0 or c != counts[i - 1]]
-    assert changes[:3] == [0, 1, 0]
+    assert changes[:4] == [0, 1, 2, 0]
+    two_of_two = counts.index(2)
     apply_ops = [
         i
         for i, op in enumerate(ops)
@@ -139,6 +143,7 @@ def test_one_sync_replicas_global_step_across_processes_in_the_protocols_order()
     )
     # Both workers' gradients, then the take; a worker already on its next step may push again.
     assert len(apply_ops) >= 2 and apply_ops[1] < take
+    assert take > two_of_two  # the take ran only once the accumulator held 2 of 2
     assert all(i > take for i in apply_ops[2:])
     enqueue = [op[2] for op in ops].index("sync_token_q_EnqueueMany")
     assert steps[enqueue - 1] == 1  # the update made the global step 1 before the tokens
