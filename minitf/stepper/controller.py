@@ -21,6 +21,7 @@ arrival order) before ops to run (in the order they became ready).
 
 from __future__ import annotations
 
+import html
 import time
 
 from minitf.framework import errors
@@ -72,25 +73,31 @@ class Stepper:
         events: Every move made, in order: ``{"task", "step_id", "move", "op", "type"}``.
     """
 
-    def __init__(self, tasks: list, settle_timeout: float = 10.0):
+    def __init__(self, tasks: list, settle_timeout: float = 10.0, graph=None):
         self._tasks = {t.name: t for t in tasks}
         self.settle_timeout = settle_timeout
         self.events: list[dict] = []
+        self.graph = graph
 
     @classmethod
-    def for_cluster(cls, cluster_spec) -> Stepper:
-        """A stepper on every task of ``cluster_spec`` (started by ``minitf step``)."""
+    def for_cluster(cls, cluster_spec, graph=None) -> Stepper:
+        """A stepper on every task of ``cluster_spec`` (started by ``minitf step``).
+
+        Args:
+            cluster_spec: The cluster's `ClusterSpec`.
+            graph: The graph to draw in `picture` (a client's graph), if any.
+        """
         tasks = [
             _RemoteTask(f"/job:{job}/replica:0/task:{i}", cluster_spec.task_address(job, i))
             for job in cluster_spec.jobs
             for i in cluster_spec.task_indices(job)
         ]
-        return cls(tasks)
+        return cls(tasks, graph=graph)
 
     @classmethod
     def for_session(cls, session) -> Stepper:
         """A stepper on a local ``tf.Session(scheduler=HeldScheduler())``."""
-        return cls([_LocalTask(session.stepping)])
+        return cls([_LocalTask(session.stepping)], graph=session.graph)
 
     def close(self) -> None:
         """Closes the connections (the tasks stay as they are)."""
@@ -115,6 +122,43 @@ class Stepper:
             "moves": len(self.events),
             "candidates": _candidates(tasks),
         }
+
+    def highlight(self, state: dict | None = None) -> dict[str, str]:
+        """``{op name: "done" | "running" | "blocked"}`` for a picture of the held steps.
+
+        "done": ops run by the moves so far; "running": ops about to move
+        (ready to run, or with a completion to deliver); "blocked": ops waiting.
+        """
+        state = state or self.state()
+        marks = {e["op"]: "done" for e in self.events if e["move"] == "run"}
+        for task in state["tasks"]:
+            for step in task["steps"]:
+                for op in step["ready"] + step["arrived"]:
+                    marks[op["name"]] = "running"
+                for op in step["waiting"]:
+                    marks[op["name"]] = "blocked"
+        return marks
+
+    def picture(self, view: str = "whole", **kwargs):
+        """The graph with the held steps highlighted; Jupyter shows it inline.
+
+        Args:
+            view: As `minitf.viz.draw`: ``"whole"``, ``"partitioned"`` or a task.
+            **kwargs: More arguments for `minitf.viz.draw` (``collapse=``, ...).
+
+        Raises:
+            ValueError: if the stepper has no graph (give ``for_cluster`` one).
+        """
+        from minitf.viz import pictures  # an observer: only the picture needs it
+
+        if self.graph is None:
+            raise ValueError("this stepper has no graph to draw: pass graph= to for_cluster")
+        return pictures.draw(self.graph, view=view, highlight=self.highlight(), **kwargs)
+
+    def _repr_html_(self) -> str:
+        from minitf.stepper.terminal import describe_state
+
+        return f"<pre>{html.escape(describe_state(self.state()))}</pre>"
 
     # -- moving -----------------------------------------------------------------------------
 

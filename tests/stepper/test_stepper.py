@@ -179,3 +179,23 @@ def test_minitf_step_answers_commands_on_stdin_with_json_lines():
     assert answers[1]["events"][0]["task"] == "/job:ps/replica:0/task:0"
     assert "no task 'nobody'" in answers[2]["error"]
     np.testing.assert_equal(answers[0]["state"]["global_step"], 0)
+
+
+def test_in_a_notebook_the_stepper_shows_its_state_and_a_picture_of_what_ran_and_waits():
+    taken, put = _queue_step()
+    with tf.Session(scheduler=HeldScheduler()) as sess:
+        stepper = Stepper.for_session(sess)
+        runner = threading.Thread(target=lambda: sess.run([taken, put]), daemon=True)
+        runner.start()
+        stepper.until("put")
+        marks = stepper.highlight()
+        assert marks == {"q": "done", "take": "blocked", "put": "running"}
+        html_text = stepper._repr_html_()
+        assert "waiting: take" in html_text and "holds 0, needs 1" in html_text
+        dot = stepper.picture().source
+        for name, color in (("take", "#6a4c93"), ("put", "#e63946"), ("q", "#2a9d8f")):
+            line = next(l for l in dot.splitlines() if l.lstrip().startswith(f'"{name}"'))
+            assert color in line
+        stepper.continue_()
+        runner.join(10)
+        assert not runner.is_alive()
