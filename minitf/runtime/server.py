@@ -247,6 +247,7 @@ class Server:
         self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
         self._peers: _Peers | None = None
         self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
+        self._stepper_wires: set[Wire] = set()  # connections a stepper moves this task over
         self._listener: WireListener | None = None
         self._wires: set[Wire] = set()
         self._stopped = threading.Event()
@@ -393,8 +394,13 @@ class Server:
                 # A client gone without stopping its recordings (a Tracer in a
                 # process that died) must not leave every later step traced.
                 orphans = self._recordings_of.pop(wire, set())
+                stepped = wire in self._stepper_wires
+                self._stepper_wires.discard(wire)
             for rid in orphans:
                 self.worker.stop_recording(rid)
+            if stepped:
+                # Its stepper is gone: nobody would move the held steps again.
+                self.worker.stepping.hold(False, [])
             wire.close()
 
     def _dispatch(self, wire: Wire, message: tuple) -> None:
@@ -420,6 +426,8 @@ class Server:
         elif kind == "accumulators":
             self._call(wire, message[1], worker.accumulators, message[2])
         elif kind.startswith("stepper_"):  # stepper_state, _grant, _settle, _hold
+            with self._lock:
+                self._stepper_wires.add(wire)
             method = getattr(worker.stepping, kind[len("stepper_") :], None)
             if method is None:
                 logger.warning("%s: unknown request %r", self.task_name, kind)

@@ -199,3 +199,29 @@ def test_in_a_notebook_the_stepper_shows_its_state_and_a_picture_of_what_ran_and
         stepper.continue_()
         runner.join(10)
         assert not runner.is_alive()
+
+
+def test_a_task_whose_stepper_goes_away_releases_its_held_steps():
+    from minitf.runtime.launcher import free_ports
+
+    (port,) = free_ports(1)
+    spec = tf.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]})
+    server = tf.train.Server(spec, job_name="worker", task_index=0, scheduler=HeldScheduler())
+    try:
+        taken, put = _queue_step()
+        sess = tf.Session(server.target)
+        result = {}
+        runner = threading.Thread(
+            target=lambda: result.update(v=sess.run([taken, put])), daemon=True
+        )
+        runner.start()
+        stepper = Stepper.for_cluster(spec)
+        assert stepper.next() is not None  # the step is held: it moves when told to
+        assert not result
+        stepper.close()  # the controller is gone: nobody would ever move it again
+        runner.join(30)
+        assert not runner.is_alive()
+        assert result["v"][0] == 6.0
+        sess.close()
+    finally:
+        server.stop()
