@@ -387,6 +387,10 @@ class Server:
                     message = wire.recv()
                 except (EOFError, OSError):
                     return
+                except Exception:  # noqa: BLE001 - a wire closed under recv raises TypeError
+                    if not self._stopped.is_set():
+                        logger.warning("%s: a connection failed", self.task_name, exc_info=True)
+                    return
                 self._dispatch(wire, message)
         finally:
             with self._lock:
