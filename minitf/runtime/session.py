@@ -27,6 +27,7 @@ from minitf.runtime.executor import Executor, StepContext
 from minitf.runtime.master import Master
 from minitf.runtime.plan import KernelInfo, Plan, bind_kernel, build_plan
 from minitf.runtime.resource_mgr import ResourceMgr
+from minitf.runtime.worker import Stepping
 
 logger = logging.getLogger("minitf")
 
@@ -122,8 +123,6 @@ class BaseSession:
     @property
     def stepping(self):
         """This session's steps as a stepper sees them (needs ``scheduler=HeldScheduler()``)."""
-        from minitf.runtime.worker import Stepping
-
         return Stepping(LOCAL_TASK, self._executor.scheduler, self._resource_mgr)
 
     def start_recording(self):

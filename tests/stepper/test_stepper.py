@@ -18,6 +18,7 @@ import pytest
 import minitf as tf
 from minitf.examples import sync_mlp
 from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.scheduler import RUN
 from minitf.runtime.server import BREAK_ENV, STEPPER_ENV
 from minitf.stepper import HeldScheduler, Stepper, terminal
 
@@ -225,3 +226,36 @@ def test_a_task_whose_stepper_goes_away_releases_its_held_steps():
         sess.close()
     finally:
         server.stop()
+
+
+def test_a_move_that_is_not_possible_now_is_refused_naming_the_op():
+    taken, put = _queue_step()
+    scheduler = HeldScheduler()
+    with tf.Session(scheduler=scheduler) as sess:
+        stepper = Stepper.for_session(sess)
+        runner = threading.Thread(target=lambda: sess.run([taken, put]), daemon=True)
+        runner.start()
+        stepper.until("put")  # `take` waits; `put` is ready
+        ((step_id, execution),) = scheduler.executions().items()
+        take = next(i for i, s in enumerate(execution.steps) if s.op.name == "take")
+        with pytest.raises(ValueError, match="cannot run take in step"):
+            scheduler.grant(step_id, (RUN, take))
+        with pytest.raises(ValueError, match="no step 999 is running here"):
+            scheduler.grant(999, (RUN, take))
+        stepper.continue_()
+        runner.join(10)
+        assert not runner.is_alive()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["step", "no_such_script.py"], "minitf step: no such script: no_such_script.py"),
+        (["step", "--workers", "0", __file__], "--ps and --workers must be at least 1"),
+    ],
+)
+def test_minitf_step_says_what_is_wrong_with_its_arguments(argv, message, capsys):
+    from minitf import cli
+
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
