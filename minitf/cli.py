@@ -1,4 +1,4 @@
-"""The `minitf` command line: `minitf demo`, `minitf launch`, `minitf render` (later: step).
+"""The `minitf` command line: `minitf demo`, `minitf launch`, `minitf step`, `minitf render`.
 
 Each subcommand is one `_add_<name>(subparsers)` function that declares its
 arguments and sets `handler`; the handler imports what it needs lazily, so
@@ -131,31 +131,49 @@ def _run_step(args: argparse.Namespace) -> int:
     script_args = _script_args(args, "step")
     if script_args is None:
         return 2
-    if args.ps < 1 or args.workers < 1:
-        print("minitf step: --ps and --workers must be at least 1", file=sys.stderr)
+    if any(n is not None and n < 0 for n in (args.ps, args.workers)) or args.workers == 0:
+        print(
+            "minitf step: --workers must be at least 1 and --ps at least 0 "
+            "(leave both out to step the script's own local sessions)",
+            file=sys.stderr,
+        )
         return 2
     return terminal.run(
-        args.script, args.ps, args.workers, script_args, args.breaks or [], args.json
-    )
+        args.script, args.ps, args.workers, script_args, args.breaks or [], args.json,
+        web=args.web,
+    )  # fmt: skip
 
 
 def _add_step(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "step",
-        help="run a TF1 distributed script's cluster one op at a time",
-        description="Start SCRIPT as a local cluster (like `minitf launch`) with every task "
-        "held, then take commands: next [TASK], until PATTERN, until-blocked TASK, step N, "
-        "state, continue, quit — typed at a prompt, or one per line on stdin.",
+        help="run a TF1 script one op at a time: its local sessions, or a local cluster",
+        description="Run SCRIPT with every step held — its own local sessions, or with --ps "
+        "and --workers a local cluster started like `minitf launch` — then take commands: "
+        "next [TASK], until PATTERN, until-blocked TASK, step N, back [N], state, continue, "
+        "quit — typed at a prompt, one per line on stdin, or with --web "
+        "from buttons on a page in the browser.",
     )
-    p.add_argument("--ps", type=int, default=1, metavar="N", help="ps tasks (1)")
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="worker tasks (2)")
+    p.add_argument(
+        "--ps", type=int, default=None, metavar="N",
+        help="ps tasks of the local cluster (1 when --workers is given)",
+    )  # fmt: skip
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="worker tasks of the local cluster (2 when --ps is given)",
+    )  # fmt: skip
     p.add_argument(
         "--break", dest="breaks", action="append", metavar="PATTERN",
         help="run free until an op matching PATTERN (name part, type, or task like worker:1) "
         "is about to run; may be repeated",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="answer each command with a JSON line")
-    p.add_argument("script", help="the script every task runs")
+    p.add_argument(
+        "--web", action="store_true",
+        help="serve the stepper as a page on 127.0.0.1 (the URL, with its secret token, is "
+        "printed) instead of reading commands",
+    )  # fmt: skip
+    p.add_argument("script", help="the script to step")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="-- then the script's arguments")
     p.set_defaults(handler=_run_step)
 

@@ -68,8 +68,13 @@ def target_address(target: str) -> str:
 # same ids, so a recorded schedule can be replayed. An id is 62 bits: 24 from
 # the client task's name, 10 from how many sessions this process has opened
 # for that task (two sessions of one worker must not share ids on a ps, whose
-# rendezvous is keyed by them), and 28 counting the session's steps.
-_STEP_NUMBER_MASK = (1 << 28) - 1
+# rendezvous is keyed by them), 10 from the run's signature (what it fetches,
+# runs and feeds) and 18 counting the runs of that signature. Counting per
+# signature keeps ids the same even when threads of one client race to start
+# their steps (the chief's queue runner and its training loop).
+_SIGNATURE_BITS = 10
+_COUNT_BITS = 18
+_COUNT_MASK = (1 << _COUNT_BITS) - 1
 _sessions_per_task: dict[str, int] = {}
 _sessions_lock = threading.Lock()
 
@@ -78,7 +83,8 @@ def _step_base(task_name: str) -> int:
     with _sessions_lock:
         number = _sessions_per_task.get(task_name, 0)
         _sessions_per_task[task_name] = number + 1
-    return (zlib.crc32(task_name.encode()) & 0xFFFFFF) << 38 | (number & 0x3FF) << 28
+    client = zlib.crc32(task_name.encode()) & 0xFFFFFF
+    return client << 38 | (number & 0x3FF) << (_SIGNATURE_BITS + _COUNT_BITS)
 
 
 class _Call:
@@ -222,7 +228,7 @@ class Master:
         self._clock_offsets: dict[str, int] = {}
         self._active: set[int] = set()  # steps running now, aborted by close()
         self._step_base = _step_base(self.task_name)
-        self._step_numbers = itertools.count(1)
+        self._step_counters: dict[str, tuple[int, itertools.count]] = {}
         self._closed = False
 
     def devices(self) -> list[str]:
@@ -283,6 +289,25 @@ class Master:
                 self._plans[key] = plan
         return plan
 
+    def _step_id(self, fetches, targets, feeds) -> int:
+        """The next id of a run of this signature (see `_step_base`)."""
+        signature = "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
+        counter = self._step_counters.get(signature)
+        if counter is None:
+            with self._build_lock:
+                counter = self._step_counters.get(signature)
+                if counter is None:
+                    used = {slot for slot, _ in self._step_counters.values()}
+                    slot = zlib.crc32(signature.encode()) & ((1 << _SIGNATURE_BITS) - 1)
+                    for _ in range(1 << _SIGNATURE_BITS):  # two signatures with one hash
+                        if slot not in used:
+                            break
+                        slot = (slot + 1) & ((1 << _SIGNATURE_BITS) - 1)
+                    counter = (slot, itertools.count(1))
+                    self._step_counters[signature] = counter
+        slot, numbers = counter
+        return self._step_base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
+
     def _build(self, fetches, targets, feeds) -> _StepPlan:
         step_ops = topological_order(prune(fetches, targets, feeds), set(feeds))
         tasks = {job: self.cluster.num_tasks(job) for job in self.cluster.jobs}
@@ -320,7 +345,7 @@ class Master:
                 ``DeadlineExceededError`` after ``timeout_ms`` (0: no limit).
         """
         plan = self._plan(fetches, targets, feeds)
-        step_id = self._step_base | (next(self._step_numbers) & _STEP_NUMBER_MASK)
+        step_id = self._step_id(fetches, targets, feeds)
         # Registered under the lock close() takes: a step either is aborted by
         # close() or sees the session closed, never runs on unnoticed.
         with self._channels_lock:

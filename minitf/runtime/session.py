@@ -27,6 +27,7 @@ from minitf.runtime.executor import Executor, StepContext
 from minitf.runtime.master import Master
 from minitf.runtime.plan import KernelInfo, Plan, bind_kernel, build_plan
 from minitf.runtime.resource_mgr import ResourceMgr
+from minitf.runtime.scheduler import HeldScheduler
 from minitf.runtime.worker import Stepping
 
 logger = logging.getLogger("minitf")
@@ -45,6 +46,43 @@ class _DeviceAttributes:
 
     def __repr__(self) -> str:
         return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"
+
+
+class _HeldSessions:
+    """The local sessions a stepper in this process steps (`hold_local_sessions`)."""
+
+    def __init__(self, breakpoints: list[str]):
+        self.breakpoints = breakpoints
+        self.sessions: list[BaseSession] = []
+
+
+_held: _HeldSessions | None = None
+_held_lock = threading.Lock()
+
+
+def hold_local_sessions(breakpoints=()) -> list:
+    """Every local session made from now on holds its steps for a stepper in this process.
+
+    ``minitf step SCRIPT`` without a cluster runs the script in its own
+    process this way: the script's sessions are made as usual and each
+    waits for the stepper's moves (running free until one of
+    ``breakpoints`` when there are some). A session given a ``scheduler=``
+    keeps it.
+
+    Returns:
+        The list the sessions are appended to, in the order they are made.
+    """
+    global _held
+    with _held_lock:
+        _held = _HeldSessions([b for b in breakpoints if b])
+        return _held.sessions
+
+
+def release_local_sessions() -> None:
+    """Sessions made from now on run free again (`hold_local_sessions` undone)."""
+    global _held
+    with _held_lock:
+        _held = None
 
 
 class BaseSession:
@@ -72,6 +110,9 @@ class BaseSession:
         self._resource_mgr = ResourceMgr()
         # minitf's: who orders the moves of this session's local steps (a stepper's
         # scheduler, say); the tasks of a cluster have their own (Server(scheduler=)).
+        self._stepping_name = LOCAL_TASK
+        if scheduler is None and _held is not None and not self._target:
+            scheduler = self._held_for_stepper()
         self._executor = Executor(scheduler)
         self.recorders = step_stats.Recorders()
         self._default_session_context = None
@@ -123,7 +164,17 @@ class BaseSession:
     @property
     def stepping(self):
         """This session's steps as a stepper sees them (needs ``scheduler=HeldScheduler()``)."""
-        return Stepping(LOCAL_TASK, self._executor.scheduler, self._resource_mgr)
+        return Stepping(self._stepping_name, self._executor.scheduler, self._resource_mgr)
+
+    def _held_for_stepper(self) -> HeldScheduler:
+        """The scheduler of a session made while `hold_local_sessions` is on; registers it."""
+        with _held_lock:
+            if _held.sessions:  # the second session of a script is a task of its own
+                self._stepping_name = f"{LOCAL_TASK} #{len(_held.sessions) + 1}"
+            scheduler = HeldScheduler(held=not _held.breakpoints, task=self._stepping_name)
+            scheduler.set_breakpoints(_held.breakpoints)
+            _held.sessions.append(self)
+        return scheduler
 
     def start_recording(self):
         """Starts recording every step that this session's tasks run (minitf's, for `Tracer`).

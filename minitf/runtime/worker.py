@@ -269,8 +269,12 @@ class Stepping:
         self._scheduler = scheduler
         self._resource_mgr = resource_mgr
 
-    def state(self) -> dict:
+    def state(self, limit: int = 16) -> dict:
         """``{"task", "held", "steps": [StepExecution.describe()], "resources": [...]}``.
+
+        Args:
+            limit: Queue elements shown per queue; variables with more numbers
+                show only their shape (`ResourceMgr.describe`).
 
         Raises:
             FailedPreconditionError: if the task was not started for stepping.
@@ -279,8 +283,9 @@ class Stepping:
         return {
             "task": self.task_name,
             "held": scheduler.held,
-            "steps": [e.describe() for e in scheduler.executions().values()],
-            "resources": self._resource_mgr.describe(),
+            # By id: the same order in every run (ids are deterministic, arrival is not).
+            "steps": [e.describe() for _, e in sorted(scheduler.executions().items())],
+            "resources": self._resource_mgr.describe(limit),
         }
 
     def grant(self, step_id: int, kind: int, index: int, timeout: float) -> bool:
@@ -299,6 +304,37 @@ class Stepping:
         if breakpoints is not None:
             scheduler.set_breakpoints(breakpoints)
         scheduler.hold(held)
+
+    def log(self, since: int = 0) -> list[tuple[int, int, str]]:
+        """The moves made here from the ``since``-th on: ``(step id, RUN or DELIVER, op name)``.
+
+        Every move is logged, free-running ones too, so a stepper can replay
+        this task's part of a run move for move.
+        """
+        return list(self._held().log[since:])
+
+    def moves(self) -> int:
+        """How many moves were made here so far (the length of `log`)."""
+        return len(self._held().log)
+
+    def picture(self, step_id: int, highlight: dict | None = None, collapse=None) -> str:
+        """DOT text of the ops held step ``step_id`` runs here (its partition of the graph).
+
+        Args:
+            step_id: A step running here.
+            highlight: ``{op name: "done" | "running" | "blocked"}`` outlines.
+            collapse: Name scopes to fold (as `minitf.viz.dot.graph_dot`).
+
+        Raises:
+            ValueError: if no such step runs here.
+        """
+        from minitf.viz import dot  # an observer: only a picture needs it
+
+        execution = self._held().executions().get(step_id)
+        if execution is None:
+            raise ValueError(f"no step {step_id} is running on {self.task_name}")
+        shown = [step.op for step in execution.steps]
+        return dot.graph_dot(shown[0].graph, shown, highlight=highlight, collapse=collapse)
 
     def _held(self):
         if not hasattr(self._scheduler, "grant"):

@@ -12,22 +12,28 @@ Moves (the same in the terminal, in a notebook and in the browser):
 * `Stepper.until` — moves until an op matching a pattern is about to run;
 * `Stepper.until_blocked` — moves on one task until nothing there can move;
 * `Stepper.step` — moves until the global step reaches a number;
-* `Stepper.continue_` — release every task.
+* `Stepper.continue_` — release every task;
+* `Stepper.back` — undo moves: the cluster is started again and every task's
+  recorded moves are replayed, so it reaches the same state (a stepper that
+  started its cluster with `Stepper.launch`).
 
 The order of candidates is fixed: tasks in cluster order, on each task its
-steps in the order they started, in each step completions to deliver (in
-arrival order) before ops to run (in the order they became ready).
+steps in the order of their ids (the same in every run of a script), in
+each step completions to deliver (in arrival order) before ops to run (in
+the order they became ready).
 """
 
 from __future__ import annotations
 
 import html
 import time
+from collections import deque
 
 from minitf.framework import errors
+from minitf.runtime.launcher import LocalCluster
 from minitf.runtime.master import Channel
 from minitf.runtime.scheduler import DELIVER, RUN, matches
-from minitf.runtime.server import connect_with_retry
+from minitf.runtime.server import BREAK_ENV, STEPPER_ENV, connect_with_retry
 
 MOVE_NAMES = {RUN: "run", DELIVER: "deliver"}
 
@@ -63,51 +69,138 @@ class _LocalTask:
 class Stepper:
     """Steps a cluster (or a local session) one move at a time.
 
-    Build it with `for_cluster` or `for_session`.
+    Build it with `launch`, `for_cluster`, `for_session` or `for_local_sessions`.
 
     Args:
         tasks: The tasks' links, in cluster order.
         settle_timeout: Seconds to wait for the tasks to hold still after a move.
+        graph: The graph `picture` draws, if any.
+        discover: Returns the links of tasks that appeared since (local sessions).
 
     Attributes:
         events: Every move made, in order: ``{"task", "step_id", "move", "op", "type"}``.
+        on_move: Called with each event after its move (a page showing the state live).
+        cluster: The `LocalCluster` this stepper started (`launch`), or None.
     """
 
-    def __init__(self, tasks: list, settle_timeout: float = 10.0, graph=None):
+    def __init__(self, tasks: list, settle_timeout: float = 10.0, graph=None, discover=None):
         self._tasks = {t.name: t for t in tasks}
         self.settle_timeout = settle_timeout
         self.events: list[dict] = []
         self.graph = graph
+        self.on_move = None
+        self.cluster: LocalCluster | None = None
+        self._discover = discover
+        self._launch_args: dict | None = None
+        # Every task's log length when stepping began, and after each event: the
+        # points `back` can return to.
+        self._start_marks: dict[str, int] = {}
+        self._marks: list[dict[str, int]] = []
+
+    @classmethod
+    def launch(
+        cls,
+        script: str,
+        tasks: dict[str, int],
+        args=(),
+        breaks=(),
+        output=None,
+        schedule: dict | None = None,
+        break_timeout: float = 120.0,
+    ) -> Stepper:
+        """Starts ``script`` as a local cluster whose every task is held; returns its stepper.
+
+        Args:
+            script: The TF1 script every task runs (as ``minitf launch`` runs it).
+            tasks: ``{"ps": 1, "worker": 2}``.
+            args: The script's own arguments.
+            breaks: Patterns: the tasks run free until an op matching one is
+                about to run (then every task is held).
+            output: Where the tasks' output goes (default: stdout).
+            schedule: Moves to replay first (`schedule` of an earlier stepper
+                of the same script): the run reaches the same state.
+            break_timeout: Seconds to wait for a breakpoint.
+        """
+        stepper = cls([])
+        stepper._launch_args = {
+            "script": script,
+            "tasks": {job: n for job, n in tasks.items() if n},
+            "args": list(args),
+            "output": output,
+        }
+        stepper._start(list(breaks) if schedule is None else [], break_timeout)
+        if schedule is not None:
+            stepper._replay(schedule)
+            stepper._start_marks = {name: len(moves) for name, moves in schedule.items()}
+        return stepper
 
     @classmethod
     def for_cluster(cls, cluster_spec, graph=None) -> Stepper:
-        """A stepper on every task of ``cluster_spec`` (started by ``minitf step``).
+        """A stepper on every task of a running ``cluster_spec`` (started held).
 
         Args:
             cluster_spec: The cluster's `ClusterSpec`.
             graph: The graph to draw in `picture` (a client's graph), if any.
         """
-        tasks = [
-            _RemoteTask(f"/job:{job}/replica:0/task:{i}", cluster_spec.task_address(job, i))
-            for job in cluster_spec.jobs
-            for i in cluster_spec.task_indices(job)
-        ]
-        return cls(tasks, graph=graph)
+        return cls(_remote_tasks(cluster_spec), graph=graph)
 
     @classmethod
     def for_session(cls, session) -> Stepper:
         """A stepper on a local ``tf.Session(scheduler=HeldScheduler())``."""
         return cls([_LocalTask(session.stepping)], graph=session.graph)
 
+    @classmethod
+    def for_local_sessions(cls, sessions: list) -> Stepper:
+        """A stepper on the sessions `minitf.runtime.session.hold_local_sessions` collects.
+
+        Sessions made later (the script is still running) join as they appear.
+        """
+        known: set[int] = set()
+
+        def discover():
+            found = [s for s in list(sessions) if id(s) not in known]
+            known.update(id(s) for s in found)
+            return [_LocalTask(s.stepping) for s in found]
+
+        return cls([], discover=discover)
+
     def close(self) -> None:
-        """Closes the connections (the tasks stay as they are)."""
+        """Closes the connections (the tasks stay as they are, and a held one runs free)."""
         for task in self._tasks.values():
             task.close()
 
+    def wait(self, timeout: float | None = None) -> int:
+        """Waits for the script of a `launch` ed cluster to end; returns its exit code."""
+        if self.cluster is None:
+            raise ValueError("this stepper did not start its cluster: nothing to wait for")
+        return self.cluster.wait(timeout)
+
+    def wait_for_break(self, timeout: float = 120.0) -> None:
+        """Waits until a task stops at a breakpoint, then holds every task.
+
+        Raises:
+            DeadlineExceededError: if no task stops within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(t["held"] and t["steps"] for t in self.state()["tasks"]):
+                self.hold()
+                self._settle()
+                self._start_marks = self._log_lengths()
+                return
+            time.sleep(0.05)  # the tasks run free until then; nothing to wait on here
+        raise errors.DeadlineExceededError(
+            None, None, f"no task reached a breakpoint in {timeout:.0f} s: is the pattern right?"
+        )
+
     # -- looking ----------------------------------------------------------------------------
 
-    def state(self) -> dict:
+    def state(self, limit: int = 16) -> dict:
         """Every task's held steps and resources, the global step and the moves so far.
+
+        Args:
+            limit: Queue elements shown per queue; variables with more numbers
+                show only their shape.
 
         Returns:
             ``{"tasks": [task state], "global_step": int or None, "moves": int,
@@ -115,7 +208,8 @@ class Stepper:
             `minitf.runtime.worker.Stepping.state`, a candidate
             ``{"task", "step_id", "move", "index", "op", "type"}``.
         """
-        tasks = [task.call("state") for task in self._tasks.values()]
+        self._refresh()
+        tasks = [task.call("state", limit) for task in self._tasks.values()]
         return {
             "tasks": tasks,
             "global_step": _global_step(tasks),
@@ -138,6 +232,56 @@ class Stepper:
                 for op in step["waiting"]:
                     marks[op["name"]] = "blocked"
         return marks
+
+    def step_highlight(self, task: str, step: dict) -> dict[str, str]:
+        """`highlight` for one held step on one task (a step state from `state`)."""
+        marks = {
+            e["op"]: "done"
+            for e in self.events
+            if e["move"] == "run" and e["task"] == task and e["step_id"] == step["step_id"]
+        }
+        for op in step["ready"] + step["arrived"]:
+            marks[op["name"]] = "running"
+        for op in step["waiting"]:
+            marks[op["name"]] = "blocked"
+        return marks
+
+    def step_pictures(self, state: dict | None = None, collapse=None, highlight: bool = True):
+        """One picture per held step on each task: the ops it runs there, outlined.
+
+        Returns:
+            ``[{"task", "step_id", "client", "picture"}]`` where ``picture`` is a
+            `minitf.viz.render.GraphPicture` (Jupyter shows it inline).
+        """
+        state = state or self.state()
+        return [
+            {
+                "task": task["task"],
+                "step_id": step["step_id"],
+                "client": step["client"],
+                "picture": self.step_picture(task["task"], step, highlight, collapse),
+            }
+            for task in state["tasks"]
+            for step in task["steps"]
+        ]
+
+    def step_picture(self, task: str, step, highlight: bool = True, collapse=None):
+        """The ops one held step runs on ``task``, outlined as `step_highlight` says.
+
+        Args:
+            task: The task's full name.
+            step: The step's state (from `state`), or its id (then nothing is outlined).
+            highlight: Outline what ran, what is about to move and what waits.
+            collapse: Name scopes to fold (as `minitf.viz.draw`).
+
+        Returns:
+            A `minitf.viz.render.GraphPicture`.
+        """
+        from minitf.viz.render import GraphPicture  # an observer: only pictures need it
+
+        step_id = step if isinstance(step, int) else step["step_id"]
+        marks = self.step_highlight(task, step) if highlight and isinstance(step, dict) else None
+        return GraphPicture(self._tasks[task].call("picture", step_id, marks, collapse))
 
     def picture(self, view: str = "whole", **kwargs):
         """The graph with the held steps highlighted; Jupyter shows it inline.
@@ -219,6 +363,56 @@ class Stepper:
             made.append(self._make(candidate))
         return made
 
+    def back(self, moves: int = 1) -> list[dict]:
+        """Undoes the last ``moves`` moves; returns the events that remain.
+
+        The script's cluster is started again with every task held and each
+        task's recorded moves — the free-running ones before a breakpoint
+        too — are replayed up to where the stepper was ``moves`` moves ago.
+        Steps have the same ids in every run and each move is the same, so
+        the tasks reach the same state: the same queue contents, counts and
+        variable values.
+
+        Raises:
+            FailedPreconditionError: if this stepper did not start its cluster
+                (`launch`, ``minitf step``): only then can it start it again.
+            ValueError: if fewer than ``moves`` moves were made.
+        """
+        if self._launch_args is None:
+            raise errors.FailedPreconditionError(
+                None,
+                None,
+                "back re-runs the script from its start, so it needs a stepper that started "
+                "the script: use Stepper.launch (minitf step does)",
+            )
+        if not 1 <= moves <= len(self.events):
+            raise ValueError(f"cannot go back {moves} move(s): {len(self.events)} made so far")
+        keep = len(self.events) - moves
+        schedule = self.schedule(keep)
+        events, marks = self.events[:keep], self._marks[:keep]
+        start_marks = self._start_marks
+        self._stop()
+        self._start([], break_timeout=0)
+        self._replay(schedule)
+        self.events, self._marks, self._start_marks = events, marks, start_marks
+        if self.on_move is not None:
+            self.on_move(None)
+        return self.events
+
+    def schedule(self, moves: int | None = None) -> dict[str, list]:
+        """Each task's recorded moves up to the ``moves``-th event (default: all so far).
+
+        Returns:
+            ``{task: [(step id, RUN or DELIVER, op name), ...]}``: what `launch`
+            replays (``schedule=``) to reach the same point again.
+        """
+        moves = len(self.events) if moves is None else moves
+        marks = self._marks[moves - 1] if moves else self._start_marks
+        return {
+            name: [tuple(m) for m in task.call("log", 0)[: marks.get(name, 0)]]
+            for name, task in self._tasks.items()
+        }
+
     def continue_(self) -> None:
         """Releases every task and clears its breakpoints: steps run free from now on."""
         for task in self._tasks.values():
@@ -230,6 +424,76 @@ class Stepper:
             task.call("hold", True)
 
     # -- inside -----------------------------------------------------------------------------
+
+    def _start(self, breaks: list[str], break_timeout: float) -> None:
+        launch = self._launch_args
+        env = {STEPPER_ENV: "1", BREAK_ENV: ";".join(breaks)}
+        self.cluster = LocalCluster(
+            launch["tasks"],
+            script=launch["script"],
+            args=launch["args"],
+            env=env,
+            output=launch["output"],
+        ).start()
+        self._tasks = {t.name: t for t in _remote_tasks(self.cluster.cluster_spec)}
+        self._start_marks = {}
+        if breaks:
+            self.wait_for_break(break_timeout)
+
+    def _stop(self) -> None:
+        self.close()
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+    def _replay(self, schedule: dict[str, list], wait: float = 30.0) -> None:
+        """Makes each task's recorded moves again, in that task's order.
+
+        Raises:
+            FailedPreconditionError: if a task does not offer its next recorded
+                move within ``wait`` seconds (the script decides by time, not data).
+        """
+        pending = {name: deque(moves) for name, moves in schedule.items() if moves}
+        deadline = time.monotonic() + wait
+        while pending:
+            progressed = False
+            for name in list(pending):
+                task, (step_id, kind, op) = self._tasks[name], pending[name][0]
+                task.call("settle", self.settle_timeout, timeout=self.settle_timeout + 5)
+                for candidate in _candidates([task.call("state")]):
+                    if (
+                        candidate["step_id"] == step_id
+                        and _KINDS[candidate["move"]] == kind
+                        and candidate["op"] == op
+                    ):
+                        task.call("grant", step_id, kind, candidate["index"], self.settle_timeout)
+                        pending[name].popleft()
+                        progressed = True
+                        break
+                if not pending[name]:
+                    del pending[name]
+            if progressed:
+                deadline = time.monotonic() + wait
+            elif time.monotonic() > deadline:
+                name, (step_id, kind, op) = next((n, m[0]) for n, m in pending.items())
+                raise errors.FailedPreconditionError(
+                    None,
+                    None,
+                    f"the replay went another way: {name} never offered to "
+                    f"{MOVE_NAMES[kind]} {op} in step {step_id:x} (does the script decide "
+                    "by the clock rather than by the values it fetches?)",
+                )
+            else:
+                time.sleep(0.02)  # a client may be about to start its next step
+        self._settle()
+
+    def _refresh(self) -> None:
+        if self._discover is not None:
+            for task in self._discover():
+                self._tasks[task.name] = task
+
+    def _log_lengths(self) -> dict[str, int]:
+        return {name: task.call("moves") for name, task in self._tasks.items()}
 
     def _task_name(self, pattern: str) -> str:
         for name in self._tasks:
@@ -244,6 +508,7 @@ class Stepper:
     def _first_candidate(self, task: str | None, wait: float) -> dict | None:
         deadline = time.monotonic() + wait
         while True:
+            self._refresh()
             self._settle()
             states = [t.call("state") for name, t in self._tasks.items() if task in (None, name)]
             found = _candidates(states)
@@ -265,7 +530,21 @@ class Stepper:
         self._settle()
         event = {k: candidate[k] for k in ("task", "step_id", "move", "op", "type")}
         self.events.append(event)
+        self._marks.append(self._log_lengths())
+        if self.on_move is not None:
+            self.on_move(event)
         return event
+
+
+_KINDS = {"run": RUN, "deliver": DELIVER}
+
+
+def _remote_tasks(cluster_spec) -> list[_RemoteTask]:
+    return [
+        _RemoteTask(f"/job:{job}/replica:0/task:{i}", cluster_spec.task_address(job, i))
+        for job in cluster_spec.jobs
+        for i in cluster_spec.task_indices(job)
+    ]
 
 
 def _candidates(task_states: list[dict]) -> list[dict]:

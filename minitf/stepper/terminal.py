@@ -1,16 +1,21 @@
-"""``minitf step``: a TF1 script's cluster, stepped from the terminal one op at a time.
+"""``minitf step``: a TF1 script, stepped from the terminal (or a browser) one op at a time.
 
-The command starts the script as a local cluster (as ``minitf launch``
-does) with every task held (`minitf.runtime.scheduler.HeldScheduler`), or
-running free until a ``--break`` pattern, then reads commands — typed at a
-prompt, or one per line on stdin when it is not a terminal — and answers
-each with readable lines, or one JSON line with ``--json``:
+With ``--ps``/``--workers`` the command starts the script as a local cluster
+(as ``minitf launch`` does) with every task held
+(`minitf.runtime.scheduler.HeldScheduler`); without them it runs the script
+in this process and holds the script's own local sessions. Either way the
+tasks run free until a ``--break`` pattern when there is one. Then it reads
+commands — typed at a prompt, or one per line on stdin when it is not a
+terminal — and answers each with readable lines, or one JSON line with
+``--json``; with ``--web`` a page in the browser takes the commands instead
+(`minitf.stepper.web`).
 
 ===========================  ==================================================
 ``next [TASK]``              one move (on TASK: ``worker:1``, ``ps:0``)
 ``until PATTERN``            moves until an op matching PATTERN is about to run
 ``until-blocked TASK``       moves on TASK until nothing there can move
 ``step N``                   moves until the global step is N
+``back [N]``                 undo the last N moves (1): the run is replayed
 ``state``                    every task's steps and resources
 ``continue``                 release every task (the script runs to its end)
 ``quit``                     release every task and stop reading commands
@@ -19,77 +24,134 @@ each with readable lines, or one JSON line with ``--json``:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import runpy
 import shlex
 import sys
-import time
+import threading
+import traceback
 
-from minitf.runtime.launcher import LocalCluster
-from minitf.runtime.server import BREAK_ENV, STEPPER_ENV
+from minitf.framework import errors
+from minitf.runtime import session as session_lib
 from minitf.stepper.controller import Stepper
 
 PROMPT = "(minitf step) "
 
+COMMANDS = "next [TASK], until PATTERN, until-blocked TASK, step N, back [N], state, continue, quit"
+
 
 def run(
     script: str,
-    ps: int,
-    workers: int,
+    ps: int | None,
+    workers: int | None,
     script_args: list[str],
     breaks: list[str],
     json_mode: bool,
     commands=None,
     out=None,
+    web: bool = False,
 ) -> int:
-    """Starts the cluster, answers commands until they end, lets the script finish.
+    """Starts the script held, answers commands until they end, lets the script finish.
 
     Args:
-        script: The TF1 script every task runs.
-        ps, workers: Tasks per job.
+        script: The TF1 script.
+        ps, workers: Tasks per job of the local cluster to start; both None:
+            run the script here and step its local sessions.
         script_args: The script's own arguments.
         breaks: Patterns: run free until an op matching one is about to run.
         json_mode: Answer each command with one JSON line.
         commands: Where commands come from (default: stdin, with a prompt on a terminal).
-        out: Where answers go (default: stdout); task output goes to stderr.
+        out: Where answers go (default: stdout); the script's output goes to stderr.
+        web: Serve the stepper's page instead of reading commands (`minitf.stepper.web`).
 
     Returns:
-        The cluster's exit code (0 when every worker finished).
+        The script's exit code (0 when every worker finished).
     """
     out = out or sys.stdout
-    env = {STEPPER_ENV: "1", BREAK_ENV: ";".join(breaks)}
-    cluster = LocalCluster(
-        {"ps": ps, "worker": workers}, script=script, args=script_args, env=env, output=sys.stderr
-    )
-    with cluster:
-        stepper = Stepper.for_cluster(cluster.cluster_spec)
+    with contextlib.redirect_stdout(sys.stderr):
+        if ps is None and workers is None:
+            script_run = _ScriptHere(script, script_args, breaks)
+        else:
+            tasks = {"ps": 1 if ps is None else ps, "worker": 2 if workers is None else workers}
+            script_run = _ScriptCluster(script, tasks, script_args, breaks)
         try:
-            if breaks:
-                _wait_for_break(stepper)
-            for line in _lines(commands):
-                answer = execute(stepper, line)
-                _print(answer, json_mode, out)
-                if answer.get("command") in ("quit", "continue"):
-                    break
+            stepper = script_run.stepper
+            if web:
+                from minitf.stepper import web as web_lib
+
+                web_lib.serve(stepper, script_run.exit_code, title=script, out=out)
             else:
-                stepper.continue_()
+                _answer(stepper, commands, json_mode, out)
+            stepper.continue_()
         finally:
-            stepper.close()
-        return cluster.wait()
+            script_run.stepper.close()
+        return script_run.wait()
 
 
-def _wait_for_break(stepper: Stepper, timeout: float = 120.0) -> None:
-    """Waits until a task stops at a breakpoint, then holds every task."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(t["held"] and t["steps"] for t in stepper.state()["tasks"]):
-            stepper.hold()
+class _ScriptCluster:
+    """The script as a local cluster of held task processes."""
+
+    def __init__(self, script, tasks, script_args, breaks):
+        self.stepper = Stepper.launch(script, tasks, script_args, breaks, output=sys.stderr)
+
+    def exit_code(self) -> int | None:
+        """The script's exit code once every worker ended, else None."""
+        codes = [c for (job, _), c in self.stepper.cluster.poll().items() if job != "ps"]
+        if any(c is None for c in codes):
+            return None
+        return next((c for c in codes if c), 0)
+
+    def wait(self) -> int:
+        return self.stepper.wait()
+
+
+class _ScriptHere:
+    """The script run in this process: its local sessions are the stepper's tasks."""
+
+    def __init__(self, script, script_args, breaks):
+        sessions = session_lib.hold_local_sessions(breaks)
+        self._code: int | None = None
+        self._thread = threading.Thread(
+            target=self._main, args=(script, script_args), name="minitf step: script", daemon=True
+        )
+        self._thread.start()
+        self.stepper = Stepper.for_local_sessions(sessions)
+        if breaks:
+            self.stepper.wait_for_break()
+
+    def _main(self, script: str, script_args: list[str]) -> None:
+        argv, sys.argv = sys.argv, [script, *script_args]
+        try:
+            runpy.run_path(script, run_name="__main__")
+            self._code = 0
+        except SystemExit as exc:
+            self._code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        except BaseException:  # the script's own error: shown as a script run shows it
+            traceback.print_exc()
+            self._code = 1
+        finally:
+            sys.argv = argv
+
+    def exit_code(self) -> int | None:
+        return None if self._thread.is_alive() else self._code
+
+    def wait(self) -> int:
+        self._thread.join()
+        session_lib.release_local_sessions()
+        return self._code if self._code is not None else 1
+
+
+def _answer(stepper: Stepper, commands, json_mode: bool, out) -> None:
+    for line in _lines(commands):
+        answer = execute(stepper, line)
+        _print(answer, json_mode, out)
+        if answer.get("command") in ("quit", "continue"):
             return
-        time.sleep(0.05)
-    raise TimeoutError(f"no breakpoint was reached in {timeout:.0f} s")
 
 
 def execute(stepper: Stepper, line: str) -> dict:
-    """Carries out one command; returns ``{"command", "events", "state" or "error"}``."""
+    """Carries out one command; returns ``{"command", "args", "events", "state" or "error"}``."""
     words = shlex.split(line)
     if not words:
         return {"command": ""}
@@ -105,19 +167,18 @@ def execute(stepper: Stepper, line: str) -> dict:
             answer["events"] = stepper.until_blocked(_one(command, args))
         elif command == "step":
             answer["events"] = stepper.step(int(_one(command, args)))
+        elif command == "back":
+            stepper.back(int(args[0]) if args else 1)
         elif command == "state":
             pass
         elif command in ("continue", "quit"):
             stepper.continue_()
             return answer
         else:
-            raise ValueError(
-                f"unknown command {command!r}: next [TASK], until PATTERN, until-blocked TASK, "
-                "step N, state, continue, quit"
-            )
+            raise ValueError(f"unknown command {command!r}: {COMMANDS}")
         answer["state"] = stepper.state()
-    except (ValueError, IndexError) as exc:
-        answer["error"] = str(exc)
+    except (ValueError, IndexError, errors.OpError) as exc:
+        answer["error"] = exc.message if isinstance(exc, errors.OpError) else str(exc)
     return answer
 
 

@@ -109,7 +109,7 @@ def test_one_sync_replicas_global_step_across_processes_in_the_protocols_order()
     )
     with cluster:
         stepper = Stepper.for_cluster(cluster.cluster_spec)
-        terminal._wait_for_break(stepper)
+        stepper.wait_for_break()
         counts, steps, ops = [], [], []
         for _ in range(2000):
             event = stepper.next()
@@ -251,7 +251,8 @@ def test_a_move_that_is_not_possible_now_is_refused_naming_the_op():
     "argv, message",
     [
         (["step", "no_such_script.py"], "minitf step: no such script: no_such_script.py"),
-        (["step", "--workers", "0", __file__], "--ps and --workers must be at least 1"),
+        (["step", "--workers", "0", __file__], "--workers must be at least 1"),
+        (["step", "--ps", "-1", __file__], "--ps at least 0"),
     ],
 )
 def test_minitf_step_says_what_is_wrong_with_its_arguments(argv, message, capsys):
@@ -259,3 +260,164 @@ def test_minitf_step_says_what_is_wrong_with_its_arguments(argv, message, capsys
 
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+SYNC_ARGS = ["--steps", "2", "--optimizer", "sgd", "--num_tokens", "0", "--step_timeout", "60"]
+
+
+def _held_still(state: dict) -> dict:
+    """What must be equal at one point of two runs: resources, and the steps under way.
+
+    A step that has made no move yet is left out: whether its client has sent
+    it at this instant is a matter of time, and it has changed nothing.
+    """
+    return {
+        "global_step": state["global_step"],
+        "tasks": [
+            {**task, "steps": [s for s in task["steps"] if s["done"]]} for task in state["tasks"]
+        ],
+    }
+
+
+def test_back_replays_the_run_to_an_identical_state():
+    output = io.StringIO()
+    stepper = Stepper.launch(
+        sync_mlp.__file__,
+        {"ps": 1, "worker": 2},
+        SYNC_ARGS,
+        breaks=["ResourceAccumulatorApplyGradient"],
+        output=output,
+    )
+    try:
+        for _ in range(6):
+            assert stepper.next() is not None, output.getvalue()[-2000:]
+        before = stepper.state(limit=10**6)
+        made = [stepper.next() for _ in range(8)]
+        assert all(made) and stepper.state(limit=10**6) != before
+        first_pid = stepper.cluster.pid("ps", 0)
+        remaining = stepper.back(8)
+        assert stepper.cluster.pid("ps", 0) != first_pid  # a new run, not an undo log
+        assert len(remaining) == 6
+        assert _held_still(stepper.state(limit=10**6)) == _held_still(before)
+        # The replayed run goes on exactly as the first one did.
+        assert [stepper.next() for _ in range(8)] == made
+        stepper.continue_()
+        assert stepper.wait(60) == 0, output.getvalue()[-2000:]
+    finally:
+        stepper.close()
+        if stepper.cluster is not None:
+            stepper.cluster.stop()
+
+
+def _trained_variables(state: dict) -> dict:
+    return {
+        r["name"]: np.asarray(r["value"])
+        for task in state["tasks"]
+        for r in task["resources"]
+        if r["kind"] == "variable" and r.get("initialized")
+    }
+
+
+def test_the_same_schedule_replayed_gives_identical_values():
+    output = io.StringIO()
+    first = Stepper.launch(
+        sync_mlp.__file__, {"ps": 1, "worker": 2}, SYNC_ARGS, breaks=["sync_token_q_Dequeue"],
+        output=output,
+    )  # fmt: skip
+    try:
+        first.step(1)  # one synchronous update, in whatever order the moves come
+        values = _trained_variables(first.state(limit=10**6))
+        schedule = first.schedule()
+    finally:
+        first.close()
+        first.cluster.stop()
+    # An independent check that the update happened: SGD moved the weights away
+    # from the chief's seeded initial values, and the global step is 1.
+    assert values["global_step"] == 1
+    assert set(values) >= {"hidden/weights", "logits/weights", "hidden/biases"}
+    assert np.abs(values["hidden/biases"]).sum() > 0  # zeros before the first update
+    again = Stepper.launch(
+        sync_mlp.__file__, {"ps": 1, "worker": 2}, SYNC_ARGS, schedule=schedule, output=output
+    )
+    try:
+        replayed = _trained_variables(again.state(limit=10**6))
+        again.continue_()
+        assert again.wait(60) == 0, output.getvalue()[-2000:]
+    finally:
+        again.close()
+        again.cluster.stop()
+    assert replayed.keys() == values.keys()
+    for name, value in values.items():
+        np.testing.assert_array_equal(replayed[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "pattern, stops_at",
+    [
+        ("take", ("take", "QueueDequeueV2")),  # part of a name
+        ("QueueEnqueueV2", ("put", "QueueEnqueueV2")),  # a type
+        ("localhost:0", ("q", "FIFOQueueV2")),  # a task: its first op
+    ],
+)
+def test_a_breakpoint_names_an_op_by_name_type_or_task(pattern, stops_at):
+    taken, put = _queue_step()
+    scheduler = HeldScheduler(held=False, task="/job:localhost/replica:0/task:0")
+    scheduler.set_breakpoints([pattern])
+    with tf.Session(scheduler=scheduler) as sess:
+        runner = threading.Thread(target=lambda: sess.run([taken, put]), daemon=True)
+        runner.start()
+        stepper = Stepper.for_session(sess)
+        stepper.wait_for_break(30)
+        (task,) = stepper.state()["tasks"]
+        assert task["held"]
+        (step,) = task["steps"]
+        candidates = [(op["name"], op["type"]) for op in step["ready"]]
+        assert stops_at in candidates
+        stepper.continue_()
+        runner.join(10)
+        assert not runner.is_alive()
+
+
+def test_a_breakpoint_on_a_device_stops_that_task_only(tmp_path):
+    output = io.StringIO()
+    stepper = Stepper.launch(
+        sync_mlp.__file__, {"ps": 1, "worker": 2}, SYNC_ARGS, breaks=["ps:0"], output=output
+    )
+    try:
+        state = stepper.state()
+        stopped = [t["task"] for t in state["tasks"] if t["steps"] and t["steps"][0]["ready"]]
+        assert "/job:ps/replica:0/task:0" in stopped
+        stepper.continue_()
+        assert stepper.wait(60) == 0, output.getvalue()[-2000:]
+    finally:
+        stepper.close()
+
+
+LOCAL_SCRIPT = """
+import sys
+import minitf as tf
+
+q = tf.FIFOQueue(3, tf.float32, shapes=[], name="q")
+taken = tf.add(q.dequeue(name="take"), float(sys.argv[1]), name="plus")
+put = q.enqueue(5.0, name="put")
+with tf.Session() as sess:
+    print("result", sess.run([taken, put])[0])
+"""
+
+
+def test_minitf_step_without_a_cluster_steps_the_scripts_local_sessions(tmp_path, capfd):
+    script = tmp_path / "local_queue.py"
+    script.write_text(LOCAL_SCRIPT)
+    out = io.StringIO()
+    code = terminal.run(
+        str(script), None, None, ["2"], ["take"], json_mode=True,
+        commands=["state", "next", "next", "back", "continue"], out=out,
+    )  # fmt: skip
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert code == 0
+    (task,) = answers[0]["state"]["tasks"]
+    assert task["task"] == "/job:localhost/replica:0/task:0"
+    assert [op["name"] for op in task["steps"][0]["ready"]] == ["take", "put"]
+    assert [e["op"] for e in answers[1]["events"] + answers[2]["events"]] == ["take", "put"]
+    assert "back re-runs the script" in answers[3]["error"]  # not a cluster it started
+    assert "result 7.0" in capfd.readouterr().err  # the script's output: 5 + 2
