@@ -1,0 +1,385 @@
+"""``minitf step --web``: the stepper as a page in the browser, live.
+
+`StepperPage` serves one page on 127.0.0.1 (a random port, a secret token
+in the URL) and these calls, all from the standard library's HTTP server:
+
+==============================  =================================================
+``GET /?token=T``               the page (``static/index.html``)
+``GET /static/NAME?token=T``    its script and style, from this package
+``GET /api/events?token=T``     the state, pushed as Server-Sent Events: once
+                                on connecting, after every move, and when the
+                                tasks change on their own (a running script)
+``GET /api/picture?key=K&...``  a held step's graph on its task, as SVG
+``POST /api/command``           a stepper command (``{"command": "next"}``,
+                                header ``X-Minitf-Token: T``); its answer
+==============================  =================================================
+
+Nothing is loaded from elsewhere. Graph pictures are drawn once per
+partition by Graphviz; the page outlines the ops done, about to move and
+blocked itself, so a move costs one state message, not a new picture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import sys
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from urllib.parse import parse_qs, urlparse
+
+from minitf.framework import errors
+from minitf.stepper import terminal
+from minitf.viz import render
+
+_STATIC = {
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+
+EVENTS_KEPT = 400
+"""How many of the latest moves the page's timeline gets."""
+
+
+class StepperPage:
+    """Serves a `minitf.stepper.Stepper` as a live page on 127.0.0.1.
+
+    Args:
+        stepper: The stepper; the page makes every move through it.
+        exit_code: Returns the script's exit code once it has ended, else None.
+        title: Shown at the top of the page (the script).
+        port: The port (0: a free one).
+        poll_interval: Seconds between looks at the tasks while nobody moves
+            them (to show a script that runs free).
+
+    Attributes:
+        url: The page's address, with its token.
+        quit: Set when the page's "quit" button is pressed.
+    """
+
+    def __init__(
+        self,
+        stepper,
+        exit_code=lambda: None,
+        title: str = "",
+        port: int = 0,
+        poll_interval: float = 0.5,
+    ):
+        self.stepper = stepper
+        self.token = secrets.token_urlsafe(24)
+        self.quit = threading.Event()
+        self._exit_code = exit_code
+        self._title = title
+        self._poll_interval = poll_interval
+        self._lock = threading.RLock()  # one stepper call at a time
+        self._changed = threading.Condition()
+        self._snapshot = ""
+        self._version = 0
+        self._closing = False
+        self._busy: str | None = None
+        self._error: str | None = None
+        self._svgs: dict[str, str] = {}  # by key: a hash of the DOT text
+        self._picture_keys: dict[tuple[str, int], str | None] = {}
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self._server.daemon_threads = True
+        self._threads: list[threading.Thread] = []
+        stepper.on_move = lambda event: self.refresh()
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/?token={self.token}"
+
+    def start(self) -> StepperPage:
+        """Starts serving (in threads of this process); returns self."""
+        self.refresh()
+        for target in (self._server.serve_forever, self._watch):
+            thread = threading.Thread(target=target, name="minitf step --web", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def close(self) -> None:
+        """Stops serving; open pages see the connection end."""
+        with self._changed:
+            self._closing = True
+            self._changed.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+        for thread in self._threads:
+            thread.join(5)
+
+    def __enter__(self) -> StepperPage:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- what the page shows ----------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Reads the stepper's state and pushes it to every open page if it changed."""
+        with self._lock:
+            snapshot = json.dumps(self._state(), sort_keys=True)
+        with self._changed:
+            if snapshot != self._snapshot:
+                self._snapshot = snapshot
+                self._version += 1
+                self._changed.notify_all()
+
+    def next_snapshot(self, seen: int, timeout: float) -> tuple[int, str | None]:
+        """The state newer than version ``seen``: ``(version, JSON)``, or ``(seen, None)``."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._version != seen or self._closing, timeout)
+            if self._version == seen or self._closing:
+                return seen, None
+            return self._version, self._snapshot
+
+    def picture(self, key: str) -> str | None:
+        """A picture's SVG by its key (from the state), or None."""
+        return self._svgs.get(key)
+
+    def command(self, line: str) -> dict:
+        """Carries out one stepper command (`minitf.stepper.terminal.execute`)."""
+        words = line.split()
+        if words[:1] == ["quit"]:
+            self.quit.set()
+            return {"command": "quit"}
+        with self._lock:
+            self._busy, self._error = line, None
+        self.refresh()
+        answer: dict = {"command": line}
+        try:
+            with self._lock:
+                answer = terminal.execute(self.stepper, line)
+        except (OSError, EOFError) as exc:  # a task is gone: the script ended or failed
+            answer["error"] = f"the tasks cannot be reached ({exc}): has the script ended?"
+        finally:
+            with self._lock:
+                self._busy, self._error = None, answer.get("error")
+            self.refresh()
+        answer.pop("state", None)  # the page gets it from the events
+        return answer
+
+    @property
+    def closing(self) -> bool:
+        """True once `close` has begun."""
+        return self._closing
+
+    def _watch(self) -> None:
+        """Looks at the tasks while nobody moves them: a free-running script changes them."""
+        while not self._closing:
+            with self._changed:
+                self._changed.wait_for(lambda: self._closing, self._poll_interval)
+            if self._closing:
+                return
+            if self._lock.acquire(blocking=False):  # a command is running: it refreshes
+                try:
+                    self.refresh()
+                finally:
+                    self._lock.release()
+
+    def _state(self) -> dict:
+        base = {
+            "title": self._title,
+            "busy": self._busy,
+            "error": self._error,
+            "finished": self._exit_code(),
+            "graphviz": render.dot_available(),
+        }
+        try:
+            state = self.stepper.state()
+        except (OSError, EOFError, errors.OpError) as exc:
+            # The script ended and its tasks with it, or a task failed.
+            return {**base, "tasks": [], "events": [], "moves": 0, "unreachable": str(exc)}
+        candidates = state["candidates"]
+        events = self.stepper.events
+        first = len(events) - min(len(events), EVENTS_KEPT)
+        return {
+            **base,
+            "global_step": state["global_step"],
+            "moves": state["moves"],
+            "next": _plain_candidate(candidates[0]) if candidates else None,
+            "tasks": [self._task(task) for task in state["tasks"]],
+            "events": [
+                {**_plain_candidate(e), "number": first + i + 1}
+                for i, e in enumerate(events[first:])
+            ],
+        }
+
+    def _task(self, task: dict) -> dict:
+        name = task["task"]
+        steps = []
+        for step in task["steps"]:
+            marks = self.stepper.step_highlight(name, step)
+            steps.append(
+                {
+                    "step_id": f"{step['step_id']:x}",
+                    "client": _short(step["client"]),
+                    "ops": step["ops"],
+                    "done": step["done"],
+                    "ready": [op["name"] for op in step["ready"]],
+                    "arrived": [op["name"] for op in step["arrived"]],
+                    "waiting": [
+                        {"name": op["name"], "words": terminal.waits_for_words(op["waits_for"])}
+                        for op in step["waiting"]
+                    ],
+                    "marks": marks,
+                    "picture": self._picture_key(name, step["step_id"]),
+                }
+            )
+        return {
+            "task": name,
+            "short": _short(name),
+            "held": task["held"],
+            "steps": steps,
+            "resources": task["resources"],
+        }
+
+    def _picture_key(self, task: str, step_id: int) -> str | None:
+        """Draws a step's partition once (the same partition shares one SVG)."""
+        if not render.dot_available():
+            return None
+        if (task, step_id) not in self._picture_keys:
+            dot = self.stepper.step_picture(task, step_id, highlight=False).source
+            key = hashlib.sha256(dot.encode()).hexdigest()[:16]
+            if key not in self._svgs:
+                self._svgs[key] = render.to_format(dot, "svg").decode()
+            self._picture_keys[(task, step_id)] = key
+        return self._picture_keys[(task, step_id)]
+
+
+def serve(stepper, exit_code, title: str = "", out=None, port: int = 0) -> None:
+    """Serves the page until its "quit" button is pressed or Ctrl-C (``minitf step --web``)."""
+    out = out or sys.stdout
+    with StepperPage(stepper, exit_code, title=title, port=port) as page:
+        out.write(
+            f"minitf step: the stepper is at\n  {page.url}\n"
+            "open it in a browser on this machine; press its quit button or Ctrl-C to end.\n"
+        )
+        out.flush()
+        try:
+            page.quit.wait()
+        except KeyboardInterrupt:
+            pass
+
+
+def _short(task: str) -> str:
+    """``/job:worker/replica:0/task:1`` → ``worker:1`` (what a pattern names)."""
+    job, _, rest = task.replace("/job:", "").partition("/replica:0/task:")
+    return f"{job}:{rest}" if rest else task
+
+
+def _plain_candidate(c: dict) -> dict:
+    """A move for JSON: the step id as hex (JavaScript numbers cannot hold 62 bits)."""
+    return {
+        "task": _short(c["task"]),
+        "step_id": f"{c['step_id']:x}",
+        "move": c["move"],
+        "op": c["op"],
+        "type": c["type"],
+    }
+
+
+def _handler_for(page: StepperPage):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "minitf-step"
+
+        def log_message(self, format, *args):  # noqa: A002 - the base class's name
+            pass  # the terminal shows the stepper, not a request log
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            url = urlparse(self.path)
+            query = parse_qs(url.query)
+            if url.path == "/favicon.ico":
+                self._send(HTTPStatus.NO_CONTENT, "image/x-icon", b"")
+                return
+            # The script and style are the package's, public; everything else needs the token.
+            if not self._allowed(query, token=not url.path.startswith("/static/")):
+                return
+            if url.path == "/":
+                self._send(HTTPStatus.OK, "text/html; charset=utf-8", _static("index.html"))
+            elif url.path.startswith("/static/") and url.path[8:] in _STATIC:
+                name = url.path[8:]
+                self._send(HTTPStatus.OK, _STATIC[name], _static(name))
+            elif url.path == "/api/events":
+                self._events()
+            elif url.path == "/api/picture":
+                svg = page.picture(query.get("key", [""])[0])
+                if svg is None:
+                    self._send(HTTPStatus.NOT_FOUND, "text/plain", b"no such picture")
+                else:
+                    self._send(HTTPStatus.OK, "image/svg+xml", svg.encode())
+            else:
+                self._send(HTTPStatus.NOT_FOUND, "text/plain", b"not found")
+
+        def do_POST(self):  # noqa: N802
+            url = urlparse(self.path)
+            if not self._allowed({}):
+                return
+            if url.path != "/api/command":
+                self._send(HTTPStatus.NOT_FOUND, "text/plain", b"not found")
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                line = str(json.loads(self.rfile.read(length))["command"])
+            except (ValueError, KeyError, TypeError):
+                self._send(HTTPStatus.BAD_REQUEST, "text/plain", b'send {"command": "next"}')
+                return
+            answer = page.command(line)
+            self._send(HTTPStatus.OK, "application/json", json.dumps(answer).encode())
+
+        def _allowed(self, query: dict, token: bool = True) -> bool:
+            """The Host must be this address (no DNS rebinding), and the token must match."""
+            host = self.headers.get("Host", "")
+            if host not in (f"127.0.0.1:{page.port}", f"localhost:{page.port}"):
+                self._send(HTTPStatus.FORBIDDEN, "text/plain", b"wrong host")
+                return False
+            given = query.get("token", [""])[0] or self.headers.get("X-Minitf-Token", "")
+            if token and not hmac.compare_digest(given.encode(), page.token.encode()):
+                self._send(
+                    HTTPStatus.FORBIDDEN,
+                    "text/plain",
+                    b"wrong or missing token: open the URL minitf step printed",
+                )
+                return False
+            return True
+
+        def _events(self):
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            seen = 0
+            try:
+                while True:
+                    version, snapshot = page.next_snapshot(seen, timeout=15.0)
+                    if snapshot is None and page.closing:
+                        return
+                    seen = version
+                    text = f"data: {snapshot}\n\n" if snapshot else ": still here\n\n"
+                    self.wfile.write(text.encode())
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the page was closed
+
+        def _send(self, status, content_type: str, body: bytes):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
+
+
+def _static(name: str) -> bytes:
+    return resources.files("minitf.stepper").joinpath("static", name).read_bytes()

@@ -1,0 +1,219 @@
+"""The stepper's page, driven in real headless Chromium over a cluster of real processes.
+
+Pressing "next" must move the outlined next op, and running a worker's
+apply_grad must add one gradient to the accumulators shown on the page —
+the count an accumulator has after one more gradient, whatever the page's
+code does. The calls without a token, or from another host name, are refused.
+"""
+
+import io
+import json
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+
+import pytest
+
+from minitf.examples import sync_mlp
+from minitf.stepper import Stepper
+from minitf.stepper.web import StepperPage
+
+pytestmark = pytest.mark.timeout(180)
+
+SYNC_ARGS = ["--steps", "2", "--optimizer", "sgd", "--num_tokens", "0", "--step_timeout", "120"]
+
+
+@pytest.fixture(scope="module")
+def stepped():
+    """The sync example on 1 ps and 2 workers, held at the first apply_grad, with its page."""
+    output = io.StringIO()
+    stepper = Stepper.launch(
+        sync_mlp.__file__,
+        {"ps": 1, "worker": 2},
+        SYNC_ARGS,
+        breaks=["ResourceAccumulatorApplyGradient"],
+        output=output,
+    )
+    page = StepperPage(stepper, title="sync_mlp.py").start()
+    try:
+        yield stepper, page
+    finally:
+        page.close()
+        stepper.continue_()
+        stepper.close()
+        stepper.cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        pytest.fail(
+            "the browser test needs Debian's chromium and chromium-driver: ./run test installs "
+            "them (apt-get install chromium chromium-driver)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    profile = tempfile.TemporaryDirectory()
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile.name}",
+        "--window-size=1600,1200",
+    ):
+        options.add_argument(flag)
+    chrome = webdriver.Chrome(service=Service(driver), options=options)
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+        profile.cleanup()
+
+
+def _wait(browser, condition, what: str, timeout: float = 60):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(
+        lambda b: condition(b), message=f"the page never showed {what}"
+    )
+
+
+def _next_move(browser):
+    from selenium.webdriver.common.by import By
+
+    box = browser.find_element(By.ID, "next-move")
+    return tuple(box.get_attribute(f"data-{k}") for k in ("task", "step", "op"))
+
+
+def _outlined_next(browser):
+    from selenium.webdriver.common.by import By
+
+    return [n.get_attribute("data-op") for n in browser.find_elements(By.CSS_SELECTOR, "g.next")]
+
+
+def _counts(browser) -> dict[str, int]:
+    from selenium.webdriver.common.by import By
+
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr[data-accumulator]")
+    return {
+        row.get_attribute("data-accumulator"): int(row.find_element(By.CLASS_NAME, "count").text)
+        for row in rows
+    }
+
+
+def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(stepped, browser):
+    from selenium.webdriver.common.by import By
+
+    stepper, page = stepped
+    browser.get(page.url)
+    _wait(browser, lambda b: _next_move(b)[2], "the next move")
+    before = _next_move(browser)
+    assert _outlined_next(browser) == [before[2]]  # the next op is outlined in its picture
+    moves = int(browser.find_element(By.ID, "moves").text)
+
+    browser.find_element(By.ID, "next").click()
+    _wait(browser, lambda b: int(b.find_element(By.ID, "moves").text) == moves + 1, "one move")
+    _wait(browser, lambda b: _next_move(b) != before, "a new next move")
+    after = _next_move(browser)
+    _wait(browser, lambda b: _outlined_next(b) == [after[2]], "the new next op outlined")
+    assert stepper.events[-1]["op"] == before[2]  # the move made is the one the page showed
+
+    # Up to a worker's apply_grad: one click then adds its gradient to one accumulator.
+    pattern = browser.find_element(By.ID, "pattern")
+    pattern.clear()
+    pattern.send_keys("ResourceAccumulatorApplyGradient")
+    browser.find_element(By.ID, "until").click()
+    _wait(browser, lambda b: "ApplyGradient" in (_next_move(b)[2] or ""), "an apply_grad next")
+    _wait(browser, lambda b: not b.find_element(By.ID, "next").get_attribute("disabled"), "idle")
+    counts = _counts(browser)
+    assert len(counts) == 4  # hidden and logits weights and biases
+    browser.find_element(By.ID, "next").click()
+    _wait(
+        browser,
+        lambda b: sum(_counts(b).values()) == sum(counts.values()) + 1,
+        "one more gradient in an accumulator",
+    )
+    changed = {k: v - counts[k] for k, v in _counts(browser).items() if v != counts[k]}
+    assert list(changed.values()) == [1]  # one accumulator, one more gradient
+
+
+def test_the_page_refuses_calls_without_its_token_or_from_another_host(stepped):
+    _, page = stepped
+    base = f"http://127.0.0.1:{page.port}"
+    for url, headers in (
+        (f"{base}/api/picture?key=x", {}),
+        (f"{base}/?token=wrong", {}),
+        (page.url, {"Host": f"evil.example:{page.port}"}),
+    ):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10)
+        assert refused.value.code == 403
+    request = urllib.request.Request(
+        f"{base}/api/command",
+        data=json.dumps({"command": "until-blocked nobody"}).encode(),
+        headers={"X-Minitf-Token": page.token, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        answer = json.loads(reply.read())
+    assert "no task 'nobody'" in answer["error"]
+    with urllib.request.urlopen(page.url, timeout=10) as reply:
+        assert b"minitf step" in reply.read()
+
+
+LOCAL_SCRIPT = """
+import minitf as tf
+
+q = tf.FIFOQueue(3, tf.float32, shapes=[], name="q")
+taken = tf.add(q.dequeue(name="take"), 1.0, name="plus_one")
+put = q.enqueue(5.0, name="put")
+with tf.Session() as sess:
+    print("result", sess.run([taken, put])[0])
+"""
+
+
+def _post(url: str, token: str, command: str) -> dict:
+    request = urllib.request.Request(
+        url + "api/command",
+        data=json.dumps({"command": command}).encode(),
+        headers={"X-Minitf-Token": token, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return json.loads(reply.read())
+
+
+def test_minitf_step_web_prints_the_pages_address_and_ends_on_quit(tmp_path):
+    import subprocess
+    import sys
+    from urllib.parse import parse_qs, urlparse
+
+    script = tmp_path / "local_queue.py"
+    script.write_text(LOCAL_SCRIPT)
+    command = [sys.executable, "-m", "minitf.cli", "step", "--web", "--break", "take", str(script)]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    try:
+        lines = [proc.stdout.readline() for _ in range(2)]
+        url = lines[1].strip()
+        assert url.startswith("http://127.0.0.1:"), lines
+        token = parse_qs(urlparse(url).query)["token"][0]
+        base = url.split("?")[0]
+        assert [e["op"] for e in _post(base, token, "next")["events"]] == ["take"]
+        assert _post(base, token, "quit") == {"command": "quit"}
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "result 6.0" in err  # 5 through the queue, plus one
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
