@@ -16,8 +16,8 @@ def test_there_are_tutorials():
 
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=[p.stem for p in TUTORIALS])
-def test_tutorial_runs(script):
+def test_tutorial_runs(script, tmp_path):
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=100
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=100, cwd=tmp_path
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -159,7 +159,7 @@ class StepExecution:
 
         Returns:
             ``{"step_id", "client", "ops", "done", "ready": [op], "waiting": [op],
-            "arrived": [op]}`` where each op is ``{"index", "name", "type"}``
+            "arrived": [op], "ran": [op name]}`` where each op is ``{"index", "name", "type"}``
             and a waiting one also has ``"waits_for"`` (`waits_for`).
         """
         steps = self.steps
@@ -168,6 +168,7 @@ class StepExecution:
             return {"index": i, "name": steps[i].op.name, "type": steps[i].op.type}
 
         arrived = set(self.arrived)
+        ready, waiting = set(self.ready), self.waiting
         return {
             "step_id": self.ctx.step_id,
             "client": self.ctx.client,
@@ -178,6 +179,11 @@ class StepExecution:
                 {**op(i), "waits_for": self.waits_for(i)} for i in sorted(self.waiting - arrived)
             ],
             "arrived": [op(i) for i in self.arrived],
+            "ran": [
+                steps[i].op.name
+                for i, count in enumerate(self.pending)
+                if not count and i not in ready and i not in waiting
+            ],
         }
 
     def waits_for(self, i: int) -> dict:

@@ -9,7 +9,7 @@ picks a move and grants it, then waits until every task holds still again.
 Moves (the same in the terminal, in a notebook and in the browser):
 
 * `Stepper.next` — one move anywhere, or on one task;
-* `Stepper.until` — moves until an op matching a pattern is about to run;
+* `Stepper.until` — moves until an op matching a pattern is about to move;
 * `Stepper.until_blocked` — moves on one task until nothing there can move;
 * `Stepper.step` — moves until the global step reaches a number;
 * `Stepper.continue_` — release every task;
@@ -234,12 +234,12 @@ class Stepper:
         return marks
 
     def step_highlight(self, task: str, step: dict) -> dict[str, str]:
-        """`highlight` for one held step on one task (a step state from `state`)."""
-        marks = {
-            e["op"]: "done"
-            for e in self.events
-            if e["move"] == "run" and e["task"] == task and e["step_id"] == step["step_id"]
-        }
+        """`highlight` for one held step on one task (a step state from `state`).
+
+        "done" is every op the step has finished, moves made before a
+        breakpoint included.
+        """
+        marks = dict.fromkeys(step["ran"], "done")
         for op in step["ready"] + step["arrived"]:
             marks[op["name"]] = "running"
         for op in step["waiting"]:
@@ -322,9 +322,11 @@ class Stepper:
         return self._make(candidate)
 
     def until(self, pattern: str, max_moves: int = 100_000, wait: float = 10.0) -> list[dict]:
-        """Moves until an op matching ``pattern`` is about to run (it does not run).
+        """Moves until an op matching ``pattern`` is about to move (it does not).
 
-        A pattern matches part of an op's name, its type, or its task
+        About to move: about to run, or — an op that waited, like a
+        ``take_grad`` whose gradients have come — about to be delivered. A
+        pattern matches part of an op's name, its type, or its task
         (``worker:1``). Returns the events of the moves made.
         """
         made = []
@@ -332,9 +334,7 @@ class Stepper:
             candidate = self._first_candidate(None, wait)
             if candidate is None:
                 break
-            if candidate["move"] == "run" and matches(
-                pattern, candidate["op"], candidate["type"], candidate["task"]
-            ):
+            if matches(pattern, candidate["op"], candidate["type"], candidate["task"]):
                 break
             made.append(self._make(candidate))
         return made

@@ -12,7 +12,7 @@ terminal — and answers each with readable lines, or one JSON line with
 
 ===========================  ==================================================
 ``next [TASK]``              one move (on TASK: ``worker:1``, ``ps:0``)
-``until PATTERN``            moves until an op matching PATTERN is about to run
+``until PATTERN``            moves until an op matching PATTERN is about to move
 ``until-blocked TASK``       moves on TASK until nothing there can move
 ``step N``                   moves until the global step is N
 ``back [N]``                 undo the last N moves (1): the run is replayed
