@@ -29,6 +29,7 @@ from collections import deque
 from typing import Any
 
 from minitf.framework import errors
+from minitf.ops.blocking import Offer
 from minitf.runtime.plan import Plan, PlanStep, dereference
 
 
@@ -263,11 +264,10 @@ class StepExecution:
         else:
             arrived.remove(i)
         result, arrived_ns = self._results.pop(i)
-        run_offered = getattr(result, "run_offered_attempt", None)
-        if run_offered is not None:
-            # An Offer (minitf.ops.blocking): the waiting attempt runs now, on this
+        if type(result) is Offer:
+            # A held step's waiting attempt could finish: it runs now, on this
             # thread; its result arrives as the op's next completion.
-            run_offered()
+            result.run_offered_attempt()
             return
         self.waiting.discard(i)
         step = self.steps[i]
@@ -312,9 +312,10 @@ class StepExecution:
 
     def _completion(self, i: int):
         inbox, clock = self._inbox, self.ctx.clock
+        traced = self._thread is not None  # only a trace needs the arrival time
 
         def done(result: Any) -> None:
-            inbox.put((i, result, clock.now_ns()))
+            inbox.put((i, result, clock.now_ns() if traced else 0))
             if self.on_arrival is not None:
                 self.on_arrival()
 
