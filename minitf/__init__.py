@@ -6,7 +6,13 @@ graph), ``minitf.ops`` (op constructors, kernels, gradients), ``minitf.runtime``
 """
 
 # ruff: noqa: F401, F403
-from minitf import contrib, initializers, nn, queue, random, test, train
+from minitf import compat, contrib, initializers, nn, queue, random, test, train
+from minitf.compat import (
+    disable_eager_execution,
+    disable_resource_variables,
+    disable_v2_behavior,
+    executing_eagerly,
+)
 from minitf.framework import dtypes, errors
 from minitf.framework.device import DeviceSpec
 from minitf.framework.dtypes import *
@@ -51,6 +57,8 @@ from minitf.ops.random_ops import *
 from minitf.ops.state_ops import *
 from minitf.ops.variable_scope import *
 from minitf.ops.variables import *
+from minitf.platform import app, flags
+from minitf.platform import tf_logging as logging
 from minitf.runtime.config import (
     ConfigProto,
     GPUOptions,
