@@ -247,11 +247,12 @@ _RENDER_OPTIONS = {"--out", "--view", "--collapse", "--formats", "--graph-def", 
 def _imported_graph(path: str):
     """The graph of a file written by ``tf.train.export_meta_graph``, or None (reported)."""
     import minitf as tf
+    from minitf.framework import meta_graph
 
     graph = tf.Graph()
     try:
         with graph.as_default():
-            tf.train.import_meta_graph(path)
+            meta_graph.import_scoped_meta_graph(path)  # the graph only, no Saver
     except (OSError, ValueError) as exc:
         print(f"minitf render: cannot read the graph in {path}: {exc}", file=sys.stderr)
         return None

@@ -39,6 +39,7 @@ import minitf as tf
 from minitf.cluster import LocalCluster, SyncRecord, delays
 from minitf.cluster.sync_record import describe
 from minitf.examples import async_mlp, sync_mlp
+from minitf.framework import meta_graph
 from minitf.viz import Tracer, pictures
 
 NUM_CLASSES = async_mlp.NUM_CLASSES
@@ -320,7 +321,7 @@ def _write_pictures(out: Path, graph_file: Path, trace, what: str) -> None:
     if graph_file.exists():
         graph = tf.Graph()
         with graph.as_default():
-            tf.train.import_meta_graph(str(graph_file))
+            meta_graph.import_scoped_meta_graph(str(graph_file))  # the graph only
         steps = None
         if graph.get_collection(sync_mlp.CHIEF_STEP):  # a worker's step and the chief's
             steps = {

@@ -425,9 +425,10 @@ def export_meta_graph(
 
     Differences from TF: the result is a JSON-able dict, not a protocol
     buffer, and the file is always JSON text (``as_text=True`` indents it,
-    ``False`` writes it compactly). minitf has no OpDefs, no savers and no
-    op tracebacks, so ``strip_default_attrs``, ``clear_extraneous_savers``
-    and ``save_debug_info`` change nothing; ``saver_def`` is stored as given.
+    ``False`` writes it compactly). minitf has no OpDefs and no op
+    tracebacks and does not prune other savers' ops, so
+    ``strip_default_attrs``, ``clear_extraneous_savers`` and
+    ``save_debug_info`` change nothing; ``saver_def`` is stored as given.
 
     Args:
         filename: Where to write the JSON (directories are created), or None.
@@ -711,19 +712,20 @@ def import_meta_graph(
     clear_devices: bool = False,
     import_scope: str | None = None,
     **kwargs,
-) -> None:
-    """Adds the graph and collections of a MetaGraphDef to the default graph.
+):
+    """Adds the graph and collections of a MetaGraphDef to the default graph; returns a Saver.
 
     The ops are rebuilt exactly as exported (names, types, inputs, control
     inputs, attrs, devices, output dtypes and shapes); variables come back in
     their collections (so ``tf.global_variables_initializer()`` works), queue
     runners in ``QUEUE_RUNNERS``, and ops and tensors in theirs.
 
-    Differences from TF: minitf has no ``tf.train.Saver``, so this always
-    returns None (TF returns a Saver built from the ``saver_def``, or None
-    when there are no variables). The ``tf.device`` and
-    ``tf.control_dependencies`` scopes around the call do not apply to the
-    imported ops.
+    As in TF, the result is a ``tf.train.Saver`` over the imported save and
+    restore ops when the MetaGraphDef has a ``saver_def`` (``Saver.save``
+    writes one), else a new ``Saver()`` over all variables, or None when the
+    graph has no variables to restore. Difference from TF: the
+    ``tf.device`` and ``tf.control_dependencies`` scopes around the call do
+    not apply to the imported ops.
 
     Args:
         meta_graph_or_file: A MetaGraphDef dict or the path of its JSON file.
@@ -735,7 +737,7 @@ def import_meta_graph(
             ``restore_collections_predicate``, as for `import_scoped_meta_graph`.
 
     Returns:
-        None.
+        A ``tf.train.Saver``, or None.
 
     Raises:
         OSError: if the file is missing (``"File ... does not exist."``) or
@@ -743,7 +745,14 @@ def import_meta_graph(
         ValueError: if the graph already has an op of an imported name (or
             see `import_scoped_meta_graph`).
     """
-    import_scoped_meta_graph(
-        meta_graph_or_file, clear_devices=clear_devices, import_scope=import_scope, **kwargs
+    # TF defines import_meta_graph in saver.py; the Saver lives in the layer above this one.
+    from minitf.train import saver as saver_lib
+
+    meta_graph_def = _as_meta_graph_def(meta_graph_or_file)
+    imported_vars = import_scoped_meta_graph(
+        meta_graph_def, clear_devices=clear_devices, import_scope=import_scope, **kwargs
     )
-    return None
+    with (kwargs.get("graph") or ops.get_default_graph()).as_default():
+        return saver_lib.create_saver_from_imported_meta_graph(
+            meta_graph_def, import_scope, imported_vars
+        )
