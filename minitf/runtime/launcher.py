@@ -30,7 +30,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from minitf.runtime.cluster_spec import ClusterSpec
 from minitf.runtime.server import SECRET_ENV
@@ -106,6 +106,8 @@ class LocalCluster:
         self._procs: dict[tuple[str, int], subprocess.Popen] = {}
         self._pumps: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a task restarted
+        self._restarting: set[tuple[str, int]] = set()
         self._write_lock = threading.Lock()
 
     # -- starting ----------------------------------------------------------------------------
@@ -168,6 +170,39 @@ class LocalCluster:
         """The process id of one task."""
         return self._procs[(job, index)].pid
 
+    def restart(
+        self, job: str, index: int, sig: int = signal.SIGKILL, while_down: Callable | None = None
+    ) -> int:
+        """Kills one task with ``sig`` (SIGKILL: it dies on the spot) and starts it again.
+
+        The new process has the task's role and address, as a task restarted by
+        a cluster manager would. `wait` follows the new process.
+
+        Args:
+            job, index: The task.
+            sig: The signal that ends it.
+            while_down: Called once it is dead, before it starts again.
+
+        Returns:
+            The exit code of the killed process.
+        """
+        key = (job, index)
+        with self._changed:
+            proc = self._procs[key]
+            self._restarting.add(key)
+        try:
+            if proc.poll() is None:
+                proc.send_signal(sig)
+            code = proc.wait()
+            if while_down is not None:
+                while_down()
+            self._start_task(job, index)
+        finally:
+            with self._changed:
+                self._restarting.discard(key)
+                self._changed.notify_all()
+        return code
+
     def poll(self) -> dict[tuple[str, int], int | None]:
         """Each task's exit code, None while it runs."""
         with self._lock:
@@ -188,8 +223,17 @@ class LocalCluster:
         codes: dict[tuple[str, int], int] = {}
 
         def watch(key):
-            codes[key] = self._procs[key].wait()
-            if codes[key] != 0 or len(codes) == len(waited):
+            while True:
+                with self._lock:
+                    proc = self._procs[key]
+                code = proc.wait()
+                with self._changed:
+                    self._changed.wait_for(lambda: key not in self._restarting)
+                    if self._procs[key] is proc:
+                        break
+                # restarted: watch the new process
+            codes[key] = code
+            if code != 0 or len(codes) == len(waited):
                 done.set()
 
         watchers = [threading.Thread(target=watch, args=(k,), daemon=True) for k in waited]

@@ -88,11 +88,18 @@ def _step_base(task_name: str) -> int:
 
 
 class _Call:
-    __slots__ = ("event", "reply")
+    __slots__ = ("event", "reply", "notify")
 
-    def __init__(self):
+    def __init__(self, notify: threading.Event | None = None):
         self.event = threading.Event()
         self.reply: tuple | None = None
+        self.notify = notify  # also set when the reply comes (one event for many calls)
+
+    def finish(self, reply: tuple) -> None:
+        self.reply = reply
+        self.event.set()
+        if self.notify is not None:
+            self.notify.set()
 
 
 class Channel:
@@ -107,16 +114,15 @@ class Channel:
         self._lost: str | None = None
         threading.Thread(target=self._read, name=f"minitf-channel{task}", daemon=True).start()
 
-    def call(self, build) -> _Call:
-        """Sends ``build(call_id)``; returns the pending call."""
-        pending = _Call()
+    def call(self, build, notify: threading.Event | None = None) -> _Call:
+        """Sends ``build(call_id)``; returns the pending call (``notify`` is set when it ends)."""
+        pending = _Call(notify)
         with self._lock:
             call_id = next(self._ids)
             if self._lost is None:
                 self._calls[call_id] = pending
         if self._lost is not None:
-            pending.reply = ("error", call_id, errors.UNAVAILABLE, self._lost, None)
-            pending.event.set()
+            pending.finish(("error", call_id, errors.UNAVAILABLE, self._lost, None))
             return pending
         try:
             self._wire.send(build(call_id))
@@ -153,8 +159,7 @@ class Channel:
             with self._lock:
                 pending = self._calls.pop(reply[1], None)
             if pending is not None:
-                pending.reply = reply
-                pending.event.set()
+                pending.finish(reply)
 
     def _fail_all(self, why: str) -> None:
         with self._lock:
@@ -162,8 +167,7 @@ class Channel:
                 self._lost = why
             calls, self._calls = self._calls, {}
         for call_id, pending in calls.items():
-            pending.reply = ("error", call_id, errors.UNAVAILABLE, why, None)
-            pending.event.set()
+            pending.finish(("error", call_id, errors.UNAVAILABLE, why, None))
 
     def close(self) -> None:
         """Closes the connection; calls still waiting for a reply fail with UnavailableError."""
@@ -359,26 +363,14 @@ class Master:
 
     def _run_step(self, plan, step_id, feed_values, timeout_ms, trace):
         calls = []
+        answered = threading.Event()  # set whenever a task answers
         for task, handle, feed_idx in plan.parts:
             values = [feed_values[i] for i in feed_idx]
             channel = self.channel(task)
             message = lambda c, h=handle, v=values: ("run", c, h, step_id, v, timeout_ms, trace)  # noqa: E731
-            calls.append((task, channel.call(message)))
+            calls.append((task, channel.call(message, answered)))
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
-        results: dict[str, list] = {}
-        failure: errors.OpError | None = None
-        for task, pending in calls:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not pending.event.wait(remaining):
-                failure = errors.DeadlineExceededError(
-                    None, None, f"Timed out waiting for {task} (the run's deadline passed)"
-                )
-                break
-            try:
-                results[task] = unpack(pending.reply, self._graph)
-            except errors.OpError as exc:
-                failure = exc
-                break
+        results, failure = self._gather(calls, answered, deadline)
         if failure is not None and self._closed:  # close() has aborted it everywhere
             raise errors.CancelledError(None, None, "Session has been closed.")
         if failure is not None:
@@ -396,6 +388,40 @@ class Master:
             for task, pending in calls
         }
         return values, step_stats.build(per_task)
+
+    def _gather(self, calls, answered: threading.Event, deadline):
+        """Every task's results, or the first failure in the order failures come.
+
+        A task that is lost fails its call at once; waiting on the tasks one
+        after the other would wait forever on another task whose part waits
+        for a tensor the lost one will never send.
+
+        Returns:
+            ``({task: results}, None)`` or ``(partial results, OpError)``.
+        """
+        results: dict[str, list] = {}
+        waiting = list(calls)
+        while waiting:
+            answered.clear()
+            still = []
+            for task, pending in waiting:
+                if not pending.event.is_set():
+                    still.append((task, pending))
+                    continue
+                try:
+                    results[task] = unpack(pending.reply, self._graph)
+                except errors.OpError as exc:
+                    return results, exc
+            waiting = still
+            if not waiting or any(p.event.is_set() for _, p in waiting):
+                continue  # an answer came while the others were read
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not answered.wait(remaining):
+                tasks = ", ".join(task for task, _ in waiting)
+                return results, errors.DeadlineExceededError(
+                    None, None, f"Timed out waiting for {tasks} (the run's deadline passed)"
+                )
+        return results, None
 
     # -- tracing ---------------------------------------------------------------------------
 

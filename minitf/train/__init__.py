@@ -7,6 +7,33 @@ from minitf.runtime.server import Server
 from minitf.train import queue_runner
 from minitf.train.adagrad import AdagradOptimizer
 from minitf.train.adam import AdamOptimizer
+from minitf.train.basic_session_run_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
+)
+from minitf.train.checkpoint_management import (
+    checkpoint_exists,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    remove_checkpoint,
+    update_checkpoint_state,
+)
+from minitf.train.checkpoint_utils import (
+    NewCheckpointReader,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 from minitf.train.coordinator import Coordinator, LooperThread
 from minitf.train.device_setter import (
     GreedyLoadBalancingStrategy,
@@ -16,9 +43,20 @@ from minitf.train.device_setter import (
 )
 from minitf.train.gradient_descent import GradientDescentOptimizer
 from minitf.train.momentum import MomentumOptimizer
+from minitf.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SessionCreator,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from minitf.train.moving_averages import ExponentialMovingAverage
 from minitf.train.optimizer import Optimizer
 from minitf.train.queue_runner_impl import QueueRunner, add_queue_runner, start_queue_runners
+from minitf.train.saver import Saver, SaverDef
+from minitf.train.session_manager import SessionManager
 from minitf.train.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,

@@ -1,0 +1,528 @@
+"""``tf.train.MonitoredTrainingSession``: the TF1 training loop around a session.
+
+A monitored session is four layers, each doing one thing, as in TF:
+
+* a *session creator* makes the raw session: the chief's
+  (`ChiefSessionCreator`) restores the newest checkpoint or initializes
+  the model; a worker's (`WorkerSessionCreator`) waits until the chief has
+  (`minitf.train.SessionManager`);
+* the *coordinated* layer starts the graph's queue runners with a
+  `Coordinator` and calls every hook's ``after_create_session`` — the
+  SyncReplicas hook starts the chief's queue runner here;
+* the *hooked* layer runs ``before_run`` / ``after_run`` of every hook
+  around each ``run``, fetching what hooks ask for in the same step;
+* the *recoverable* layer (`MonitoredSession` only): when a step fails
+  with ``AbortedError`` or ``UnavailableError`` — a ps or worker task was
+  lost or restarted — it closes the session and creates a new one through
+  the creator (the chief restores from its checkpoint), then runs again.
+
+`Scaffold` gathers the ops these need (init, ready, local init, saver),
+building TF's defaults for what the graph does not provide, and freezes the
+graph (`finalize`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from minitf.framework import errors, ops
+from minitf.framework.graph_keys import GraphKeys
+from minitf.ops import control_flow_ops, variables
+from minitf.train import basic_session_run_hooks as hooks_lib
+from minitf.train import queue_runner_impl
+from minitf.train.coordinator import Coordinator
+from minitf.train.session_manager import SessionManager
+from minitf.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+
+logger = logging.getLogger("minitf")
+
+USE_DEFAULT = object()
+"""Marks an argument of `MonitoredTrainingSession` left to its default."""
+
+_PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
+
+
+class Scaffold:
+    """The ops a monitored session needs; what is not given is found in the graph or built.
+
+    Args:
+        init_op: Initializes the model (default: the ``INIT_OP`` collection, else
+            an op initializing every global variable).
+        init_feed_dict: Feeds for ``init_op``.
+        init_fn: ``init_fn(scaffold, session)``, called after ``init_op``.
+        ready_op: Names what is not initialized (default: ``READY_OP``
+            collection, else ``report_uninitialized_variables()``).
+        ready_for_local_init_op: The same for what the local init needs
+            (default: the global variables).
+        local_init_op: Initializes per-session state (default: ``LOCAL_INIT_OP``
+            collection, else the local variables' initializer).
+        summary_op: Accepted for TF's signature; minitf writes no summaries.
+        saver: The `Saver` (default: ``SAVERS`` collection, else a sharded one).
+        copy_from_scaffold: Take every op not given from this scaffold.
+    """
+
+    def __init__(
+        self,
+        init_op=None,
+        init_feed_dict=None,
+        init_fn=None,
+        ready_op=None,
+        ready_for_local_init_op=None,
+        local_init_op=None,
+        summary_op=None,
+        saver=None,
+        copy_from_scaffold=None,
+    ):
+        if copy_from_scaffold is not None:
+            if not isinstance(copy_from_scaffold, Scaffold):
+                raise TypeError("copy_from_scaffold is not a Scaffold instance.")
+            given = copy_from_scaffold
+            init_op = init_op or given.init_op
+            init_feed_dict = init_feed_dict or given.init_feed_dict
+            init_fn = init_fn or given._user_init_fn
+            ready_op = ready_op or given.ready_op
+            ready_for_local_init_op = ready_for_local_init_op or given.ready_for_local_init_op
+            local_init_op = local_init_op or given.local_init_op
+            saver = saver or given.saver
+        self._init_op = init_op
+        self._init_feed_dict = init_feed_dict
+        self._user_init_fn = init_fn
+        self._init_fn = (lambda sess: init_fn(self, sess)) if init_fn else None
+        self._ready_op = ready_op
+        self._ready_for_local_init_op = ready_for_local_init_op
+        self._local_init_op = local_init_op
+        self._summary_op = summary_op
+        self._saver = saver
+
+    def finalize(self) -> Scaffold:
+        """Builds what was not given, then freezes the graph (nothing can be added after)."""
+        if self._init_op is None:
+            self._init_op = Scaffold.get_or_default(
+                "init_op", GraphKeys.INIT_OP, variables.global_variables_initializer
+            )
+        if self._ready_op is None:
+            self._ready_op = Scaffold.get_or_default(
+                "ready_op", GraphKeys.READY_OP, variables.report_uninitialized_variables
+            )
+        if self._ready_for_local_init_op is None:
+            self._ready_for_local_init_op = Scaffold.get_or_default(
+                "ready_for_local_init_op",
+                GraphKeys.READY_FOR_LOCAL_INIT_OP,
+                lambda: variables.report_uninitialized_variables(variables.global_variables()),
+            )
+        if self._local_init_op is None:
+            self._local_init_op = Scaffold.get_or_default(
+                "local_init_op", GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op
+            )
+        if self._saver is None:
+            self._saver = _saver_or_default()
+        ops.get_default_graph().finalize()
+        logger.info("Graph was finalized.")
+        return self
+
+    @property
+    def init_op(self):
+        return self._init_op
+
+    @property
+    def init_feed_dict(self):
+        return self._init_feed_dict
+
+    @property
+    def init_fn(self):
+        return self._init_fn
+
+    @property
+    def ready_op(self):
+        return self._ready_op
+
+    @property
+    def ready_for_local_init_op(self):
+        return self._ready_for_local_init_op
+
+    @property
+    def local_init_op(self):
+        return self._local_init_op
+
+    @property
+    def summary_op(self):
+        return self._summary_op
+
+    @property
+    def saver(self):
+        return self._saver
+
+    @staticmethod
+    def get_or_default(arg_name: str, collection_key: str, default_constructor):
+        """The single op of a collection, or a new default one added to it.
+
+        Raises:
+            RuntimeError: if the collection holds more than one.
+        """
+        found = ops.get_collection(collection_key)
+        if found:
+            if len(found) > 1:
+                raise RuntimeError(
+                    f"More than one item in the collection {collection_key}. Please indicate "
+                    f"which one to use by passing it to the tf.Scaffold constructor as: "
+                    f"tf.Scaffold({arg_name}=item to use)"
+                )
+            return found[0]
+        op = default_constructor()
+        if op is not None:
+            ops.add_to_collection(collection_key, op)
+        return op
+
+    @staticmethod
+    def default_local_init_op():
+        """The local variables' initializer (TF also initializes tables, which minitf has not)."""
+        return control_flow_ops.group(variables.local_variables_initializer())
+
+
+def _saver_or_default():
+    """The saver of the ``SAVERS`` collection, or a new sharded one added to it (TF's default)."""
+    from minitf.train import saver as saver_lib
+
+    savers = ops.get_collection(GraphKeys.SAVERS)
+    if savers:
+        if len(savers) > 1:
+            raise RuntimeError(
+                f"More than one item in collection {GraphKeys.SAVERS}. Please indicate which "
+                "one to use by passing it to the constructor."
+            )
+        return savers[0]
+    saver = saver_lib.Saver(sharded=True, allow_empty=True)
+    ops.add_to_collection(GraphKeys.SAVERS, saver)
+    return saver
+
+
+class SessionCreator:
+    """Makes a raw session for a `MonitoredSession`."""
+
+    def create_session(self):
+        raise NotImplementedError
+
+
+class ChiefSessionCreator(SessionCreator):
+    """The chief's session: restored from the newest checkpoint, or initialized."""
+
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config=None,
+        checkpoint_dir: str | None = None,
+        checkpoint_filename_with_path: str | None = None,
+    ):
+        self._scaffold = scaffold or Scaffold()
+        self._master = master
+        self._config = config
+        self._checkpoint_dir = checkpoint_dir
+        self._checkpoint_filename_with_path = checkpoint_filename_with_path
+
+    def create_session(self):
+        scaffold = self._scaffold.finalize()
+        return _session_manager(scaffold).prepare_session(
+            self._master,
+            saver=scaffold.saver,
+            checkpoint_dir=self._checkpoint_dir,
+            checkpoint_filename_with_path=self._checkpoint_filename_with_path,
+            config=self._config,
+            init_op=scaffold.init_op,
+            init_feed_dict=scaffold.init_feed_dict,
+            init_fn=scaffold.init_fn,
+        )
+
+
+class WorkerSessionCreator(SessionCreator):
+    """A worker's session: once the chief has initialized or restored the model."""
+
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config=None,
+        max_wait_secs: float = 30 * 60,
+    ):
+        self._scaffold = scaffold or Scaffold()
+        self._master = master
+        self._config = config
+        self._max_wait_secs = max_wait_secs
+
+    def create_session(self):
+        scaffold = self._scaffold.finalize()
+        return _session_manager(scaffold).wait_for_session(
+            self._master, config=self._config, max_wait_secs=self._max_wait_secs
+        )
+
+
+def _session_manager(scaffold: Scaffold) -> SessionManager:
+    return SessionManager(
+        local_init_op=scaffold.local_init_op,
+        ready_op=scaffold.ready_op,
+        ready_for_local_init_op=scaffold.ready_for_local_init_op,
+        graph=ops.get_default_graph(),
+    )
+
+
+class _HookedSession:
+    """A session whose ``run`` calls every hook around it."""
+
+    def __init__(self, sess, hooks: list):
+        self._sess = sess
+        self._hooks = hooks
+        self.stop_requested = False
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
+        asked = [hook.before_run(context) for hook in self._hooks]
+        feeds = dict(feed_dict or {})
+        for args in asked:
+            for tensor, value in dict((args and args.feed_dict) or {}).items():
+                if tensor in feeds:
+                    raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user. {tensor}")
+                feeds[tensor] = value
+        every = {"caller": fetches}
+        every.update(
+            {i: a.fetches for i, a in enumerate(asked) if a is not None and a.fetches is not None}
+        )
+        if options is None:
+            options = next((a.options for a in asked if a is not None and a.options), None)
+        results = self._sess.run(every, feed_dict=feeds or None, options=options,
+                                 run_metadata=run_metadata)  # fmt: skip
+        for i, hook in enumerate(self._hooks):
+            values = SessionRunValues(results.get(i), options, run_metadata)
+            hook.after_run(context, values)
+        self.stop_requested = self.stop_requested or context.stop_requested
+        return results["caller"]
+
+
+class _Layers:
+    """One created session with its coordinator and hooks (what recovery replaces)."""
+
+    def __init__(self, creator: SessionCreator, hooks: list):
+        self.raw = creator.create_session()
+        self.coord = Coordinator()
+        if ops.get_collection(GraphKeys.QUEUE_RUNNERS):
+            queue_runner_impl.start_queue_runners(sess=self.raw, coord=self.coord)
+        for hook in hooks:
+            hook.after_create_session(self.raw, self.coord)
+        self.hooked = _HookedSession(self.raw, hooks)
+
+    def close(self, grace: float) -> None:
+        # TF joins the threads first and closes the session after, so a queue
+        # runner blocked in a step (the SyncReplicas chief's take_grad, waiting
+        # for gradients nobody sends any more) holds the close for the whole
+        # grace period. Closing first cancels that step and the thread ends now.
+        self.coord.request_stop()
+        try:
+            self.raw.close()
+        except errors.OpError:
+            pass  # a session on a lost task: there is nothing left to close
+        self.coord.join(stop_grace_period_secs=grace, ignore_live_threads=True)
+
+
+class _MonitoredSession:
+    """What `MonitoredSession` and `SingularMonitoredSession` share."""
+
+    def __init__(self, session_creator, hooks, recoverable: bool, stop_grace_period_secs=120):
+        self._hooks = list(hooks or [])
+        for hook in self._hooks:
+            hook.begin()
+        self._creator = session_creator or ChiefSessionCreator()
+        self._recoverable = recoverable
+        self._grace = stop_grace_period_secs
+        self._layers: _Layers | None = None
+        self._closed = False
+        self._layers = self._create()
+
+    @property
+    def graph(self):
+        """The graph the session runs."""
+        return ops.get_default_graph()
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs one step with the hooks around it; on a lost task, recreates the session."""
+        while True:
+            if self._layers is None:
+                self._layers = self._create()
+            try:
+                return self._layers.hooked.run(fetches, feed_dict, options, run_metadata)
+            except _PREEMPTION_ERRORS as exc:
+                if not self._recoverable:
+                    raise
+                logger.info(
+                    "An error was raised (%s). This may be due to a preemption in a connected "
+                    "worker or parameter server. The current session will be closed and a new "
+                    "session will be created.",
+                    type(exc).__name__,
+                )
+                self._drop()
+
+    def should_stop(self) -> bool:
+        """True once a hook asked to stop, the coordinator was told to, or the session closed."""
+        if self._closed:
+            return True
+        layers = self._layers
+        if layers is None:
+            return False  # lost, and made again by the next run
+        try:
+            # A thread of the session (a queue runner) may have failed first.
+            layers.coord.raise_requested_exception()
+        except _PREEMPTION_ERRORS as exc:
+            if not self._recoverable:
+                raise
+            logger.info(
+                "A thread of the session saw a lost task (%s): the session will be made again.",
+                type(exc).__name__,
+            )
+            self._drop()
+            return False
+        return layers.hooked.stop_requested or layers.coord.should_stop()
+
+    def close(self) -> None:
+        """Ends the session: every hook's ``end``, then the queue runners and the session."""
+        self._close(None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exception_type, exception_value, traceback):
+        if exception_type in (errors.OutOfRangeError, StopIteration):
+            exception_type = None
+        self._close(exception_type)
+        return exception_type is None and exception_value is not None
+
+    def _create(self) -> _Layers:
+        while True:
+            try:
+                return _Layers(self._creator, self._hooks)
+            except _PREEMPTION_ERRORS as exc:
+                if not self._recoverable:
+                    raise
+                logger.info("A task was lost while the session was being made (%s): again", exc)
+
+    def _drop(self) -> None:
+        layers, self._layers = self._layers, None
+        if layers is not None:
+            try:
+                layers.close(self._grace)
+            except (errors.OpError, RuntimeError) as exc:
+                logger.info("Closing the lost session raised %s", exc)
+
+    def _close(self, exception_type) -> None:
+        if self._closed:
+            return
+        try:
+            if exception_type is None and self._layers is not None:
+                for hook in self._hooks:
+                    hook.end(self._layers.raw)
+        finally:
+            self._closed = True
+            layers, self._layers = self._layers, None
+            if layers is not None:
+                layers.close(self._grace)
+
+
+class MonitoredSession(_MonitoredSession):
+    """A session with hooks that recreates itself when a task is lost.
+
+    Args:
+        session_creator: Makes the raw session (default: `ChiefSessionCreator`).
+        hooks: `SessionRunHook` s.
+        stop_grace_period_secs: How long ``close`` waits for queue-runner threads.
+    """
+
+    def __init__(self, session_creator=None, hooks=None, stop_grace_period_secs=120):
+        super().__init__(session_creator, hooks, True, stop_grace_period_secs)
+
+
+class SingularMonitoredSession(_MonitoredSession):
+    """A monitored session that does not recover: errors reach the caller.
+
+    It is made with a `ChiefSessionCreator` from its arguments, and its raw
+    session is available (`raw_session`).
+    """
+
+    def __init__(
+        self,
+        hooks=None,
+        scaffold=None,
+        master: str = "",
+        config=None,
+        checkpoint_dir=None,
+        stop_grace_period_secs=120,
+        checkpoint_filename_with_path=None,
+    ):
+        creator = ChiefSessionCreator(
+            scaffold=scaffold,
+            master=master,
+            config=config,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_filename_with_path=checkpoint_filename_with_path,
+        )
+        super().__init__(creator, hooks, False, stop_grace_period_secs)
+
+    def raw_session(self):
+        """The underlying ``tf.Session``."""
+        return self._layers.raw
+
+
+def MonitoredTrainingSession(  # noqa: N802 - TF's name
+    master: str = "",
+    is_chief: bool = True,
+    checkpoint_dir: str | None = None,
+    scaffold: Scaffold | None = None,
+    hooks=None,
+    chief_only_hooks=None,
+    save_checkpoint_secs=USE_DEFAULT,
+    save_summaries_steps=USE_DEFAULT,
+    save_summaries_secs=USE_DEFAULT,
+    config=None,
+    stop_grace_period_secs: float = 120,
+    log_step_count_steps: int = 100,
+    max_wait_secs: float = 7200,
+    save_checkpoint_steps=USE_DEFAULT,
+    summary_dir: str | None = None,
+) -> MonitoredSession:
+    """A `MonitoredSession` set up for training, as TF1 sets it up.
+
+    The chief restores from ``checkpoint_dir`` or initializes, saves a
+    checkpoint every ``save_checkpoint_secs`` (600 by default) or
+    ``save_checkpoint_steps``, and logs steps per second every
+    ``log_step_count_steps`` when there is a summary or checkpoint
+    directory; a worker waits for the chief. ``hooks`` run everywhere,
+    ``chief_only_hooks`` on the chief only. Summaries are not written
+    (minitf has no summary ops); their arguments are accepted.
+    """
+    del save_summaries_steps, save_summaries_secs  # no summaries in minitf
+    scaffold = scaffold or Scaffold()
+    if not is_chief:
+        creator = WorkerSessionCreator(scaffold, master, config, max_wait_secs)
+        return MonitoredSession(
+            creator, hooks=hooks or [], stop_grace_period_secs=stop_grace_period_secs
+        )
+    if save_checkpoint_secs is USE_DEFAULT and save_checkpoint_steps is USE_DEFAULT:
+        save_checkpoint_secs, save_checkpoint_steps = 600, None
+    elif save_checkpoint_secs is USE_DEFAULT:
+        save_checkpoint_secs = None
+    elif save_checkpoint_steps is USE_DEFAULT:
+        save_checkpoint_steps = None
+    all_hooks = list(chief_only_hooks or [])
+    creator = ChiefSessionCreator(scaffold, master, config, checkpoint_dir)
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir and log_step_count_steps and log_step_count_steps > 0:
+        all_hooks.append(
+            hooks_lib.StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps)
+        )
+    if checkpoint_dir and (save_checkpoint_secs or save_checkpoint_steps):
+        # Both given: TF uses the seconds.
+        secs = save_checkpoint_secs or None
+        steps = None if secs else save_checkpoint_steps
+        all_hooks.append(
+            hooks_lib.CheckpointSaverHook(
+                checkpoint_dir, save_steps=steps, save_secs=secs, scaffold=scaffold
+            )
+        )
+    all_hooks += list(hooks or [])
+    return MonitoredSession(creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs)
