@@ -228,7 +228,7 @@ class Master:
         self._channels: dict[str, Channel] = {self.task_name: first}
         self._channels_lock = threading.Lock()
         self._plans: dict[tuple, _StepPlan] = {}
-        self._build_lock = threading.Lock()
+        self._build_lock = threading.RLock()  # a channel remade while building forgets plans
         self._clock_offsets: dict[str, int] = {}
         self._active: set[int] = set()  # steps running now, aborted by close()
         self._step_base = _step_base(self.task_name)
@@ -255,9 +255,17 @@ class Master:
                 return channel
             job, index = partition_lib.parse_task(task)
             wire = connect_with_retry(self.cluster.task_address(job, index), task, connect_timeout)
+            if channel is not None:
+                # The task may be a new process (restarted) that knows none of our
+                # partitions: every step registers its partitions again.
+                self._forget_plans()
             channel = Channel(wire, task)
             self._channels[task] = channel
             return channel
+
+    def _forget_plans(self) -> None:
+        with self._build_lock:
+            self._plans = {}
 
     def close(self) -> None:
         """Cancels the steps still running on the tasks and closes the connections.

@@ -216,6 +216,25 @@ def test_a_restarted_ps_has_lost_its_state(cluster):
             sess.run(v)
 
 
+def test_a_session_registers_its_partitions_again_on_a_restarted_ps(cluster):
+    with tf.device("/job:ps/task:0"):
+        a = tf.constant(2.0, name="on_ps") * 1.0
+    b = a * 3.0
+    with tf.Session(cluster["worker0"].target) as sess:
+        assert sess.run(b) == 6.0
+        spec = cluster["ps"].cluster
+        cluster["ps"].stop()
+        cluster["ps"] = tf.train.Server(spec, job_name="ps", task_index=0)
+        # The same session, no new one: the lost connection may fail one step
+        # (as in TF), and the next registers its partition on the new ps itself.
+        try:
+            value = sess.run(b)
+        except (tf.errors.UnavailableError, tf.errors.AbortedError):
+            value = sess.run(b)
+        assert value == 6.0
+        assert cluster["ps"].worker.num_registered_graphs == 1
+
+
 def test_in_graph_replication_runs_ops_on_several_workers(cluster):
     with tf.device("/job:ps/task:0"):
         w = tf.Variable([1.0, 2.0], name="w")
