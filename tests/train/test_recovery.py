@@ -11,6 +11,7 @@ those of the data's generating formula (y = x . w_true + 1).
 import io
 import re
 import subprocess
+import sys
 import threading
 import time
 
@@ -119,3 +120,17 @@ def test_a_worker_killed_with_a_backup_rejoins_and_the_others_never_stop(tmp_pat
     assert progress["reached"] >= progress["start"] + 40
     assert "[worker/2] worker 2: stopped at global step" in after  # it rejoined and finished
     _assert_trained(train_dir)
+
+
+def test_tfs_distributed_trainer_runs_unchanged_through_minitf_launch(tmp_path):
+    train_dir = str(tmp_path / "train")
+    command = [
+        sys.executable, "-m", "minitf.cli", "launch", "--ps", "1", "--workers", "2",
+        trainer.__file__, "--", "--train_dir", train_dir, "--train_steps", "150",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "[worker/1] worker 1: stopped at global step 150" in done.stdout
+    assert _step_of(tf.train.latest_checkpoint(train_dir)) == 150
+    # y = x . w_true + 1 with unit-variance features: gradient descent converges to it.
+    np.testing.assert_allclose(tf.train.load_variable(train_dir, "w"), trainer.W_TRUE, atol=1e-3)
