@@ -240,3 +240,49 @@ def test_the_chief_saves_checkpoints_and_a_new_session_goes_on_from_the_newest(t
         while not sess.should_stop():
             sess.run(train_op)
         assert sess.run(w) == pytest.approx(_w_after(8), rel=1e-5)
+
+
+def test_recover_session_restores_the_newest_checkpoint_or_says_it_could_not(tmp_path):
+    w, step, _, train_op = _model()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(3):
+            sess.run(train_op)
+        saver.save(sess, str(tmp_path / "model.ckpt"), global_step=step)
+    manager = tf.train.SessionManager(ready_op=tf.report_uninitialized_variables())
+    sess, restored = manager.recover_session("", saver=saver, checkpoint_dir=str(tmp_path))
+    assert restored and sess.run(step) == 3
+    assert sess.run(w) == pytest.approx(_w_after(3), rel=1e-5)
+    sess, restored = manager.recover_session("", saver=saver, checkpoint_dir=str(tmp_path / "x"))
+    assert not restored
+    with pytest.raises(ValueError, match="Can not provide both"):
+        manager.recover_session(
+            "", saver=saver, checkpoint_dir="a", checkpoint_filename_with_path="b"
+        )
+
+
+def test_prepare_session_says_when_nothing_initializes_the_model():
+    tf.Variable(1.0)
+    manager = tf.train.SessionManager(ready_op=tf.report_uninitialized_variables())
+    with pytest.raises(RuntimeError, match="no init_op or init_fn or local_init_op"):
+        manager.prepare_session("")
+
+
+def test_a_singular_monitored_session_does_not_recover_and_shows_its_raw_session():
+    _, step, _, train_op = _model()
+    with tf.train.SingularMonitoredSession() as sess:
+        sess.run(train_op)
+        assert sess.raw_session().run(step) == 1
+
+
+def test_step_counter_logs_a_rate_and_the_global_step_waiter_lets_a_reached_step_pass(caplog):
+    _, step, _, train_op = _model()
+    counter = tf.train.StepCounterHook(every_n_steps=2)
+    waiter = tf.train.GlobalStepWaiterHook(wait_until_step=0)
+    with caplog.at_level(logging.INFO, logger="minitf"):
+        with tf.train.MonitoredSession(hooks=[counter, waiter]) as sess:
+            for _ in range(5):
+                sess.run(train_op)
+    assert len(counter.rates) == 2 and all(rate > 0 for rate in counter.rates)
+    assert any("global_step/sec" in r.getMessage() for r in caplog.records)
