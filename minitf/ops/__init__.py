@@ -21,6 +21,7 @@ from minitf.ops import (  # noqa: F401 - imported to register kernels and gradie
     array_indexing_kernels,
     array_kernels,
     conditional_accumulator_kernels,
+    control_flow_kernels,
     io_kernels,
     math_grad,
     math_kernels,

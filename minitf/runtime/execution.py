@@ -30,6 +30,7 @@ from typing import Any
 
 from minitf.framework import errors
 from minitf.ops.blocking import Offer
+from minitf.ops.control_flow_kernels import DEAD
 from minitf.runtime.plan import Plan, PlanStep, dereference
 
 
@@ -93,11 +94,25 @@ def initial_values(plan: Plan, feed_values: list[Any]) -> list[Any]:
 
 
 def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
-    """The fetched values of a finished run (a variable fetched is read now)."""
-    return [
+    """The fetched values of a finished run (a variable fetched is read now).
+
+    Raises:
+        InvalidArgumentError: for a fetch on a ``tf.cond`` branch that was not taken.
+    """
+    values = [
         dereference(vals[s]) if read else vals[s]
         for s, read in zip(plan.fetch_slots, plan.fetch_reads)
     ]
+    if plan.has_control_flow:
+        for i, value in enumerate(values):
+            if value is DEAD:
+                raise errors.InvalidArgumentError(
+                    None,
+                    None,
+                    f"Retval[{i}] does not have value: it is on a tf.cond branch that was not "
+                    "taken",
+                )
+    return values
 
 
 class StepExecution:
@@ -120,7 +135,7 @@ class StepExecution:
 
     __slots__ = (
         "plan", "ctx", "steps", "vals", "pending", "ready", "waiting", "arrived", "done_ops",
-        "_results", "_inbox", "_thread", "_starts", "on_arrival",
+        "_results", "_inbox", "_thread", "_starts", "on_arrival", "_dead_preds",
     )  # fmt: skip
 
     def __init__(self, plan: Plan, ctx, feed_values: list[Any]):
@@ -142,6 +157,8 @@ class StepExecution:
         # Called (from the arriving thread) after a completion arrives: a
         # scheduler that holds the driver still uses it to wake up.
         self.on_arrival = None
+        # With tf.cond in the plan: how many predecessors of each op were dead.
+        self._dead_preds = [0] * len(self.steps) if plan.has_control_flow else None
         if ctx.trace is not None:
             current = threading.current_thread()
             self._thread = (current.ident, current.name)
@@ -231,6 +248,9 @@ class StepExecution:
         step = self.steps[i]
         vals = self.vals
         args = [vals[j] for j in step.in_slots]
+        if self._dead_preds is not None and self._is_dead(i, step, args):
+            self._run_dead(i, step)
+            return
         clock = self.ctx.clock
         start = clock.now_ns() if self._thread is not None else 0
         if step.is_async:
@@ -251,6 +271,28 @@ class StepExecution:
             self.ctx.trace.append(
                 OpEvent.of(step, start, clock.now_ns(), vals, self.ctx, self._thread)
             )
+
+    def _is_dead(self, i: int, step: PlanStep, args: list) -> bool:
+        """Whether op ``i`` is on a branch not taken: a dead input or dead control input.
+
+        ``Merge`` is the exception: it is dead only when all its inputs are.
+        """
+        if step.op.type == "Merge":
+            return all(a is DEAD for a in args)
+        return self._dead_preds[i] > 0 or any(a is DEAD for a in args)
+
+    def _run_dead(self, i: int, step: PlanStep) -> None:
+        """A dead op does not run; its outputs are dead. A ``_Send`` still tells its peer."""
+        if step.op.type == "_Send":
+            # The receiving task must learn the value is dead, or its _Recv waits forever.
+            step.compute(self.ctx, DEAD)
+        self._finish(step, DEAD if len(step.out_slots) == 1 else [DEAD] * len(step.out_slots))
+        self._mark_dead(step)
+
+    def _mark_dead(self, step: PlanStep) -> None:
+        dead_preds = self._dead_preds
+        for j in step.successors:
+            dead_preds[j] += 1
 
     def deliver(self, i: int) -> None:
         """Hands the arrived completion of op ``i`` to the step.
@@ -274,6 +316,8 @@ class StepExecution:
         if isinstance(result, BaseException):
             raise as_op_error(result, step.op)
         self._finish(step, result)
+        if result is DEAD and self._dead_preds is not None:
+            self._mark_dead(step)  # a _Recv of a dead value, a control edge's too
         if self._thread is not None and i in self._starts:
             # It ends when the step takes its outputs; it waited from its kernel
             # returning until its completion arrived.

@@ -160,7 +160,7 @@ class Executor:
         Raises:
             OpError: the TF error of the first failing op (the step is cancelled).
         """
-        if plan.has_async or self.observe_ops or ctx.trace is not None:
+        if plan.has_async or plan.has_control_flow or self.observe_ops or ctx.trace is not None:
             execution = StepExecution(plan, ctx, feed_values)
             with np.errstate(all="ignore"):
                 self.drive(execution)

@@ -19,6 +19,7 @@ import numpy as np
 from minitf.framework import errors
 from minitf.framework.op_registry import get_kernel_def
 from minitf.framework.ops import Operation, Tensor
+from minitf.ops.control_flow_kernels import DEAD
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class Plan:
         folded_ops: The ops whose outputs are in ``constants``.
         has_async: True if any kernel may block; the executor then runs the
             dataflow loop instead of the straight-line walk.
+        has_control_flow: True if the plan has a ``Switch`` (``tf.cond``) or a
+            ``_Recv`` (which may bring a dead value): the dataflow loop then
+            tracks dead values.
         straight: The steps as flat tuples for the straight-line walk:
             ``(compute, in_slots, num_inputs, out_slot, out_slots, op)`` where
             ``out_slot`` is the single output's slot, -1 for several outputs
@@ -79,6 +83,7 @@ class Plan:
     folded_ops: tuple[Operation, ...]
     has_async: bool
     straight: tuple[tuple, ...]
+    has_control_flow: bool = False
 
     @property
     def ops(self) -> list[Operation]:
@@ -174,8 +179,8 @@ def reads_variable(t: Tensor) -> bool:
 
 
 def dereference(value):
-    """The value of a variable now; any other value (a fed array, say) unchanged."""
-    return value if isinstance(value, np.ndarray) else value.read()
+    """The value of a variable now; any other value (a fed array, a dead one) unchanged."""
+    return value if isinstance(value, np.ndarray) or value is DEAD else value.read()
 
 
 def bind_kernel(op: Operation) -> KernelInfo:
@@ -200,8 +205,16 @@ def bind_kernel(op: Operation) -> KernelInfo:
     compute = kernel_def.builder(op)
     if op.type == "Identity" and reads_variable(op.inputs[0]):
         return KernelInfo(_forward_variable, False, kernel_def.stateful)
-    deref = tuple(
-        i for i, t in enumerate(op.inputs) if i not in kernel_def.ref_inputs and reads_variable(t)
+    # Merge reads only the input that is not dead (its kernel does): a dead
+    # input must not be read.
+    deref = (
+        ()
+        if op.type == "Merge"
+        else tuple(
+            i
+            for i, t in enumerate(op.inputs)
+            if i not in kernel_def.ref_inputs and reads_variable(t)
+        )
     )
     if deref:
         compute = _dereferencing(compute, deref, kernel_def.is_async)
@@ -253,8 +266,8 @@ class _FoldingContext:
 
 def _try_fold(op: Operation, info: KernelInfo, known: dict[Tensor, object]) -> list | None:
     """Returns the op's output values if it can be computed now, else None."""
-    if info.stateful or info.is_async or op.control_inputs:
-        return None
+    if info.stateful or info.is_async or op.control_inputs or op.type in ("Switch", "Merge"):
+        return None  # a folded Switch would hide the tf.cond from the run
     if op.type != "Const" and (not op.inputs or any(t not in known for t in op.inputs)):
         return None
     try:
@@ -352,6 +365,8 @@ def build_plan(
         folded_ops=tuple(folded),
         has_async=any(s.is_async for s in steps),
         straight=tuple(_straight_entry(s) for s in steps if s.op.type != "NoOp"),
+        # A _Recv may bring a dead value from a tf.cond on another task.
+        has_control_flow=any(s.op.type in ("Switch", "_Recv") for s in steps),
     )
 
 

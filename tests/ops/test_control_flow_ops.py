@@ -179,3 +179,120 @@ def test_with_dependencies_on_indexed_slices_keeps_the_indices():
         sess.run(v.initializer)
         np.testing.assert_array_equal(sess.run(out.values), [[1.0, 2.0]])
         assert sess.run(v) == 1.0
+
+
+# -- tf.cond -------------------------------------------------------------------------------
+
+
+def test_cond_runs_only_the_branch_pred_picks():
+    p = tf.placeholder(tf.bool, [])
+    x = tf.constant(2.0)
+    result = tf.cond(p, lambda: x * 3.0, lambda: x + 1.0)
+    with tf.Session() as sess:
+        assert sess.run(result, {p: True}) == 6.0
+        assert sess.run(result, {p: False}) == 3.0
+
+
+def test_the_branch_not_taken_changes_nothing_and_does_not_wait():
+    p = tf.placeholder(tf.bool, [])
+    v = tf.Variable(0.0)
+    q = tf.FIFOQueue(1, tf.float32, shapes=[])
+    # The true branch dequeues from an empty queue: taken, it would wait forever.
+    taken = tf.cond(p, lambda: q.dequeue() + tf.assign_add(v, 10.0), lambda: tf.assign_add(v, 1.0))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(taken, {p: False}) == 1.0
+        assert sess.run(taken, {p: False}) == 2.0
+        assert sess.run(v) == 2.0  # the true branch's assign_add never ran
+        sess.run(q.enqueue(5.0))
+        assert sess.run(taken, {p: True}) == 17.0  # 5 + (2 + 10)
+
+
+def test_cond_of_ops_gives_a_tensor_ready_once_the_op_ran():
+    p = tf.placeholder(tf.bool, [])
+    v = tf.Variable(0.0)
+    update = tf.cond(p, lambda: tf.assign_add(v, 1.0).op, tf.no_op)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        for pick in (True, False, True, True):
+            sess.run(update, {p: pick})
+        assert sess.run(v) == 3.0
+
+
+def test_cond_keeps_the_structure_of_the_branches_results():
+    p = tf.placeholder(tf.bool, [])
+    a, b = tf.constant(1.0), tf.constant(2.0)
+    out = tf.cond(p, lambda: {"x": a, "y": [b, a]}, lambda: {"x": b, "y": [a, b]})
+    with tf.Session() as sess:
+        assert sess.run(out, {p: True}) == {"x": 1.0, "y": [2.0, 1.0]}
+        assert sess.run(out, {p: False}) == {"x": 2.0, "y": [1.0, 2.0]}
+    single = tf.cond(p, lambda: [a], lambda: [b])
+    assert isinstance(single, tf.Tensor)  # one result, not strict: unwrapped
+    assert isinstance(tf.cond(p, lambda: [a], lambda: [b], strict=True), list)
+
+
+def test_cond_says_what_is_wrong_with_its_arguments():
+    p = tf.placeholder(tf.bool, [])
+    with pytest.raises(TypeError, match="true_fn must be callable"):
+        tf.cond(p, 1.0, lambda: 1.0)
+    with pytest.raises(TypeError, match="pred must be a bool"):
+        tf.cond(tf.constant(1.0), lambda: 1.0, lambda: 2.0)
+    with pytest.raises(ValueError, match="same number of results"):
+        tf.cond(p, lambda: [1.0, 2.0], lambda: 1.0)
+
+
+def test_fetching_a_tensor_of_the_branch_not_taken_is_an_error():
+    p = tf.placeholder(tf.bool, [])
+    inside = []
+
+    def branch():
+        inside.append(tf.constant(4.0) * 2.0)
+        return inside[0]
+
+    tf.cond(p, branch, lambda: tf.constant(0.0))
+    with tf.Session() as sess:
+        assert sess.run(inside[0], {p: True}) == 8.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="does not have value"):
+            sess.run(inside[0], {p: False})
+
+
+def test_a_constant_pred_is_not_folded_away():
+    a = tf.Variable(1.0)
+    out = tf.cond(tf.constant(False), lambda: tf.assign_add(a, 5.0), lambda: tf.identity(a))
+    with tf.Session() as sess:
+        sess.run(a.initializer)
+        assert sess.run(out) == 1.0
+        assert sess.run(a) == 1.0
+
+
+def test_a_branch_on_another_task_is_dead_there_too():
+    from minitf.runtime.launcher import LocalCluster
+
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(0.0, name="counter")
+            q = tf.FIFOQueue(1, tf.float32, shapes=[], shared_name="q")
+        p = tf.placeholder(tf.bool, [])
+        with tf.device("/job:worker/task:0"):
+            # Taken, the ps would wait on the empty queue; not taken, it must not.
+            step = tf.cond(
+                p,
+                lambda: tf.group(tf.assign_add(v, q.dequeue())),
+                lambda: tf.group(tf.assign_add(v, 1.0)),
+            )
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(v.initializer)
+            for _ in range(3):
+                sess.run(step, {p: False}, options=tf.RunOptions(timeout_in_ms=20000))
+            assert sess.run(v) == 3.0
+            sess.run(q.enqueue(10.0))
+            sess.run(step, {p: True}, options=tf.RunOptions(timeout_in_ms=20000))
+            assert sess.run(v) == 13.0
+
+
+def test_gradients_do_not_go_through_cond_and_say_so():
+    p = tf.placeholder(tf.bool, [])
+    x = tf.Variable(2.0)
+    out = tf.cond(p, lambda: x * 3.0, lambda: x + 1.0)
+    with pytest.raises(LookupError, match="does not carry gradients"):
+        tf.gradients(out, [x])

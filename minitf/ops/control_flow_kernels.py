@@ -1,0 +1,60 @@
+"""The kernels of ``Switch`` and ``Merge``, and the dead value that ``tf.cond`` rests on.
+
+``Switch(data, pred)`` forwards ``data`` to one of its two outputs — the
+second when ``pred`` is true — and marks the other `DEAD`. An op with a dead
+input, or a dead control input, does not run: it is dead too, and so are its
+outputs (`minitf.runtime.execution`). ``Merge`` forwards the first input that
+is not dead, with its index. So the branch ``tf.cond`` did not take is a
+chain of dead ops that finishes at once and changes nothing; a dead value
+that crosses tasks travels as `DEAD`, so the other task's ops die too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitf.framework.op_registry import RegisterGradient, register_compute
+
+
+class _Dead:
+    """The value of a tensor on a branch not taken (TF's ``is_dead`` flag)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __reduce__(self):
+        return (_Dead, ())  # unpickled as the one DEAD of the receiving process
+
+    def __repr__(self) -> str:
+        return "DEAD"
+
+
+DEAD = _Dead()
+"""The dead value: ``value is DEAD`` tells it."""
+
+
+@register_compute("Switch")
+def _switch_kernel(ctx, data, pred):
+    return (DEAD, data) if bool(pred) else (data, DEAD)
+
+
+@register_compute("Merge")
+def _merge_kernel(ctx, *inputs):
+    for index, value in enumerate(inputs):
+        if value is not DEAD:
+            if not isinstance(value, np.ndarray) and hasattr(value, "read"):
+                value = value.read()  # a variable's value, read now (it is not dead)
+            return value, np.int32(index)
+    return DEAD, DEAD
+
+
+@RegisterGradient("Merge")
+def _merge_grad(op, *grads):
+    raise LookupError(
+        f"No gradient defined for operation '{op.name}' (op type: Merge): minitf's tf.cond "
+        "does not carry gradients; compute gradients of tensors outside the cond instead"
+    )
