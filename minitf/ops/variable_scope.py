@@ -104,6 +104,8 @@ class _VariableStore:
                 caching_device, validate_shape, use_resource, constraint,
             )  # fmt: skip
 
+        # TF resolves trainable before any getter sees it: unset means trainable.
+        trainable = True if trainable is None else trainable
         kwargs = dict(
             getter=true_getter,
             name=name,

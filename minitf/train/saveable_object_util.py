@@ -231,7 +231,7 @@ def saveable_objects_for_op(op, name: str) -> Iterator[SaveableObject]:
         yield op
         return
     if isinstance(op, (list, tuple, PartitionedVariable)):
-        yield from _slice_saveables(list(op))
+        yield from _slice_saveables(list(op), name)
         return
     if isinstance(op, ResourceVariable) or (
         isinstance(op, ops.Tensor) and op.op.type == "ReadVariableOp"
@@ -249,7 +249,7 @@ def saveable_objects_for_op(op, name: str) -> Iterator[SaveableObject]:
     yield ReferenceVariableSaveable(op, "", name)
 
 
-def _slice_saveables(variables: list) -> Iterator[SaveableObject]:
+def _slice_saveables(variables: list, name: str) -> Iterator[SaveableObject]:
     full_name = None
     for variable in variables:
         if isinstance(variable, SaveableObject):
@@ -266,10 +266,11 @@ def _slice_saveables(variables: list) -> Iterator[SaveableObject]:
             raise ValueError(
                 f"Slices must all be from the same tensor: {full_name} != {info.full_name}"
             )
+        # Saved under the var_list key, as TF does (for a list, the key is the full name).
         if isinstance(variable, ResourceVariable):
-            yield ResourceVariableSaveable(variable, slice_spec(variable), info.full_name)
+            yield ResourceVariableSaveable(variable, slice_spec(variable), name)
         else:
-            yield ReferenceVariableSaveable(variable, slice_spec(variable), info.full_name)
+            yield ReferenceVariableSaveable(variable, slice_spec(variable), name)
 
 
 def validate_and_slice_inputs(names_to_saveables) -> list[SaveableObject]:
