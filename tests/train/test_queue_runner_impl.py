@@ -22,10 +22,6 @@ pytestmark = pytest.mark.timeout(60)
 
 WAIT = 10.0  # seconds: a generous bound for things that happen at once on a healthy run
 
-requires_fifo_queue = pytest.mark.skipif(
-    not hasattr(tf, "FIFOQueue"), reason="tf.FIFOQueue is not available"
-)
-
 
 def join_all(threads) -> None:
     for t in threads:
@@ -326,7 +322,6 @@ def closed_input(sess, values):
     return q
 
 
-@requires_fifo_queue
 def test_threads_fill_a_queue_and_the_consumer_gets_everything():
     numbers = np.arange(100, dtype=np.int32)
     with tf.Session() as sess:
@@ -341,7 +336,6 @@ def test_threads_fill_a_queue_and_the_consumer_gets_everything():
     assert qr.exceptions_raised == []
 
 
-@requires_fifo_queue
 def test_the_queue_closes_only_after_every_enqueue_thread_has_run_out():
     with tf.Session() as sess:
         done_first = closed_input(sess, [1, 2])
@@ -360,7 +354,6 @@ def test_the_queue_closes_only_after_every_enqueue_thread_has_run_out():
         assert sorted(drain(sess, out.dequeue())) == [1, 2, 3, 4]
 
 
-@requires_fifo_queue
 def test_request_stop_cancels_an_enqueue_blocked_on_a_full_queue():
     with tf.Session() as sess:
         out = tf.FIFOQueue(1, tf.int32, shapes=[[]])
@@ -376,7 +369,6 @@ def test_request_stop_cancels_an_enqueue_blocked_on_a_full_queue():
         assert drain(sess, out.dequeue()) in ([], [7])  # what was queued stays readable
 
 
-@requires_fifo_queue
 def test_an_enqueue_error_stops_the_coordinator_and_cancels_the_queue():
     with tf.Session() as sess:
         out = tf.FIFOQueue(10, tf.float32, shapes=[[2]])
@@ -389,7 +381,6 @@ def test_an_enqueue_error_stops_the_coordinator_and_cancels_the_queue():
         assert sess.run(out.is_closed())
 
 
-@requires_fifo_queue
 def test_start_queue_runners_feeds_a_training_style_loop():
     numbers = np.arange(12, dtype=np.int32)
     with tf.Session() as sess:

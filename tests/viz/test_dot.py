@@ -18,7 +18,7 @@ from minitf.viz import dot, render
 pytestmark = pytest.mark.timeout(60)
 
 DONE, RUNNING, BLOCKED = "#2a9d8f", "#e63946", "#6a4c93"
-needs_dot = pytest.mark.skipif(not render.dot_available(), reason="Graphviz 'dot' not installed")
+needs_dot = pytest.mark.usefixtures("graphviz")  # fails, not skips, without Graphviz
 
 
 def _unquote(text):
