@@ -103,12 +103,26 @@ def _string_to_fields(spec: str | None) -> dict[str, Any]:
         if not parts[0]:
             continue
         if len(parts) == 2 and parts[0] in _ADDRESS_FIELDS:
+            if parts[0] in ("replica", "task") and not parts[1].lstrip("-").isdigit():
+                # TF's own text first (it calls int()), then what was wrong where.
+                raise ValueError(
+                    f"invalid literal for int() with base 10: '{parts[1]}' in device string "
+                    f"'{spec}': the {parts[0]} must be an integer index, like "
+                    f"'/job:ps/{parts[0]}:0'"
+                )
             fields[parts[0]] = parts[1]
         elif _is_short_form(parts) or _is_long_form(parts):
             if "device_type" in fields:
                 # TF <= 1.15 wording; TF 2.x says "Multiple device types are not allowed".
                 raise ValueError(f"Cannot specify multiple device types: {spec}")
-            fields.update(_device_fields(parts))
+            try:
+                fields.update(_device_fields(parts))
+            except ValueError:
+                raise ValueError(
+                    f"invalid literal for int() with base 10: '{parts[-1]}' in device string "
+                    f"'{spec}': the device index must be an integer or '*', like "
+                    "'/device:CPU:0'"
+                ) from None
         else:
             raise ValueError(f"Unknown attribute: '{parts[0]}' in '{spec}'")
     return fields

@@ -71,6 +71,27 @@ def _job_tasks_from_dict(job_name: Any, tasks: Any) -> dict[int, Any]:
     )
 
 
+def _check_address(job_name: str, index: int, address) -> None:
+    """A task's address must be ``host:port``, the port from 0 to 65535 (minitf checks early).
+
+    Raises:
+        ValueError: naming the job, the task and the address.
+    """
+    text = address.decode() if isinstance(address, bytes) else str(address)
+    host, colon, port = text.rpartition(":")
+    if colon and host and port.isdigit() and int(port) <= 65535:
+        return
+    problem = (
+        f"port {port} is not from 0 to 65535"
+        if colon and host and port.isdigit()
+        else "it is not 'host:port'"
+    )
+    raise ValueError(
+        f"Invalid address {text!r} for /job:{job_name}/task:{index} in the cluster spec: "
+        f"{problem} (like 'localhost:2222')"
+    )
+
+
 def _is_cluster_def(obj: Any) -> bool:
     # Duck-typed so that TF's own ClusterDef proto is accepted as well.
     return isinstance(obj, ClusterDef) or (
@@ -111,6 +132,9 @@ class ClusterSpec:
                 for job_name, tasks in cluster.items()
             }
             self._cluster_def = self._make_cluster_def()
+            for job_name, tasks in self._cluster_spec.items():
+                for index, address in tasks.items():
+                    _check_address(job_name, index, address)
         elif isinstance(cluster, ClusterSpec) or _is_cluster_def(cluster):
             # Like TF, a spec built from another spec or a ClusterDef lists its
             # jobs in ClusterDef order, i.e. sorted by name.

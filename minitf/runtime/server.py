@@ -36,9 +36,11 @@ Messages are tuples whose first element names them; each is one `Worker` call:
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import secrets
+import socket
 import threading
 import time
 from typing import Any
@@ -110,6 +112,14 @@ def connect_with_retry(address: str, what: str, timeout: float | None = None) ->
             return Wire.connect(
                 parse_address(address), cluster_secret(), timeout=max(timeout, 1.0), peer=what
             )
+        except socket.gaierror as exc:
+            # A name that does not resolve will not resolve in a moment either.
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"{what} at {address}: the host name {parse_address(address)[0]!r} does not "
+                f"resolve ({exc.strerror}). Check the cluster spec's address.",
+            ) from None
         except (ConnectionError, OSError) as exc:
             if time.monotonic() + delay > deadline:
                 raise errors.UnavailableError(
@@ -298,12 +308,30 @@ class Server:
         """This task's `minitf.cluster.delays.Straggler`, or None."""
         return self.worker.straggler
 
+    def _listen_error(self, exc: OSError) -> errors.OpError:
+        """The TF error for an address this task cannot listen on, naming the task."""
+        host, port = self._requested_address
+        task = f"/job:{self._job}/replica:0/task:{self._task}"
+        if exc.errno == errno.EADDRINUSE:
+            why = (
+                f"port {port} is in use (by another server or program: stop it, or give "
+                "this task another port in the cluster spec)"
+            )
+        elif isinstance(exc, socket.gaierror):
+            why = f"the host name {host!r} does not resolve"
+        else:
+            why = f"{exc.strerror or exc} (is {host!r} an address of this machine?)"
+        return errors.UnavailableError(None, None, f"{task} cannot listen on {host}:{port}: {why}")
+
     def start(self) -> None:
         """Starts listening on this task's address (idempotent)."""
         with self._lock:
             if self._listener is not None:
                 return
-            self._listener = WireListener(self._requested_address, cluster_secret())
+            try:
+                self._listener = WireListener(self._requested_address, cluster_secret())
+            except OSError as exc:
+                raise self._listen_error(exc) from None
             host, port = self._address()
             if self._requested_address[1] == 0:  # "localhost:0": publish the real port
                 jobs = self._cluster.as_dict()

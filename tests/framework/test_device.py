@@ -433,3 +433,17 @@ def test_from_string_inverts_to_string(job, replica, task, device_type, device_i
     parsed = DeviceSpec.from_string(d.to_string())
     assert parsed == d
     assert canonical_name(d.to_string()) == d.to_string()
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("/job:ps/task:x", "in device string '/job:ps/task:x': the task must be an integer"),
+        ("/job:ps/replica:r", "the replica must be an integer index"),
+        ("/device:CPU:z", "the device index must be an integer or '*'"),
+    ],
+)
+def test_a_bad_index_names_the_field_and_the_device_string(spec, words):
+    with pytest.raises(ValueError) as raised:
+        DeviceSpec.from_string(spec)
+    assert words in str(raised.value)

@@ -114,8 +114,8 @@ def test_missing_task_index_raises_value_error():
 
 
 def test_sparse_job_as_dict_stays_a_dict_dense_dict_becomes_a_list():
-    spec = ClusterSpec({"worker": {1: "worker1:2222"}, "ps": {1: "b", 0: "a"}})
-    assert spec.as_dict() == {"worker": {1: "worker1:2222"}, "ps": ["a", "b"]}
+    spec = ClusterSpec({"worker": {1: "worker1:2222"}, "ps": {1: "b:1", 0: "a:1"}})
+    assert spec.as_dict() == {"worker": {1: "worker1:2222"}, "ps": ["a:1", "b:1"]}
 
 
 def test_sparse_task_indices_given_as_strings_are_converted():
@@ -128,7 +128,7 @@ def test_tuple_of_addresses_is_accepted():
 
 def test_empty_spec_is_false_nonempty_is_true():
     assert not ClusterSpec({})
-    assert ClusterSpec({"job": ["host:port"]})
+    assert ClusterSpec({"job": ["host:2222"]})
 
 
 def test_equality_by_content():
@@ -289,3 +289,18 @@ def test_tf_config_extra_keys_are_ignored():
 def test_tf_config_malformed_raises_value_error(config, message):
     with pytest.raises(ValueError, match=message):
         cluster_from_tf_config(config)
+
+
+@pytest.mark.parametrize(
+    "address, words",
+    [
+        ("localhost", "'localhost' for /job:ps/task:0 in the cluster spec: it is not 'host:port'"),
+        ("localhost:99999", "port 99999 is not from 0 to 65535"),
+        (":2222", "it is not 'host:port'"),
+        ("localhost:http", "it is not 'host:port'"),
+    ],
+)
+def test_an_address_that_cannot_be_served_is_refused_when_the_spec_is_built(address, words):
+    with pytest.raises(ValueError) as raised:
+        ClusterSpec({"ps": [address]})
+    assert words in str(raised.value)

@@ -424,3 +424,28 @@ def test_closing_a_session_cancels_its_blocked_step_on_the_ps(cluster):
     with tf.Session(cluster["worker1"].target) as other:
         other.run(q.enqueue(5.0))
         assert other.run(q.dequeue()) == 5.0  # nobody else took it
+
+
+def test_a_port_in_use_says_which_task_wanted_it():
+    import socket
+
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = taken.getsockname()[1]
+        spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port}"]})
+        with pytest.raises(tf.errors.UnavailableError) as raised:
+            tf.train.Server(spec, job_name="ps", task_index=0)
+        assert f"/job:ps/replica:0/task:0 cannot listen on 127.0.0.1:{port}" in str(raised.value)
+        assert f"port {port} is in use" in str(raised.value)
+    finally:
+        taken.close()
+
+
+def test_a_host_that_does_not_resolve_fails_at_once_naming_it():
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(tf.errors.UnavailableError, match="'nohost.invalid' does not resolve"):
+        with tf.Session("grpc://nohost.invalid:2222") as sess:
+            sess.run(tf.constant(1.0) * 2.0)
+    assert time.monotonic() - start < 5.0  # not the 10 s of retries for a task starting up
