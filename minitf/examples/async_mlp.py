@@ -102,11 +102,26 @@ def parse_cluster(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
     return (*task_role(args), args)
 
 
-def wait_for_initialization(sess: tf.Session) -> None:
-    """A non-chief worker waits until the chief has initialized the variables on the ps."""
+INIT_TIMEOUT = 60.0
+"""Seconds a worker waits for the chief's initialization before it gives up."""
+
+
+def wait_for_initialization(sess: tf.Session, timeout: float = INIT_TIMEOUT) -> None:
+    """A non-chief worker waits until the chief has initialized the variables on the ps.
+
+    Raises:
+        RuntimeError: naming the variables still uninitialized after ``timeout``
+            seconds (the chief died, or never started).
+    """
     uninitialized = tf.report_uninitialized_variables()
-    while len(sess.run(uninitialized)):
-        time.sleep(0.05)
+    deadline = time.monotonic() + timeout
+    while len(names := sess.run(uninitialized)):
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"Variables not initialized after {timeout:g} s (is the chief running?): "
+                f"{[name.decode() for name in names]}"
+            )
+        time.sleep(0.05)  # the chief initializes them from another process
 
 
 def main(argv=None) -> int:

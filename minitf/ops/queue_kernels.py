@@ -144,12 +144,14 @@ class FIFOQueue(BlockingResource):
                 f"got {len(components)}",
             )
         for i, (value, dtype) in enumerate(zip(components, self.component_types)):
-            if np.asarray(value).dtype != dtype.as_numpy_dtype:
+            got = np.asarray(value).dtype
+            # A string arrives as bytes (numpy 'S5'), not as the object dtype TF's string maps to.
+            if got != dtype.as_numpy_dtype and dtypes.as_dtype(got) != dtype.base_dtype:
                 raise errors.InvalidArgumentError(
                     None,
                     None,
                     f"Type mismatch in tuple component {i}. Expected {dtype.name}, got "
-                    f"{dtypes.as_dtype(np.asarray(value).dtype).name}",
+                    f"{dtypes.as_dtype(got).name}",
                 )
         if batched:
             sizes = {np.shape(v)[0] if np.ndim(v) else None for v in components}

@@ -661,3 +661,13 @@ def test_other_steps_on_the_session_run_while_one_is_blocked():
         assert waiter.thread.is_alive()
         sess.run(q.enqueue(1.0))
         assert waiter.join().result == 1.0
+
+
+def test_a_named_element_with_a_string_component_goes_through():
+    q = tf.FIFOQueue(
+        3, [tf.float32, tf.int32, tf.string], shapes=[[], [], []], names=["a", "b", "c"]
+    )
+    put = q.enqueue({"a": 1.0, "b": 2, "c": "hello"})
+    with tf.Session() as sess:
+        sess.run(put)
+        assert sess.run(q.dequeue()) == {"a": 1.0, "b": 2, "c": b"hello"}
