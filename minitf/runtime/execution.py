@@ -379,3 +379,18 @@ class StepExecution:
             if pending[j] == 0:
                 ready.append(j)
         self.done_ops += 1
+
+
+def describe_wait(waits: dict) -> str:
+    """What a waiting op waits for, in words (from `StepExecution.waits_for`)."""
+    kind = waits.get("kind")
+    if kind == "queue":
+        return f"queue {waits['name']} holds {waits['size']}, needs {waits.get('required', 1)}"
+    if kind == "accumulator":
+        return (
+            f"accumulator {waits['name']} has {waits['count']} of {waits.get('required', '?')} "
+            f"gradients for global step {waits['global_step']}"
+        )
+    if kind == "tensor":
+        return f"a tensor from {waits['from']} ({waits['key'].rsplit(';', 1)[-1]})"
+    return "its completion"

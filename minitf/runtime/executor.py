@@ -29,6 +29,7 @@ from minitf.runtime.execution import (
     OpEvent,
     StepExecution,
     as_op_error,
+    describe_wait,
     fetched,
     initial_values,
 )
@@ -245,11 +246,21 @@ class Executor:
 
 
 def _deadline_error(execution: StepExecution) -> errors.DeadlineExceededError:
-    waiting = sorted(execution.steps[i].op.name for i in execution.waiting)
+    """TF's text, then each op still waiting and what for (the run's deadline passed)."""
+    waiting = sorted(execution.waiting, key=lambda i: execution.steps[i].op.name)
+    described = []
+    for i in waiting[:5]:
+        try:
+            what = describe_wait(execution.waits_for(i))
+        except Exception:  # noqa: BLE001 - the error must be raised whatever the resource says
+            what = "its completion"
+        described.append(f"{execution.steps[i].op.name} waits for {what}")
+    more = f"; and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+    first = execution.steps[waiting[0]].op if waiting else None
     return errors.DeadlineExceededError(
-        None,
-        None,
-        "Timed out waiting for a blocked op (the run's deadline passed); still waiting: "
-        + ", ".join(waiting[:5])
-        + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""),
+        first.node_def if first is not None else None,
+        first,
+        "Timed out waiting for notification (the run's deadline passed): "
+        + "; ".join(described)
+        + more,
     )

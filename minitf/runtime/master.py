@@ -45,6 +45,7 @@ logger = logging.getLogger("minitf")
 
 _ABORT_GRACE = 5.0  # seconds to let aborted partitions report before giving up on them
 _LOSER_CODES = (errors.CANCELLED, errors.ABORTED)
+_DEADLINE_GRACE = 2.0  # seconds to let a task past the step's deadline say what waited there
 
 
 def target_address(target: str) -> str:
@@ -425,11 +426,25 @@ class Master:
                 continue  # an answer came while the others were read
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not answered.wait(remaining):
-                tasks = ", ".join(task for task, _ in waiting)
-                return results, errors.DeadlineExceededError(
-                    None, None, f"Timed out waiting for {tasks} (the run's deadline passed)"
-                )
+                return results, self._deadline_error(waiting)
         return results, None
+
+    def _deadline_error(self, waiting: list) -> errors.OpError:
+        """The error of a step past its deadline: a task's own, which names what waited there.
+
+        Every task has the step's deadline too; its error (the ops still
+        waiting and for what) comes a moment after this process's.
+        """
+        late = time.monotonic() + _DEADLINE_GRACE
+        for task, pending in waiting:
+            if pending.event.wait(max(0.0, late - time.monotonic())):
+                if pending.reply[0] == "error" and pending.reply[2] == errors.DEADLINE_EXCEEDED:
+                    error = rebuild_error(*pending.reply[2:5], self._graph)
+                    return type(error)(error.node_def, error.op, f"{error.message} (on {task})")
+        tasks = ", ".join(task for task, _ in waiting)
+        return errors.DeadlineExceededError(
+            None, None, f"Timed out waiting for {tasks} (the run's deadline passed)"
+        )
 
     # -- tracing ---------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ import traceback
 
 from minitf.framework import errors
 from minitf.runtime import session as session_lib
+from minitf.runtime.execution import describe_wait
 from minitf.stepper.controller import Stepper
 
 PROMPT = "(minitf step) "
@@ -256,14 +257,4 @@ def describe_state(state: dict) -> str:
 
 def waits_for_words(waits: dict) -> str:
     """What a blocked op waits for, in words."""
-    kind = waits.get("kind")
-    if kind == "queue":
-        return f"{waits['name']} holds {waits['size']}, needs {waits.get('required', 1)}"
-    if kind == "accumulator":
-        return (
-            f"{waits['name']} has {waits['count']} of {waits.get('required', '?')} "
-            f"gradients for step {waits['global_step']}"
-        )
-    if kind == "tensor":
-        return f"a tensor from {waits['from']} ({waits['key'].rsplit(';', 1)[-1]})"
-    return "its completion"
+    return describe_wait(waits)

@@ -671,3 +671,31 @@ def test_a_named_element_with_a_string_component_goes_through():
     with tf.Session() as sess:
         sess.run(put)
         assert sess.run(q.dequeue()) == {"a": 1.0, "b": 2, "c": b"hello"}
+
+
+def test_a_deadline_names_the_waiting_op_and_what_it_waits_for():
+    q = tf.FIFOQueue(3, tf.float32, shapes=[], name="tokens")
+    take = q.dequeue_many(2, name="take_two")
+    with tf.Session() as sess:
+        sess.run(q.enqueue(1.0))
+        with pytest.raises(tf.errors.DeadlineExceededError) as raised:
+            sess.run(take, options=tf.RunOptions(timeout_in_ms=200))
+        assert "Timed out waiting for notification" in raised.value.message  # TF's text
+        assert "take_two waits for queue" in raised.value.message
+        assert "needs 2" in raised.value.message  # (the one element is held by the attempt)
+        assert sess.run(q.size()) == 1  # nothing was lost: the element is still there
+
+
+def test_on_a_cluster_the_deadline_names_the_task_and_the_accumulator_short_of_gradients():
+    from minitf.runtime.launcher import LocalCluster
+
+    with LocalCluster({"ps": 1, "worker": 1}, output=None) as cluster:
+        with tf.device("/job:ps/task:0"):
+            acc = tf.ConditionalAccumulator(tf.float32, shape=[], shared_name="grads")
+            take = acc.take_grad(2)
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            with pytest.raises(tf.errors.DeadlineExceededError) as raised:
+                sess.run(take, options=tf.RunOptions(timeout_in_ms=300))
+    message = raised.value.message
+    assert "accumulator grads has 0 of 2 gradients for global step 0" in message
+    assert "(on /job:ps/replica:0/task:0)" in message

@@ -81,34 +81,39 @@ def browser():
 
 
 def _wait(browser, condition, what: str, timeout: float = 60):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(
-        lambda b: condition(b), message=f"the page never showed {what}"
-    )
+    # The page redraws on every state it is sent: an element read may be gone a moment later.
+    return WebDriverWait(
+        browser, timeout, poll_frequency=0.1, ignored_exceptions=[StaleElementReferenceException]
+    ).until(lambda b: condition(b), message=f"the page never showed {what}")
+
+
+# Each read is one script, so it sees one drawing of the page, not parts of two.
 
 
 def _next_move(browser):
-    from selenium.webdriver.common.by import By
-
-    box = browser.find_element(By.ID, "next-move")
-    return tuple(box.get_attribute(f"data-{k}") for k in ("task", "step", "op"))
+    return tuple(
+        browser.execute_script(
+            "const box = document.getElementById('next-move');"
+            "return ['task', 'step', 'op'].map(k => box.dataset[k] || null);"
+        )
+    )
 
 
 def _outlined_next(browser):
-    from selenium.webdriver.common.by import By
-
-    return [n.get_attribute("data-op") for n in browser.find_elements(By.CSS_SELECTOR, "g.next")]
+    return browser.execute_script(
+        "return [...document.querySelectorAll('g.next')].map(n => n.dataset.op);"
+    )
 
 
 def _counts(browser) -> dict[str, int]:
-    from selenium.webdriver.common.by import By
-
-    rows = browser.find_elements(By.CSS_SELECTOR, "tr[data-accumulator]")
-    return {
-        row.get_attribute("data-accumulator"): int(row.find_element(By.CLASS_NAME, "count").text)
-        for row in rows
-    }
+    rows = browser.execute_script(
+        "return [...document.querySelectorAll('tr[data-accumulator]')]"
+        ".map(r => [r.dataset.accumulator, r.querySelector('.count').textContent]);"
+    )
+    return {name: int(count) for name, count in rows}
 
 
 def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(stepped, browser):
@@ -119,7 +124,7 @@ def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(ste
     _wait(browser, lambda b: _next_move(b)[2], "the next move")
     before = _next_move(browser)
     assert _outlined_next(browser) == [before[2]]  # the next op is outlined in its picture
-    moves = int(browser.find_element(By.ID, "moves").text)
+    moves = int(browser.execute_script("return document.getElementById('moves').textContent"))
 
     browser.find_element(By.ID, "next").click()
     _wait(browser, lambda b: int(b.find_element(By.ID, "moves").text) == moves + 1, "one move")
