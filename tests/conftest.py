@@ -1,4 +1,14 @@
+import os
+
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _secret_file_of_the_test_run(tmp_path_factory):
+    """The tests' processes share a cluster secret file of their own, not the user's."""
+    os.environ.setdefault(
+        "MINITF_SECRET_FILE", str(tmp_path_factory.mktemp("secret") / "cluster-secret")
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -43,6 +43,7 @@ import secrets
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,8 @@ from minitf.runtime.worker import Worker
 logger = logging.getLogger("minitf")
 
 SECRET_ENV = "MINITF_CLUSTER_SECRET"
+SECRET_FILE_ENV = "MINITF_SECRET_FILE"
+"""Where the user's cluster secret file is (default ``~/.minitf/cluster-secret``)."""
 STEPPER_ENV = "MINITF_STEPPER"
 """Set by `minitf step`: servers hold every step for the stepper's moves."""
 BREAK_ENV = "MINITF_STEPPER_BREAK"
@@ -71,11 +74,22 @@ _secret_lock = threading.Lock()
 def cluster_secret() -> bytes:
     """The shared secret of this process's cluster.
 
-    It comes from the ``MINITF_CLUSTER_SECRET`` environment variable (the
-    launcher sets it for every task it starts; set it yourself on every
-    machine of a hand-started cluster). Without it a random secret is made for
-    this process: servers and sessions inside the process can talk, other
-    processes cannot.
+    In this order:
+
+    1. the ``MINITF_CLUSTER_SECRET`` environment variable (``minitf launch``
+       and `LocalCluster` set a fresh one for every cluster they start);
+    2. the user's secret file (`secret_file`: ``~/.minitf/cluster-secret``, or
+       ``MINITF_SECRET_FILE``), made on first use, readable by its owner only
+       — like Erlang's ``~/.erlang.cookie``. Processes of one user on one
+       machine, or on machines sharing a home directory (as Slurm clusters
+       do), find each other with no set-up; other users' processes are
+       refused;
+    3. if there is no home to keep the file in, a random secret for this
+       process alone (logged).
+
+    Raises:
+        PermissionError: if the secret file can be read by other users (it
+            says how to fix it).
     """
     global _process_secret
     value = os.environ.get(SECRET_ENV)
@@ -83,8 +97,56 @@ def cluster_secret() -> bytes:
         return value.encode()
     with _secret_lock:
         if _process_secret is None:
-            _process_secret = secrets.token_hex(16).encode()
+            _process_secret = _user_secret()
         return _process_secret
+
+
+def secret_file() -> Path | None:
+    """Where the user's cluster secret is kept (None: no home directory)."""
+    override = os.environ.get(SECRET_FILE_ENV)
+    if override:
+        return Path(override).expanduser()
+    try:
+        return Path.home() / ".minitf" / "cluster-secret"
+    except RuntimeError:
+        return None
+
+
+def _user_secret() -> bytes:
+    path = secret_file()
+    try:
+        if path is None:
+            raise OSError("no home directory")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # made earlier, or by another process just now: read it
+        else:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(16) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            raise PermissionError(
+                f"{path} holds minitf's cluster secret but other users can read it "
+                f"(mode {mode & 0o777:o}): run 'chmod 600 {path}'"
+            )
+        text = path.read_text().strip()
+        if text:
+            return text.encode()
+        raise OSError(f"{path} is empty")  # a process is writing it: a moment's race
+    except PermissionError:
+        raise
+    except OSError as exc:
+        logger.warning(
+            "no cluster secret file (%s): this process makes up its own secret, so only "
+            "servers and sessions inside it can talk; set %s to share one",
+            exc,
+            SECRET_ENV,
+        )
+        return secrets.token_hex(16).encode()
 
 
 def connect_timeout() -> float:
