@@ -114,7 +114,9 @@ class ConditionalAccumulator(_AccumulatorBase):
         """Adds a fresh gradient (lock held); drops a stale one silently."""
         if not self.is_fresh(local_step):
             return
-        grad = np.asarray(grad)
+        # The graph fixes the gradient's dtype to the accumulator's (TF checks it when
+        # the op is built); a kernel upstream that gave float64 must not fail the add.
+        grad = np.asarray(grad, dtype=self.dtype.as_numpy_dtype)
         if self.counter > 0:
             if grad.shape != self._sum.shape:
                 raise errors.InvalidArgumentError(

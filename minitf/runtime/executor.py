@@ -17,6 +17,8 @@ Two drivers run the same `Plan`:
 from __future__ import annotations
 
 import itertools
+import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +37,8 @@ from minitf.runtime.execution import (
 )
 from minitf.runtime.plan import Plan
 from minitf.runtime.scheduler import DELIVER, FifoScheduler, Scheduler
+
+logger = logging.getLogger("minitf")
 
 __all__ = [
     "CancellationManager",
@@ -151,9 +155,13 @@ class Executor:
             tracer wants to see every op in turn).
     """
 
-    def __init__(self, scheduler: Scheduler | None = None, observe_ops: bool = False):
+    def __init__(
+        self, scheduler: Scheduler | None = None, observe_ops: bool = False, task: str = ""
+    ):
         self.scheduler = scheduler or FifoScheduler()
         self.observe_ops = observe_ops or self.scheduler.observes_ops
+        self.task = task
+        self.wait_log_secs = wait_log_secs()
 
     def run(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
         """Runs ``plan`` with the fed values; returns the fetched values.
@@ -190,8 +198,7 @@ class Executor:
                     execution.collect()
                 move = scheduler.next_move(execution)
                 if move is None:
-                    if not execution.wait_for_arrival(ctx.clock.remaining(ctx.deadline)):
-                        raise _deadline_error(execution)
+                    self._wait(execution)
                 elif move[0] == DELIVER:
                     execution.deliver(move[1])
                 else:
@@ -202,8 +209,7 @@ class Executor:
         finally:
             scheduler.finished(execution)
 
-    @staticmethod
-    def _drive_fifo(execution: StepExecution) -> None:
+    def _drive_fifo(self, execution: StepExecution) -> None:
         """`drive` with `FifoScheduler`'s order written out: the free-running hot path."""
         ctx, ready, arrived = execution.ctx, execution.ready, execution.arrived
         inbox_empty = execution._inbox.empty
@@ -215,11 +221,30 @@ class Executor:
                     execution.deliver(arrived[0])
                 elif ready:
                     execution.run_op(ready[0])
-                elif not execution.wait_for_arrival(ctx.clock.remaining(ctx.deadline)):
-                    raise _deadline_error(execution)
+                else:
+                    self._wait(execution)
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
+
+    def _wait(self, execution: StepExecution) -> None:
+        """Waits for a completion; logs what waits, every ``wait_log_secs``, while it lasts.
+
+        Raises:
+            DeadlineExceededError: when the step's deadline passes first.
+        """
+        ctx, interval = execution.ctx, self.wait_log_secs
+        started = ctx.clock.now()
+        while True:
+            remaining = ctx.clock.remaining(ctx.deadline)
+            if interval and (remaining is None or remaining > interval):
+                if execution.wait_for_arrival(interval):
+                    return
+                _log_waiting(self.task, execution, ctx.clock.now() - started)
+                continue
+            if not execution.wait_for_arrival(remaining):
+                raise _deadline_error(execution)
+            return
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
@@ -245,22 +270,46 @@ class Executor:
             raise as_op_error(exc, op) from exc
 
 
+WAIT_LOG_ENV = "MINITF_WAIT_LOG_SECS"
+"""Seconds between two log lines about a step that waits (default 5; 0: never)."""
+
+
+def wait_log_secs() -> float:
+    """``MINITF_WAIT_LOG_SECS``, or 5."""
+    return float(os.environ.get(WAIT_LOG_ENV, "5"))
+
+
+def _waits(execution: StepExecution, limit: int = 5) -> str:
+    """Each op still waiting (at most ``limit``) and what for, in words."""
+    waiting = sorted(execution.waiting, key=lambda i: execution.steps[i].op.name)
+    described = []
+    for i in waiting[:limit]:
+        try:
+            what = describe_wait(execution.waits_for(i))
+        except Exception:  # noqa: BLE001 - saying what waits must not fail the step
+            what = "its completion"
+        described.append(f"{execution.steps[i].op.name} waits for {what}")
+    more = f"; and {len(waiting) - limit} more" if len(waiting) > limit else ""
+    return "; ".join(described) + more
+
+
+def _log_waiting(task: str, execution: StepExecution, waited: float) -> None:
+    """A step that waits says so: which ops, on which task, for what, for how long."""
+    logger.warning(
+        "%s: step %x has waited %.1f s: %s",
+        task or "this process",
+        execution.ctx.step_id,
+        waited,
+        _waits(execution),
+    )
+
+
 def _deadline_error(execution: StepExecution) -> errors.DeadlineExceededError:
     """TF's text, then each op still waiting and what for (the run's deadline passed)."""
     waiting = sorted(execution.waiting, key=lambda i: execution.steps[i].op.name)
-    described = []
-    for i in waiting[:5]:
-        try:
-            what = describe_wait(execution.waits_for(i))
-        except Exception:  # noqa: BLE001 - the error must be raised whatever the resource says
-            what = "its completion"
-        described.append(f"{execution.steps[i].op.name} waits for {what}")
-    more = f"; and {len(waiting) - 5} more" if len(waiting) > 5 else ""
     first = execution.steps[waiting[0]].op if waiting else None
     return errors.DeadlineExceededError(
         first.node_def if first is not None else None,
         first,
-        "Timed out waiting for notification (the run's deadline passed): "
-        + "; ".join(described)
-        + more,
+        "Timed out waiting for notification (the run's deadline passed): " + _waits(execution),
     )

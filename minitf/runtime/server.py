@@ -370,6 +370,24 @@ class Server:
         """This task's `minitf.cluster.delays.Straggler`, or None."""
         return self.worker.straggler
 
+    def _listen(self, patience: float = 5.0) -> WireListener:
+        """Listens on the task's address; a port in use is tried again for ``patience`` s.
+
+        A task restarted on its old port may find it held a moment longer (a
+        connection of the dead process being torn down).
+
+        Raises:
+            UnavailableError: naming the task and the address (`_listen_error`).
+        """
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                return WireListener(self._requested_address, cluster_secret())
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                    raise self._listen_error(exc) from None
+                time.sleep(0.1)  # nothing to wait on: the kernel frees the port
+
     def _listen_error(self, exc: OSError) -> errors.OpError:
         """The TF error for an address this task cannot listen on, naming the task."""
         host, port = self._requested_address
@@ -390,10 +408,7 @@ class Server:
         with self._lock:
             if self._listener is not None:
                 return
-            try:
-                self._listener = WireListener(self._requested_address, cluster_secret())
-            except OSError as exc:
-                raise self._listen_error(exc) from None
+            self._listener = self._listen()
             host, port = self._address()
             if self._requested_address[1] == 0:  # "localhost:0": publish the real port
                 jobs = self._cluster.as_dict()

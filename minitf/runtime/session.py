@@ -113,7 +113,7 @@ class BaseSession:
         self._stepping_name = LOCAL_TASK
         if scheduler is None and _held is not None and not self._target:
             scheduler = self._held_for_stepper()
-        self._executor = Executor(scheduler)
+        self._executor = Executor(scheduler, task=self._stepping_name)
         self.recorders = step_stats.Recorders()
         self._default_session_context = None
         # With a target, steps run on a cluster: the master places, partitions

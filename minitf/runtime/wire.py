@@ -66,6 +66,12 @@ class Wire:
             AuthenticationError: if the task does not accept ``secret``.
         """
         sock = socket.create_connection(address, timeout=timeout)
+        if sock.getsockname() == sock.getpeername():
+            # Linux's TCP self-connect: nobody listens on a local port in the
+            # ephemeral range and the kernel picked that very port for us. It
+            # would also keep the port from the task that is about to listen on it.
+            sock.close()
+            raise ConnectionRefusedError(f"nobody listens on {address[0]}:{address[1]} yet")
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = peer or f"{address[0]}:{address[1]}"
         conn = _handshake(sock, secret, timeout, client=True, peer=peer)

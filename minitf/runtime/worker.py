@@ -84,7 +84,7 @@ class Worker:
         self.rendezvous = Rendezvous()
         self.recorders = step_stats.Recorders()
         self.transport = None
-        self._executor = Executor(scheduler)
+        self._executor = Executor(scheduler, task=task_name)
         self._registered: dict[int, RegisteredGraph] = {}
         self._handles = itertools.count(1)
         self._steps: dict[int, StepContext] = {}

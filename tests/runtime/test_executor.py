@@ -429,3 +429,23 @@ def test_cluster_step_ids_are_the_task_the_session_and_a_count_not_random():
     expected = (zlib.crc32(task.encode()) & 0xFFFFFF) << 38
     assert first == expected
     assert second == expected | 1 << 28
+
+
+def test_a_step_that_waits_says_which_op_waits_for_what_every_interval(monkeypatch, caplog):
+    monkeypatch.setenv("MINITF_WAIT_LOG_SECS", "0.1")
+    q = tf.FIFOQueue(3, tf.float32, shapes=[], name="tokens")
+    take = q.dequeue(name="take_token")
+    with tf.Session() as sess, caplog.at_level("WARNING", logger="minitf"):
+        result = {}
+        runner = threading.Thread(target=lambda: result.update(v=sess.run(take)), daemon=True)
+        runner.start()
+        deadline = time.monotonic() + 10
+        while len(caplog.records) < 2 and time.monotonic() < deadline:
+            runner.join(0.05)  # the waiting step logs from its own thread
+        sess.run(q.enqueue(4.0))
+        runner.join(10)
+    assert result["v"] == 4.0
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) >= 2  # once per interval, not once
+    assert lines[0].startswith("/job:localhost/replica:0/task:0: step ")
+    assert "take_token waits for queue" in lines[0] and "holds 0, needs 1" in lines[0]

@@ -73,7 +73,12 @@ def _run_with_a_fault(tmp_path, job: str, index: int, workers=2, replicas=None, 
         try:
             code = cluster.wait(90)
         except subprocess.TimeoutExpired:
-            pytest.fail("the cluster did not finish:\n" + output.getvalue()[-4000:])
+            lines = output.getvalue().splitlines()
+            tails = [
+                "\n".join([line for line in lines if line.startswith(f"[{task}]")][-15:])
+                for task in ("ps/0", "worker/0", "worker/1")
+            ]
+            pytest.fail("the cluster did not finish:\n" + "\n".join(tails))
     text = output.getvalue()
     assert code == 0, text[-3000:]
     return train_dir, killed_at, text[mark:], text
