@@ -1,4 +1,4 @@
-"""Pictures of a simulated run's report: time per update, staleness, where workers' time went.
+"""Pictures of a simulated run's report: time per update, staleness, idle time, loss.
 
 Each plot is a PNG sized for a slide, drawn with matplotlib's non-interactive
 backend from `minitf.cluster.SimulatedCluster.report`'s data alone.
@@ -21,11 +21,11 @@ def write(report: dict, directory: str) -> dict[str, str]:
     import matplotlib.pyplot as plt
 
     paths = {}
-    for name, draw in (
-        ("time_per_update", _time_per_update),
-        ("staleness", _staleness),
-        ("idle_time", _idle_time),
-    ):
+    plots = [("time_per_update", _time_per_update), ("staleness", _staleness)]
+    plots.append(("idle_time", _idle_time))
+    if report.get("loss"):
+        plots.append(("loss", _loss))
+    for name, draw in plots:
         fig, ax = plt.subplots(figsize=_SIZE, dpi=_DPI)
         draw(report, ax)
         fig.tight_layout()
@@ -50,17 +50,18 @@ def _time_per_update(report: dict, ax) -> None:
 
 
 def _staleness(report: dict, ax) -> None:
-    kept = Counter(g["staleness"] for g in report["gradients"] if not g["dropped"])
-    dropped = Counter(g["staleness"] for g in report["gradients"] if g["dropped"])
-    values = sorted(set(kept) | set(dropped))
-    _stacked(
-        ax,
-        values,
-        [
-            ([kept[v] for v in values], "#009E73", None, "applied"),
-            ([dropped[v] for v in values], "#CC79A7", "//", "dropped"),
-        ],
-    )
+    gradients = report["gradients"]
+    kept = Counter(g["staleness"] for g in gradients if not g["dropped"])
+    dropped = Counter(g["staleness"] for g in gradients if g["dropped"] and not g["cancelled"])
+    cancelled = Counter(g["staleness"] for g in gradients if g["cancelled"])
+    values = sorted(set(kept) | set(dropped) | set(cancelled))
+    layers = [
+        ([kept[v] for v in values], "#009E73", None, "applied"),
+        ([dropped[v] for v in values], "#CC79A7", "//", "dropped"),
+    ]
+    if cancelled:
+        layers.append(([cancelled[v] for v in values], "#BBBBBB", "xx", "cancelled"))
+    _stacked(ax, values, layers)
     ax.set_xlabel("staleness (global step at the push - the worker's local step)")
     ax.set_ylabel("gradients")
     ax.set_title("Staleness of the pushed gradients")
@@ -85,6 +86,24 @@ def _idle_time(report: dict, ax) -> None:
     ax.set_ylabel("virtual seconds")
     ax.set_title("Where each worker's time went")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def _loss(report: dict, ax) -> None:
+    by_worker: dict[int, list] = {}
+    for entry in report["loss"]:
+        by_worker.setdefault(entry["worker"], []).append((entry["time"], entry["value"]))
+    many = len(by_worker) > 8
+    for worker, points in sorted(by_worker.items()):
+        times, values = zip(*points)
+        if many:  # one colour for all: a cloud, not a legend of 100 names
+            ax.plot(times, values, ".", color="#0072B2", markersize=2, alpha=0.4)
+        else:
+            ax.plot(times, values, ".-", markersize=3, linewidth=0.8, label=f"worker {worker}")
+    ax.set_xlabel("virtual seconds")
+    ax.set_ylabel("loss (each worker's own batches)")
+    ax.set_title("Loss against virtual time")
+    if not many:
+        ax.legend(loc="upper right")
 
 
 def _stacked(ax, x, layers) -> None:

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from minitf.cluster import op_costs
-from minitf.cluster.sync_record import SyncRecord
+from minitf.cluster.sync_record import SyncRecord, worker_index
 from minitf.runtime.simulation import Simulation
 
 
@@ -47,6 +48,9 @@ class SimulatedCluster:
             for the others), the path of such a table measured on this
             machine (`minitf.cluster.op_costs`), a function of the op, or
             None (every op is free).
+        loss: The name (or names) of the loss tensor's op, without its scope:
+            whenever a client's run fetches a scalar of that name, the report
+            notes its value at the client's virtual time.
 
     Raises:
         ValueError: if a job has no task, or not a whole number of them.
@@ -59,10 +63,12 @@ class SimulatedCluster:
         seed: int = 0,
         worker_delay=None,
         op_cost=None,
+        loss: str | Sequence[str] = "loss",
     ):
         if isinstance(op_cost, str):
             op_cost = op_costs.load(op_cost)
         self._simulation = Simulation(tasks, seed, worker_delay, op_cost)
+        self._simulation.loss_names = {loss} if isinstance(loss, str) else set(loss)
         self.cluster_spec = self._simulation.cluster_spec
 
     @property
@@ -167,7 +173,7 @@ class SimulatedCluster:
         """What the run did, as JSON-ready data.
 
         Returns:
-            ``{"time", "moves", "updates", "gradients", "workers"}``:
+            ``{"time", "moves", "updates", "gradients", "workers", "loss"}``:
 
             * ``time``: the virtual seconds the run took;
             * ``updates``: one entry per global step a SyncReplicas chief
@@ -176,10 +182,13 @@ class SimulatedCluster:
               those ``dropped`` as stale (`minitf.cluster.SyncRecord`);
             * ``gradients``: one entry per pushed gradient: ``worker``,
               ``local_step``, ``global_step`` at the push, ``staleness``,
-              ``dropped`` and ``time``;
+              ``dropped``, ``cancelled`` and ``time``;
             * ``workers``: per worker task, its ``busy_time`` (running ops),
-              ``delay_time`` (its delays) and ``idle_time`` (the rest of the
-              run: waiting for tokens, gradients or variables, or done).
+              ``delay_time`` (its delays), ``idle_time`` (the rest of the
+              run: waiting for tokens, gradients or variables, or done) and
+              how many of its computations were ``cancelled``;
+            * ``loss``: each fetch of the loss (see ``loss``): ``time``,
+              ``task``, ``worker`` (its index, or None) and ``value``.
 
             ``updates`` and ``gradients`` follow the first accumulator (by
             task and name); they are empty if the run had none.
@@ -204,12 +213,19 @@ class SimulatedCluster:
                     "idle_time": max(0.0, end - busy - delay),
                 }
             )
+        workers_cancelled = Counter(worker_index(task) for _, task in sim.cancelled)
+        for entry in workers:
+            entry["cancelled"] = workers_cancelled.get(entry["worker"], 0)
         return {
             "time": end,
-            "moves": len(sim.events),
+            "moves": sim.move_count,
             "updates": record.updates if record else [],
             "gradients": record.gradients if record else [],
             "workers": workers,
+            "loss": [
+                {"time": time, "task": task, "worker": _index_or_none(task), "value": value}
+                for time, task, value in sim.losses
+            ],
         }
 
     def write_report(self, directory: str) -> dict[str, str]:
@@ -217,8 +233,9 @@ class SimulatedCluster:
 
         The plots: ``time_per_update.png`` (virtual seconds between
         updates), ``staleness.png`` (a histogram of the gradients' staleness,
-        dropped ones apart) and ``idle_time.png`` (each worker's busy, delay
-        and idle time).
+        dropped and cancelled ones apart), ``idle_time.png`` (each worker's
+        busy, delay and idle time) and, when the run fetched its loss,
+        ``loss.png`` (the loss against virtual time).
 
         Returns:
             ``{"report": path, "time_per_update": path, ...}``.
@@ -248,3 +265,8 @@ class SimulatedCluster:
             names=[f"worker:{i}" for i in indices],
             out=out,
         )
+
+
+def _index_or_none(task: str) -> int | None:
+    """A worker task's index; None for another job's task."""
+    return worker_index(task) if task.startswith("/job:worker/") else None

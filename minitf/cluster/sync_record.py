@@ -9,8 +9,10 @@ fetching only what is new — and turns it into what a teacher asks about:
 
 * ``updates``: one entry per global step: which workers' gradients were
   ``applied``, which came as ``extra`` batches (a worker that contributed
-  twice to one update, the K-batch-sync effect), and which were ``dropped``
-  as stale (computed for this update but pushed after it was taken);
+  twice to one update, the K-batch-sync effect), which were ``dropped``
+  as stale (computed for this update but pushed after it was taken), and,
+  on a simulated cluster whose policy cancels in-flight work, which were
+  ``cancelled``;
 * ``gradients``: one entry per pushed gradient, with its ``staleness``;
 * `dropped_per_worker` / `applied_per_worker`: the run's totals.
 """
@@ -39,6 +41,7 @@ class SyncRecord:
         self.gradients: list[dict] = []
         self.updates: list[dict] = []
         self._pending: list[int] = []  # workers of the accepted pushes since the last take
+        self._cancelled = False  # the pushes being read come from a cancelled computation
 
     def refresh(self) -> SyncRecord:
         """Reads what happened since the last call; returns self."""
@@ -57,18 +60,24 @@ class SyncRecord:
 
     @classmethod
     def of_history(cls, task: str, accumulator: str, timed_history) -> SyncRecord:
-        """The record of an accumulator's history given as ``(event, time)`` pairs.
+        """The record of an accumulator's history given as ``(event, time, cancelled)``.
 
         Each gradient and update also gets its ``time`` (what a simulated
-        cluster's virtual clock read when it happened).
+        cluster's virtual clock read when it happened). A gradient pushed by
+        a computation the cluster cancelled (``cancelled`` true: a policy
+        that cancels in-flight work, `minitf.cluster.policies`) is marked
+        ``cancelled`` and listed under its update's ``cancelled``, not
+        ``dropped``.
         """
         record = cls(None, accumulator)
         record._task = task
-        for event, time in timed_history:
+        for event, time, cancelled in timed_history:
+            record._cancelled = cancelled
             gradients, updates = len(record.gradients), len(record.updates)
             record._read([event])
             for entry in record.gradients[gradients:] + record.updates[updates:]:
                 entry["time"] = time
+        record._cancelled = False
         return record
 
     def _read(self, history: list[tuple]) -> None:
@@ -80,6 +89,7 @@ class SyncRecord:
                 self._take(event[1], event[2])
 
     def _push(self, worker: int, local_step: int, step: int, accepted: bool) -> None:
+        cancelled = self._cancelled
         self.gradients.append(
             {
                 "worker": worker,
@@ -87,6 +97,7 @@ class SyncRecord:
                 "global_step": step,
                 "staleness": step - local_step,
                 "dropped": not accepted,
+                "cancelled": cancelled,
             }
         )
         if accepted:
@@ -95,7 +106,7 @@ class SyncRecord:
             # Computed for update local_step + 1, which had been taken already.
             update = self._update(local_step + 1)
             if update is not None:
-                update["dropped"].append(worker)
+                update["cancelled" if cancelled else "dropped"].append(worker)
 
     def _take(self, new_step: int, count: int) -> None:
         applied, self._pending = self._pending[-count:], []
@@ -106,6 +117,7 @@ class SyncRecord:
                 "applied": applied,
                 "extra": sorted(w for w, n in repeats.items() for _ in range(n - 1)),
                 "dropped": [],
+                "cancelled": [],
             }
         )
 
@@ -118,8 +130,9 @@ class SyncRecord:
         return None
 
     def dropped_per_worker(self) -> dict[int, int]:
-        """How many of each worker's gradients were dropped as stale."""
-        return dict(sorted(Counter(g["worker"] for g in self.gradients if g["dropped"]).items()))
+        """How many of each worker's gradients were dropped as stale (cancelled ones apart)."""
+        dropped = (g["worker"] for g in self.gradients if g["dropped"] and not g["cancelled"])
+        return dict(sorted(Counter(dropped).items()))
 
     def applied_per_worker(self) -> dict[int, int]:
         """How many of each worker's gradients went into an update."""

@@ -26,6 +26,10 @@ from minitf.ops.blocking import NO_PROGRESS, Attempt, BlockingResource, private_
 logger = logging.getLogger("minitf")
 
 TAKE = 0
+MAX_STALENESS = "_max_staleness"
+"""An accumulator op's internal attr: the staleness bound (`_AccumulatorBase.is_fresh`)."""
+CANCELS_IN_FLIGHT = "_cancels_in_flight"
+"""An accumulator op's internal attr: a take cancels in-flight work (simulated clusters)."""
 HISTORY_LENGTH = 100_000
 """How many pushes and takes an accumulator remembers (`_AccumulatorBase.history`)."""
 
@@ -51,6 +55,11 @@ class _AccumulatorBase(BlockingResource):
         # averaged), ("set_step", step). `events` counts every entry ever made.
         self.history: deque = deque(maxlen=HISTORY_LENGTH)
         self.events = 0
+        # minitf's synchronisation policies (minitf.cluster.policies) set these
+        # through the op's internal attrs; TF's accumulator is the default:
+        # stale gradients dropped, nothing cancelled.
+        self.max_staleness = 0  # how many steps old a gradient may be; -1: any age
+        self.cancels_in_flight = False  # a take cancels the work still computing (simulated)
 
     def record(self, event: tuple) -> None:
         """Appends to `history` (lock held)."""
@@ -68,8 +77,13 @@ class _AccumulatorBase(BlockingResource):
             )
 
     def is_fresh(self, local_step: int) -> bool:
-        """TF's staleness rule: a gradient counts iff ``local_step >= global_step``."""
-        return local_step >= self.global_step
+        """TF's staleness rule: a gradient counts iff ``local_step >= global_step``.
+
+        With a staleness bound ``s`` (a policy's), iff ``local_step >= global_step - s``;
+        with ``-1``, always.
+        """
+        bound = self.max_staleness
+        return bound < 0 or local_step >= self.global_step - bound
 
     def set_global_step(self, step: int) -> None:
         """Sets the global step (lock held); going down only logs a warning, as in TF."""
@@ -243,12 +257,18 @@ def _resource_builder(resource_cls):
         reduction = op.get_attr("reduction_type")
         container = op.get_attr("container")
         name = op.get_attr("shared_name") or private_resource_name(op)
+        attrs = set(op._attr_names())
+        max_staleness = op.get_attr(MAX_STALENESS) if MAX_STALENESS in attrs else 0
+        cancels = op.get_attr(CANCELS_IN_FLIGHT) if CANCELS_IN_FLIGHT in attrs else False
         checked: set[int] = set()
 
+        def create():
+            acc = resource_cls(name, dtype, shape, reduction)
+            acc.max_staleness, acc.cancels_in_flight = int(max_staleness), bool(cancels)
+            return acc
+
         def compute(ctx):
-            acc = ctx.resource_mgr.lookup_or_create(
-                container, name, lambda: resource_cls(name, dtype, shape, reduction)
-            )
+            acc = ctx.resource_mgr.lookup_or_create(container, name, create)
             if id(acc) not in checked:
                 acc.check_compatible(dtype, shape, reduction)
                 checked.add(id(acc))

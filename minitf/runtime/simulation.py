@@ -120,6 +120,8 @@ class _Part:
         self.ready_at: dict[int, float] = {}
         self.pushed: set[int] = set()  # ops put in the simulation's heap to run
         self.dirty = False
+        self.delay = 0.0  # the worker's delay before this part (computing its gradients)
+        self.epoch = 0  # heap entries of an older epoch are void (the part was cancelled)
         self._dirty = dirty
         execution.on_arrival = self._arrived
 
@@ -152,6 +154,8 @@ class _Step:
         self.error: errors.OpError | None = None
         self.done = False
         self.end = 0.0
+        self.cancels = False  # it took from an accumulator whose takes cancel in-flight work
+        self.cancelled = False  # its worker's computation was cancelled
 
 
 class Simulation:
@@ -206,6 +210,7 @@ class Simulation:
         self._new: list[_Step] = []
         self._steps: set[_Step] = set()
         self._heap: list[tuple] = []  # candidate moves (see _next_move)
+        self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
         self._dirty: list[_Part] = []  # parts a completion reached since the last look
         self._moves: list[tuple] = []  # every move, cheaply: see `events`
@@ -214,8 +219,11 @@ class Simulation:
         # Per task: virtual seconds spent running ops, and waiting out delays.
         self.busy: dict[str, float] = dict.fromkeys(self._tasks, 0.0)
         self.delayed: dict[str, float] = dict.fromkeys(self._tasks, 0.0)
-        # Each accumulator's history, with the virtual time of every entry.
-        self.accumulator_events: dict[tuple[str, str], list[tuple[tuple, float]]] = {}
+        # Each accumulator's history: (entry, virtual time, made by a cancelled step).
+        self.accumulator_events: dict[tuple[str, str], list[tuple[tuple, float, bool]]] = {}
+        # Every fetch of a loss: (virtual time, task, value); see SimulatedMaster.
+        self.losses: list[tuple[float, str, float]] = []
+        self.loss_names: set[str] = {"loss"}
         self._accumulator_seen: dict[tuple[str, str], int] = {}
         _simulations[self.id] = self
 
@@ -365,8 +373,10 @@ class Simulation:
                 execution = StepExecution(
                     registered.plan, ctx, [feed_values[i] for i in feed_index]
                 )
-                start = client.time + self._delay(task_name, registered)
-                step.parts.append(_Part(step, task, execution, start, self._dirty))
+                delay = self._delay(task_name, registered)
+                part = _Part(step, task, execution, client.time + delay, self._dirty)
+                part.delay = delay
+                step.parts.append(part)
             self._new.append(step)
             self._running.discard(client)
             self._cond.notify()
@@ -375,6 +385,11 @@ class Simulation:
         if step.error is not None:
             raise step.error
         return step.values
+
+    def note_loss(self, task: str, value) -> None:
+        """Records a loss a client fetched, at its client's virtual time."""
+        if np.ndim(value) == 0:
+            self.losses.append((self._caller().time, task, float(value)))
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -421,14 +436,14 @@ class Simulation:
         heap = self._heap
         while heap:
             entry = heapq.heappop(heap)
-            time, order, key, kind, i, _, part = entry
-            if part.step.done:
+            time, order, key, kind, i, _, part, epoch = entry
+            if part.step.done or epoch != part.epoch:
                 continue
             if kind == 0 and i not in part.execution.arrived:
                 continue
             start = max(time, part.task.busy_until)
             if start > time:
-                heapq.heappush(heap, (start, order, key, kind, i, next(self._seq), part))
+                heapq.heappush(heap, (start, order, key, kind, i, next(self._seq), part, epoch))
                 continue
             return part.step, part, "deliver" if kind == 0 else "run", i, start
         return None
@@ -450,7 +465,7 @@ class Simulation:
                 i = arrived[n]
                 when = max(part.ready_at.get(i, part.start), time)
                 part.ready_at[i] = when
-                heapq.heappush(heap, (when, order, key, 0, i, next(self._seq), part))
+                heapq.heappush(heap, (when, order, key, 0, i, next(self._seq), part, part.epoch))
         # New ready ops are among the successors of the op that just moved
         # (all ready ops when the step starts); each is pushed once.
         pushed, pending = part.pushed, execution.pending
@@ -458,7 +473,9 @@ class Simulation:
         for i in execution.ready if moved is None else steps[moved].successors:
             if i not in pushed and not pending[i]:
                 pushed.add(i)
-                heapq.heappush(heap, (part.available(i), order, key, 1, i, next(self._seq), part))
+                heapq.heappush(
+                    heap, (part.available(i), order, key, 1, i, next(self._seq), part, part.epoch)
+                )
 
     def _absorb(self, time: float) -> None:
         """Takes in the completions that moves made (they arrive at ``time``)."""
@@ -493,7 +510,10 @@ class Simulation:
             self.busy[task.name] += end - start
             clock.seconds = end
         if plan_step.op.type in _ACCUMULATOR_OPS:
-            self._note_accumulators(task, end)
+            self._note_accumulators(task, end, step.cancelled)
+            if not running and "TakeGradient" in plan_step.op.type:
+                taken = execution.vals[plan_step.in_slots[0]]
+                step.cancels = step.cancels or getattr(taken, "cancels_in_flight", False)
         if running and i in execution.waiting:
             part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
         else:
@@ -503,6 +523,11 @@ class Simulation:
             self._absorb(end)  # completions this move made arrive when it ends
         if not (execution.ready or execution.waiting) and _finished(step):
             self._end(step, end, None)
+
+    @property
+    def move_count(self) -> int:
+        """How many moves have been made."""
+        return len(self._moves)
 
     @property
     def events(self) -> list[tuple]:
@@ -518,8 +543,12 @@ class Simulation:
             )  # fmt: skip
         return made
 
-    def _note_accumulators(self, task: _Task, time: float) -> None:
-        """Timestamps what the task's accumulators have recorded since the last look."""
+    def _note_accumulators(self, task: _Task, time: float, cancelled: bool) -> None:
+        """Timestamps what the task's accumulators have recorded since the last look.
+
+        Args:
+            cancelled: Whether the move was made by a step whose computation was cancelled.
+        """
         for _, name, resource in task.resource_mgr.items():
             history = getattr(resource, "history", None)
             if history is None:
@@ -528,7 +557,7 @@ class Simulation:
             new = resource.events - self._accumulator_seen.get(key, 0)
             if new > 0:
                 timed = self.accumulator_events.setdefault(key, [])
-                timed.extend((event, time) for event in list(history)[-new:])
+                timed.extend((event, time, cancelled) for event in list(history)[-new:])
                 self._accumulator_seen[key] = resource.events
 
     def _end(self, step: _Step, time: float, error: errors.OpError | None) -> None:
@@ -547,12 +576,41 @@ class Simulation:
         for part in step.parts:
             part.task.rendezvous.cleanup(step.step_id)
         self._steps.discard(step)
+        if step.cancels and error is None:
+            self._cancel_in_flight(time)
         step.done = True
         step.end = time
         client = step.client
         client.time = max(client.time, time)
         self._running.add(client)  # it runs again until it parks or ends
         client.wake.notify()
+
+    def _cancel_in_flight(self, time: float) -> None:
+        """An update was made: every worker still computing gradients stops now.
+
+        A policy's accumulator asks for this (`minitf.cluster.policies`): a
+        part still in its delay starts at once, so the rest of the delay is
+        never spent, and the step goes on with what it read, as a cancelled
+        computation whose gradient the accumulator drops as stale.
+        """
+        for step in sorted(self._steps, key=lambda s: s.key):
+            for part in step.parts:
+                if part.delay <= 0 or part.start <= time:
+                    continue
+                self.delayed[part.task.name] -= part.start - time
+                self.cancelled.append((time, part.task.name))
+                step.cancelled = True
+                part.start = time
+                part.ready_at = {i: min(t, time) for i, t in part.ready_at.items()}
+                part.epoch += 1
+                order, key, heap = part.task.order, step.key, self._heap
+                for i in part.execution.arrived:
+                    entry = (part.ready_at.get(i, time), order, key, 0, i, next(self._seq))
+                    heapq.heappush(heap, (*entry, part, part.epoch))
+                for i in part.execution.ready:
+                    if i in part.pushed:
+                        entry = (part.available(i), order, key, 1, i, next(self._seq))
+                        heapq.heappush(heap, (*entry, part, part.epoch))
 
     def _fail_deadlocked(self) -> None:
         """Every client waits and nothing can move: each running step fails, naming its waits."""
@@ -658,7 +716,10 @@ class SimulatedMaster:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._build(list(fetches), list(targets), list(feeds))
-        return self._simulation.submit(plan, list(feed_values)), None
+        values = self._simulation.submit(plan, list(feed_values))
+        if plan.loss is not None:
+            self._simulation.note_loss(self.task_name, values[plan.loss])
+        return values, None
 
     def _build(self, fetches, targets, feeds) -> _SimPlan:
         from minitf.runtime.master import partition_step  # master imports the server
@@ -674,6 +735,12 @@ class SimulatedMaster:
             registered = RegisteredGraph(part, self._segments.setdefault(task, {}))
             plan.parts.append((task, registered, [feed_index[name] for _, name in part.feeds]))
         plan.fetch_from = fetch_from
+        names = self._simulation.loss_names
+        fetch_names = [getattr(f, "name", f) for f in fetches]
+        plan.loss = next(
+            (n for n, f in enumerate(fetch_names) if f.endswith(":0") and _base_name(f) in names),
+            None,
+        )
         return plan
 
     def accumulators(self, since=None, job=None) -> list[dict]:
@@ -702,6 +769,12 @@ class _SimPlan:
         self.client = client
         self.parts: list[tuple[str, RegisteredGraph, list[int]]] = []
         self.fetch_from: list[tuple[str | None, int]] = []
+        self.loss: int | None = None  # which fetch is the loss, if one is
+
+
+def _base_name(tensor_name: str) -> str:
+    """``"model/loss:0"`` → ``"loss"`` (the last part of the op's name)."""
+    return tensor_name.rsplit(":", 1)[0].rsplit("/", 1)[-1]
 
 
 def is_simulated(target: str) -> bool:

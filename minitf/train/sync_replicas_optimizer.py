@@ -184,21 +184,8 @@ class SyncReplicasOptimizer(optimizer.Optimizer):
 
     @staticmethod
     def _make_local_step(global_step):
-        """``sync_rep_local_step``: a local variable on this worker, whatever the setter says.
-
-        Colocating with a no-op made under the caller's device scope empties
-        the device-function stack, so the variable lands on the worker even
-        inside a ``replica_device_setter`` that sends variables to a ps.
-        """
-        local_anchor = control_flow_ops.no_op()
-        with ops.colocate_with(local_anchor):
-            return variables.Variable(
-                initial_value=0,
-                trainable=False,
-                collections=[GraphKeys.LOCAL_VARIABLES],
-                dtype=global_step.dtype.base_dtype,
-                name="sync_rep_local_step",
-            )
+        """``sync_rep_local_step``: a local variable on this worker, whatever the setter says."""
+        return local_step_variable(global_step, "sync_rep_local_step")
 
     def _accumulate(self, grads_and_vars) -> tuple[list, list]:
         """One shared accumulator per variable, on its device: the workers' and the chief's ends.
@@ -335,7 +322,7 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         Raises:
             RuntimeError: if a global variable is still uninitialized.
         """
-        ready, message = _ready(self._ready_for_local_init_op, session)
+        ready, message = ready_for_local_init(self._ready_for_local_init_op, session)
         if not ready:
             raise RuntimeError(
                 "Init operations did not make model ready for SyncReplicasOptimizer "
@@ -348,7 +335,25 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
 
 
-def _ready(ready_op, session) -> tuple[bool, str | None]:
+def local_step_variable(global_step, name: str):
+    """A worker's local step: a local variable on its own task, whatever the setter says.
+
+    Colocating with a no-op made under the caller's device scope empties
+    the device-function stack, so the variable lands on the worker even
+    inside a ``replica_device_setter`` that sends variables to a ps.
+    """
+    local_anchor = control_flow_ops.no_op()
+    with ops.colocate_with(local_anchor):
+        return variables.Variable(
+            initial_value=0,
+            trainable=False,
+            collections=[GraphKeys.LOCAL_VARIABLES],
+            dtype=global_step.dtype.base_dtype,
+            name=name,
+        )
+
+
+def ready_for_local_init(ready_op, session) -> tuple[bool, str | None]:
     """Runs a ``report_uninitialized_variables`` op: (True, None) or (False, what is missing)."""
     if ready_op is None:
         return True, None

@@ -141,7 +141,8 @@ def test_a_slow_backup_worker_is_dropped_from_every_update_and_its_wait_is_trace
     for update in record.updates:
         update["applied"].sort()
     assert record.updates == [
-        {"global_step": k, "applied": [0, 1], "extra": [], "dropped": [2]} for k in range(1, 5)
+        {"global_step": k, "applied": [0, 1], "extra": [], "dropped": [2], "cancelled": []}
+        for k in range(1, 5)
     ]
     assert record.dropped_per_worker() == {2: 4}
     assert record.applied_per_worker() == {0: 4, 1: 4}

@@ -544,8 +544,8 @@ def test_one_worker_aggregating_two_computes_two_batches_per_update():
         assert sess.run([v, global_step]) == [8.0 - (5.0 + 7.0) / 2, 2]
         # One worker, two batches per update: the second is an extra batch.
         assert SyncRecord(sess).refresh().updates == [
-            {"global_step": 1, "applied": [0, 0], "extra": [0], "dropped": [0]},
-            {"global_step": 2, "applied": [0, 0], "extra": [0], "dropped": []},
+            {"global_step": 1, "applied": [0, 0], "extra": [0], "dropped": [0], "cancelled": []},
+            {"global_step": 2, "applied": [0, 0], "extra": [0], "dropped": [], "cancelled": []},
         ]
 
 
@@ -739,8 +739,14 @@ def test_tf_test3workers1backup(three_workers, tf_workers):
     for update in record.updates:  # the order of arrival within a round is not fixed
         update["applied"].sort()
     assert record.updates == [
-        {"global_step": 1, "applied": [0, 2], "extra": [], "dropped": [1, 0, 1, 2]},
-        {"global_step": 2, "applied": [0, 1], "extra": [], "dropped": []},
+        {
+            "global_step": 1,
+            "applied": [0, 2],
+            "extra": [],
+            "dropped": [1, 0, 1, 2],
+            "cancelled": [],
+        },
+        {"global_step": 2, "applied": [0, 1], "extra": [], "dropped": [], "cancelled": []},
     ]
     assert record.dropped_per_worker() == {0: 1, 1: 2, 2: 1}
     assert [g["staleness"] for g in record.gradients] == [0, 0, 1, 1, 1, 1, 0, 0]

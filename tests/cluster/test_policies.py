@@ -1,0 +1,298 @@
+"""Dutta et al.'s synchronisation policies on a simulated cluster, against their closed forms.
+
+Oracles outside minitf: the order statistics of independent compute times
+(Rényi's representation of exponential order statistics), the superposition
+of ``n`` Poisson processes, the renewal theorem for steady-state rates, the
+counting argument for TF's backup workers, and the policies' updates
+recomputed with numpy from the report's record of who was applied when.
+
+Tolerances: where updates are independent (the synchronous policies, the
+memoryless ones), four standard errors of the formula's own variance over
+the number of updates; where samples are correlated (staleness, steady-state
+rates), four standard errors of 20 batch means of the run's own samples.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.cluster import delays, policies
+from minitf.cluster.simulated import SimulatedCluster
+
+pytestmark = pytest.mark.timeout(120)
+
+LR = 0.1
+N = 8  # workers
+K = 4
+
+
+def target(worker: int) -> float:
+    """Worker ``worker``'s data: its loss is ``(w - target)^2 / 2``, its gradient ``w - target``."""
+    return float(worker + 1)
+
+
+def make_policy(cls, k: int, n: int):
+    """A policy over plain SGD; a hook maker ``(is_chief) -> hook``."""
+    base = tf.train.GradientDescentOptimizer(LR)
+    opt = cls(base, n) if cls in (policies.FullySync, policies.Async) else cls(base, k, n)
+    return opt, opt.make_session_run_hook
+
+
+def train(cluster, cls, updates: int, k: int = K, n: int = N, make=make_policy) -> dict:
+    """Between-graph training of one scalar under a policy; returns the report and final w."""
+
+    def worker(i):
+        with tf.Graph().as_default():
+            setter = tf.train.replica_device_setter(
+                worker_device=f"/job:worker/task:{i}", cluster=cluster.cluster_spec
+            )
+            with tf.device(setter):
+                w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+                loss = tf.multiply(0.5, tf.square(w - target(i)), name="loss")
+                global_step = tf.train.get_or_create_global_step()
+                opt, hook = make(cls, k, n)
+                train_op = opt.minimize(loss, global_step=global_step)
+            hooks = [hook(i == 0), tf.train.StopAtStepHook(last_step=updates)]
+            with tf.train.MonitoredTrainingSession(
+                master=cluster.target("worker", i),
+                is_chief=i == 0,
+                hooks=hooks,
+                save_checkpoint_secs=None,
+                log_step_count_steps=None,
+            ) as sess:
+                while not sess.should_stop():
+                    sess.run([train_op, loss])
+
+    report = cluster.run_workers(worker)
+    final = {}
+
+    def read():
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                final["w"] = float(sess.run(w))
+
+    cluster.run_clients(read)
+    return {**report, "w": final["w"]}
+
+
+def harmonic(n: int, power: int = 1) -> float:
+    return sum(1 / i**power for i in range(1, n + 1))
+
+
+def kth_of_n(k: int, n: int, mean: float) -> tuple[float, float]:
+    """Mean and variance of the k-th smallest of n Exp(mean) (Rényi)."""
+    return (
+        mean * (harmonic(n) - harmonic(n - k)),
+        mean**2 * (harmonic(n, 2) - harmonic(n - k, 2)),
+    )
+
+
+def time_per_update(report) -> np.ndarray:
+    times = np.array([0.0] + [u["time"] for u in report["updates"]])
+    return np.diff(times)
+
+
+def batch_means_bound(samples, batches: int = 20) -> float:
+    """Four standard errors of the mean from ``batches`` consecutive batch means."""
+    samples = np.asarray(samples, float)
+    size = len(samples) // batches
+    means = samples[: size * batches].reshape(batches, size).mean(axis=1)
+    return 4 * means.std(ddof=1) / math.sqrt(batches)
+
+
+# -- time per update, exponential compute times ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cls, k, formula",
+    [
+        (policies.FullySync, N, "E[max of n] = mean * H_n"),
+        (policies.KSync, K, "E[X_(K:n)] = mean * (H_n - H_(n-K))"),
+        (policies.KAsync, K, "E[X_(K:n)] = mean * (H_n - H_(n-K))"),
+    ],
+)
+def test_k_worker_policies_take_the_kth_order_statistic_per_update(cls, k, formula):
+    # FullySync/KSync: every update starts all n afresh. KAsync: the n - K
+    # still computing are memoryless, so they too restart as Exp(mean).
+    mean, updates = 1.0, 400
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=11, worker_delay=delays.Exponential(mean)
+    )
+    report = train(cluster, cls, updates, k)
+    gaps = time_per_update(report)[:updates]
+    expected, variance = kth_of_n(k, N, mean)
+    assert abs(gaps.mean() - expected) < 4 * math.sqrt(variance / updates), formula
+
+
+@pytest.mark.parametrize("cls, k", [(policies.KBatchSync, K), (policies.KBatchAsync, K)])
+def test_k_batch_policies_wait_for_k_of_a_superposed_poisson_process(cls, k):
+    # Every worker always computes; each completion is the first of n
+    # Exp(mean) clocks: Exp(mean / n), so K of them take K * mean / n, variance K (mean / n)^2.
+    mean, updates = 1.0, 400
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=12, worker_delay=delays.Exponential(mean)
+    )
+    report = train(cluster, cls, updates, k)
+    gaps = time_per_update(report)[:updates]
+    assert abs(gaps.mean() - k * mean / N) < 4 * math.sqrt(k / updates) * mean / N
+
+
+def test_async_updates_come_every_mean_over_n_and_are_n_minus_one_steps_stale():
+    mean, updates = 1.0, 1600
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=13, worker_delay=delays.Exponential(mean)
+    )
+    report = train(cluster, policies.Async, updates)
+    gaps = time_per_update(report)[:updates]
+    assert abs(gaps.mean() - mean / N) < 4 * math.sqrt(1 / updates) * mean / N
+    staleness = [g["staleness"] for g in report["gradients"]]
+    assert not any(g["dropped"] for g in report["gradients"])
+    # The other n - 1 workers finish once each, on average, while one computes.
+    assert abs(np.mean(staleness) - (N - 1)) < batch_means_bound(staleness)
+
+
+# -- shifted-exponential compute times ---------------------------------------------------------
+
+
+def test_k_sync_with_shifted_exponential_times_takes_the_shift_plus_the_kth_statistic():
+    shift, mean, updates = 0.5, 1.0, 400
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=14, worker_delay=delays.ShiftedExponential(shift, mean)
+    )
+    report = train(cluster, policies.KSync, updates)
+    gaps = time_per_update(report)[:updates]
+    expected, variance = kth_of_n(K, N, mean)
+    assert abs(gaps.mean() - (shift + expected)) < 4 * math.sqrt(variance / updates)
+
+
+@pytest.mark.parametrize("cls, k", [(policies.KBatchAsync, K), (policies.Async, 1)])
+def test_k_batch_async_in_steady_state_makes_an_update_per_k_mean_times_over_n(cls, k):
+    # Renewal theorem: each worker finishes 1 / E[X] gradients per second,
+    # whatever the distribution; staleness: the others' (n - 1) E[X] / E[X]
+    # completions while one computes, an update per K of them.
+    shift, mean = 0.5, 1.0
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=15, worker_delay=delays.ShiftedExponential(shift, mean)
+    )
+    updates = 1600 // k
+    report = train(cluster, cls, updates, k)
+    gaps = time_per_update(report)[:updates]
+    expected = k * (shift + mean) / N
+    assert abs(gaps.mean() - expected) < batch_means_bound(gaps) + 0.02 * expected
+    staleness = [g["staleness"] for g in report["gradients"]]
+    assert abs(np.mean(staleness) - (N - 1) / k) < batch_means_bound(staleness) + 0.05
+
+
+# -- what each policy keeps, drops and cancels -------------------------------------------------
+
+
+def test_k_sync_cancels_the_n_minus_k_slowest_each_update_and_drops_nothing_it_computed():
+    updates = 100
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=16, worker_delay=delays.Exponential(1.0)
+    )
+    report = train(cluster, policies.KSync, updates)
+    for update in report["updates"][:updates]:
+        assert len(update["applied"]) == K and len(set(update["applied"])) == K
+        assert update["dropped"] == []
+    for update in report["updates"][: updates - 1]:
+        assert sorted(update["cancelled"] + update["applied"]) == list(range(N))
+    assert not any(g["cancelled"] and not g["dropped"] for g in report["gradients"])
+
+
+def test_k_batch_sync_lets_a_fast_worker_give_several_gradients_to_one_update():
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N},
+        seed=17,
+        worker_delay={0: delays.Constant(0.1), "*": delays.Constant(1.0)},
+    )
+    report = train(cluster, policies.KBatchSync, 20)
+    # Worker 0 finishes 4 gradients (at 0.1 .. 0.4 s) before anyone else finishes one.
+    for update in report["updates"][:20]:
+        assert update["applied"] == [0] * K
+        assert update["extra"] == [0] * (K - 1)
+
+
+def test_tfs_backup_workers_drop_b_of_n_gradients_in_the_long_run():
+    # SyncReplicasOptimizer(R = n - b, N = n), num_tokens=0: each update
+    # releases n tokens and each token lets one gradient be pushed; R of
+    # them are applied, so b/n are dropped, up to the n pushes of the first
+    # step and the n still in flight at the end (a bound, not a variance).
+    n, b, updates = N, 2, 300
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": n}, seed=18, worker_delay=delays.Exponential(1.0)
+    )
+
+    def backups(cls, k, n):
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(LR), k, n)
+        return opt, lambda is_chief: opt.make_session_run_hook(is_chief, num_tokens=0)
+
+    report = train(cluster, None, updates, n - b, n, make=backups)
+    gradients = report["gradients"]
+    dropped = sum(g["dropped"] for g in gradients) / len(gradients)
+    assert abs(dropped - b / n) <= 2 * n / len(gradients)
+
+
+# -- the values: each update recomputed with numpy from the record ----------------------------
+
+
+@pytest.mark.parametrize(
+    "cls", [policies.KSync, policies.KBatchSync, policies.Async, policies.KAsync]
+)
+def test_each_update_applies_the_mean_of_its_gradients_at_the_variables_they_saw(cls):
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=19, worker_delay=delays.Exponential(1.0)
+    )
+    report = train(cluster, cls, 60)
+    history = [0.0]  # w after each update
+    accepted = [g for g in report["gradients"] if not g["dropped"]]
+    for update in report["updates"]:
+        taken, accepted = accepted[: len(update["applied"])], accepted[len(update["applied"]) :]
+        assert [g["worker"] for g in taken] == update["applied"]
+        grads = [history[g["local_step"]] - target(g["worker"]) for g in taken]
+        history.append(history[-1] - LR * float(np.mean(grads)))
+    assert report["w"] == pytest.approx(history[-1], rel=1e-5)
+    # The loss each run fetched is its own gradient's: (w at its local step - target)^2 / 2.
+    for worker in range(N):
+        pushed = [g for g in report["gradients"] if g["worker"] == worker]
+        losses = [entry for entry in report["loss"] if entry["worker"] == worker]
+        assert len(losses) == len(pushed) > 0
+        for gradient, loss in zip(pushed, losses):
+            w = history[gradient["local_step"]]
+            expected = 0.5 * (w - target(worker)) ** 2  # float32 w: about 1e-6 absolute
+            assert loss["value"] == pytest.approx(expected, rel=1e-4, abs=1e-5)
+            assert loss["time"] >= gradient["time"]
+    if cls in (policies.KSync, policies.KBatchSync):
+        assert all(g["staleness"] == 0 for g in report["gradients"] if not g["dropped"])
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, error, words",
+    [
+        (lambda opt: policies.KSync(opt, 5, 4), ValueError, "k=5 gradients from distinct"),
+        (lambda opt: policies.KAsync(opt, 0, 4), ValueError, "k must be a positive integer"),
+        (lambda opt: policies.Async(opt, 2.5), ValueError, "num_workers must be a positive"),
+        (lambda opt: policies.FullySync("sgd", 4), TypeError, "opt must be a tf.train optimizer"),
+    ],
+)
+def test_a_policy_is_refused_when_made_with_bad_arguments(make, error, words):
+    with pytest.raises(error, match=words):
+        make(tf.train.GradientDescentOptimizer(0.1))
+
+
+def test_a_policy_needs_a_global_step_and_one_apply_gradients():
+    with tf.Graph().as_default():
+        w = tf.Variable(1.0)
+        opt = policies.KSync(tf.train.GradientDescentOptimizer(0.1), 1, 2)
+        with pytest.raises(ValueError, match="Global step is required"):
+            opt.minimize(w * w)
+        opt.minimize(w * w, global_step=tf.train.get_or_create_global_step())
+        with pytest.raises(ValueError, match="already called"):
+            opt.minimize(w * w, global_step=tf.train.get_or_create_global_step())
