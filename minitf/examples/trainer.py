@@ -67,7 +67,7 @@ def main(_):
         w = tf.get_variable("w", [FEATURES], initializer=tf.zeros_initializer())
         b = tf.get_variable("b", [], initializer=tf.zeros_initializer())
         prediction = tf.squeeze(tf.matmul(x, tf.expand_dims(w, 1)), [1]) + b
-        loss = tf.reduce_mean(tf.square(prediction - y))
+        loss = tf.reduce_mean(tf.square(prediction - y), name="loss")
         global_step = tf.train.get_or_create_global_step()
         opt = tf.train.GradientDescentOptimizer(FLAGS.learning_rate)
         hooks = [tf.train.StopAtStepHook(last_step=FLAGS.train_steps)]
