@@ -41,7 +41,6 @@ class SyncRecord:
         self.gradients: list[dict] = []
         self.updates: list[dict] = []
         self._pending: list[int] = []  # workers of the accepted pushes since the last take
-        self._cancelled = False  # the pushes being read come from a cancelled computation
 
     def refresh(self) -> SyncRecord:
         """Reads what happened since the last call; returns self."""
@@ -72,24 +71,23 @@ class SyncRecord:
         record = cls(None, accumulator)
         record._task = task
         for event, time, cancelled in timed_history:
-            record._cancelled = cancelled
             gradients, updates = len(record.gradients), len(record.updates)
-            record._read([event])
+            record._read([event], cancelled)
             for entry in record.gradients[gradients:] + record.updates[updates:]:
                 entry["time"] = time
-        record._cancelled = False
         return record
 
-    def _read(self, history: list[tuple]) -> None:
+    def _read(self, history: list[tuple], cancelled: bool = False) -> None:
         for event in history:
             if event[0] == "push":
                 _, client, local_step, step, accepted = event
-                self._push(worker_index(client), local_step, step, accepted)
+                self._push(worker_index(client), local_step, step, accepted, cancelled)
             elif event[0] == "take":
                 self._take(event[1], event[2])
 
-    def _push(self, worker: int, local_step: int, step: int, accepted: bool) -> None:
-        cancelled = self._cancelled
+    def _push(
+        self, worker: int, local_step: int, step: int, accepted: bool, cancelled: bool
+    ) -> None:
         self.gradients.append(
             {
                 "worker": worker,
