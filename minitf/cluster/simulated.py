@@ -54,7 +54,7 @@ class SimulatedCluster:
 
     Raises:
         ValueError: if a job has no task, or not a whole number of them.
-        TypeError: if ``worker_delay`` or ``op_cost`` is not one of the above.
+        TypeError: if ``worker_delay``, ``op_cost`` or ``loss`` is not one of the above.
     """
 
     def __init__(
@@ -68,7 +68,13 @@ class SimulatedCluster:
         if isinstance(op_cost, str):
             op_cost = op_costs.load(op_cost)
         self._simulation = Simulation(tasks, seed, worker_delay, op_cost)
-        self._simulation.loss_names = {loss} if isinstance(loss, str) else set(loss)
+        names = [loss] if isinstance(loss, str) else loss
+        if not isinstance(names, (list, tuple, set)) or not all(isinstance(n, str) for n in names):
+            raise TypeError(
+                f"SimulatedCluster: loss must be the name of the loss op, or a list of names "
+                f"(for example 'loss'), got {loss!r}"
+            )
+        self._simulation.loss_names = set(names)
         self.cluster_spec = self._simulation.cluster_spec
 
     @property

@@ -13,6 +13,7 @@ rates), four standard errors of 20 batch means of the run's own samples.
 """
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -296,3 +297,84 @@ def test_a_policy_needs_a_global_step_and_one_apply_gradients():
         opt.minimize(w * w, global_step=tf.train.get_or_create_global_step())
         with pytest.raises(ValueError, match="already called"):
             opt.minimize(w * w, global_step=tf.train.get_or_create_global_step())
+
+
+# -- on real processes' transport: no cancelling, so K-sync is TF's backup workers ----------
+
+
+@pytest.fixture
+def real_cluster():
+    """One ps and two workers, each an in-process server on a free loopback port."""
+    from minitf.runtime.launcher import free_ports
+
+    hosts = [f"127.0.0.1:{p}" for p in free_ports(3)]
+    spec = tf.train.ClusterSpec({"ps": hosts[:1], "worker": hosts[1:]})
+    servers = [tf.train.Server(spec, job_name="ps", task_index=0)]
+    servers += [tf.train.Server(spec, job_name="worker", task_index=i) for i in range(2)]
+    yield spec, servers
+    for server in servers:
+        server.stop()
+
+
+class _RealWorker:
+    """One worker's graph and session on a real cluster; the chief's update made by hand."""
+
+    def __init__(self, spec, server, index, cls):
+        self.graph = tf.Graph()
+        setter = tf.train.replica_device_setter(
+            worker_device=f"/job:worker/task:{index}", cluster=spec
+        )
+        with self.graph.as_default(), tf.device(setter):
+            self.w = tf.get_variable("w", [], initializer=tf.constant_initializer(1.0))
+            global_step = tf.train.get_or_create_global_step()
+            self.opt = cls(tf.train.GradientDescentOptimizer(LR), 1, 2)
+            self.train_op = self.opt.minimize(
+                0.5 * tf.square(self.w - target(index)), global_step=global_step
+            )
+            (self.update_op,) = self.opt.get_chief_queue_runner().enqueue_ops
+            (accum, device), *_ = self.opt._accumulators
+            with tf.device(device):
+                self.count = accum.num_accumulated()
+            self.init = tf.global_variables_initializer()
+            self.local_init = tf.local_variables_initializer()
+        self.sess = tf.Session(server.target, graph=self.graph)
+
+    def step_in_thread(self):
+        done = {}
+        thread = threading.Thread(
+            target=lambda: done.setdefault("token", self.sess.run(self.train_op))
+        )
+        thread.start()
+        return thread, done
+
+
+@pytest.mark.parametrize("cls, stale_kept", [(policies.KSync, False), (policies.KAsync, True)])
+def test_on_a_real_cluster_a_late_gradient_is_dropped_by_k_sync_and_kept_by_k_async(
+    real_cluster, cls, stale_kept
+):
+    spec, servers = real_cluster
+    chief, other = (_RealWorker(spec, servers[1 + i], i, cls) for i in range(2))
+    chief.sess.run([chief.init, chief.local_init, chief.opt.chief_init_op])
+    other.sess.run([other.local_init, other.opt.local_step_init_op])
+    w0 = 1.0
+    # The chief's gradient (w0 - 1) is pushed; its step waits for a token.
+    thread, done = chief.step_in_thread()
+    chief.sess.run(chief.update_op)  # k = 1: takes it, w1 = w0 - lr (w0 - 1), tokens out
+    thread.join(30)
+    assert not thread.is_alive() and done["token"] == 1
+    w1 = w0 - LR * (w0 - target(0))
+    assert chief.sess.run(chief.w) == pytest.approx(w1)
+    # The other worker's step reads w1, but its local step is still 0: one update late.
+    thread, done = other.step_in_thread()
+    if stale_kept:
+        # KAsync keeps it (computed at w1, one step stale) and the worker waits for a token.
+        chief.sess.run(chief.update_op)
+        thread.join(30)
+        assert not thread.is_alive() and done["token"] == 2
+        assert chief.sess.run(chief.w) == pytest.approx(w1 - LR * (w1 - target(1)), rel=1e-6)
+    else:
+        # KSync drops it, as TF drops a backup worker's, and a token from update 1 is waiting.
+        thread.join(30)
+        assert not thread.is_alive() and done["token"] == 1
+        assert chief.sess.run(chief.count) == 0
+        assert chief.sess.run(chief.w) == pytest.approx(w1)

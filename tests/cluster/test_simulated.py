@@ -330,8 +330,20 @@ def test_op_costs_measured_on_this_machine_are_saved_and_drive_the_virtual_clock
         ({"worker_delay": {"slow": delays.Constant(1.0)}}, TypeError, "by worker index"),
         ({"op_cost": {"MatMul": -1.0}}, TypeError, "seconds >= 0"),
         ({"op_cost": ["MatMul"]}, TypeError, "op_cost must be"),
+        ({"loss": 3}, TypeError, "loss must be the name"),
+        ({"loss": ["loss", None]}, TypeError, "loss must be the name"),
     ],
-    ids=["no-task", "no-job", "count-text", "delay-number", "delay-key", "cost-neg", "cost-list"],
+    ids=[
+        "no-task",
+        "no-job",
+        "count-text",
+        "delay-number",
+        "delay-key",
+        "cost-neg",
+        "cost-list",
+        "loss-number",
+        "loss-none",
+    ],  # fmt: skip
 )
 def test_a_badly_described_cluster_is_refused_when_it_is_made(kwargs, error, words):
     kwargs = {"tasks": {"worker": 1}, **kwargs}
