@@ -113,10 +113,48 @@ def _run_launch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    tasks = {"ps": args.ps, "worker": args.workers}
-    return launch(
-        args.script, {job: n for job, n in tasks.items() if n}, script_args, record=args.record
+    tasks = {job: n for job, n in {"ps": args.ps, "worker": args.workers}.items() if n}
+    if args.simulate:
+        return _simulate(args, tasks, script_args)
+    if args.seed is not None or args.straggler is not None or args.out is not None:
+        print(
+            "minitf launch: --seed, --straggler and --out go with --simulate (a real "
+            "cluster takes its stragglers from MINITF_STRAGGLERS)",
+            file=sys.stderr,
+        )
+        return 2
+    return launch(args.script, tasks, script_args, record=args.record)
+
+
+def _simulate(args: argparse.Namespace, tasks: dict[str, int], script_args: list[str]) -> int:
+    """``minitf launch --simulate``: the script on a `SimulatedCluster`; prints its summary."""
+    from minitf.cluster import SimulatedCluster, delays
+
+    spec = args.straggler if args.straggler is not None else os.environ.get(delays.ENV, "")
+    try:
+        stragglers = delays.parse(spec)
+        seed = args.seed if args.seed is not None else int(os.environ.get(delays.SEED_ENV, "0"))
+    except ValueError as exc:
+        print(f"minitf launch: {exc}", file=sys.stderr)
+        return 2
+    worker_delay = {("*" if k == "*" else int(k)): model for k, model in stragglers.items()}
+    cluster = SimulatedCluster(tasks, seed=seed, worker_delay=worker_delay or None)
+    try:
+        report = cluster.run(args.script, script_args, out=args.out, record=args.record)
+    except RuntimeError as exc:  # a task's script exited with a non-zero status
+        print(f"minitf launch --simulate: {exc}", file=sys.stderr)
+        return 1
+    updates = report["updates"]
+    print(
+        f"simulated {sum(tasks.values())} tasks: {report['time']:.4f} virtual seconds, "
+        f"{report['moves']} moves, {len(updates)} updates, "
+        f"{sum(len(u['dropped']) for u in updates)} gradients dropped"
     )
+    if args.out is not None:
+        print(f"report and plots: {args.out}")
+    if args.record is not None:
+        print(f"recording: {args.record} (step it with `minitf step --replay {args.record}`)")
+    return 0
 
 
 def _add_launch(subparsers: argparse._SubParsersAction) -> None:
@@ -126,13 +164,32 @@ def _add_launch(subparsers: argparse._SubParsersAction) -> None:
         description="Start one process per task of a local cluster, each running SCRIPT with "
         "--job_name, --task_index, --ps_hosts and --worker_hosts (and TF_CONFIG); stream their "
         "output with a [job/index] prefix; stop the ps tasks when the workers are done, and "
-        "every task on Ctrl-C or when one fails.",
+        "every task on Ctrl-C or when one fails. With --simulate, run every task in this "
+        "process on a virtual clock instead, the same on every run.",
     )
     p.add_argument("--ps", type=int, default=1, metavar="N", help="ps tasks (1; 0 for none)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="worker tasks (2)")
     p.add_argument(
         "--record", metavar="FILE",
         help="record every task's moves to FILE; `minitf step --replay FILE` replays the run",
+    )  # fmt: skip
+    p.add_argument(
+        "--simulate", action="store_true",
+        help="run every task in this process on a virtual clock (minitf.cluster."
+        "SimulatedCluster): the same moves, values and report on every run",
+    )  # fmt: skip
+    p.add_argument(
+        "--seed", type=int, default=None, metavar="N",
+        help="with --simulate: seeds the stragglers' delays (default MINITF_STRAGGLER_SEED or 0)",
+    )  # fmt: skip
+    p.add_argument(
+        "--straggler", default=None, metavar="SPEC",
+        help="with --simulate: worker delays, e.g. '1=Constant(0.05);*=Exponential(0.01)' "
+        "(virtual seconds; default MINITF_STRAGGLERS)",
+    )  # fmt: skip
+    p.add_argument(
+        "--out", default=None, metavar="DIR",
+        help="with --simulate: write report.json and its plots to DIR",
     )  # fmt: skip
     p.add_argument("script", help="the script every task runs")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="-- then the script's arguments")

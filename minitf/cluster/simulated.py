@@ -87,12 +87,25 @@ class SimulatedCluster:
         """Every move made, in order: ``(time, task, client, step, "run"/"deliver", op)``."""
         return self._simulation.events
 
+    def schedule(self) -> dict[str, list[tuple[int, int, str]]]:
+        """Each task's moves so far as a real task logs them: what a recording holds.
+
+        Returns:
+            ``{task: [(step id, RUN or DELIVER, op name), ...]}``, in order
+            (`minitf.runtime.simulation.Simulation.schedule`).
+        """
+        return self._simulation.schedule()
+
     def target(self, job: str, index: int = 0) -> str:
         """The session target of one task (``sim://...``)."""
         return self._simulation.target(job, index)
 
     def run(
-        self, script: str | Callable[[], object], args: Sequence[str] = (), out: str | None = None
+        self,
+        script: str | Callable[[], object],
+        args: Sequence[str] = (),
+        out: str | None = None,
+        record: str | None = None,
     ) -> dict:
         """Runs a TF1 script once per task, as ``minitf launch`` does; returns the `report`.
 
@@ -107,13 +120,24 @@ class SimulatedCluster:
             script: The script's path, or a function to run as the only client.
             args: The script's own arguments.
             out: A directory to write the report and its plots to (`write_report`).
+            record: A file to record the run's schedule to, as ``minitf
+                launch --record`` does: ``minitf step --replay FILE`` (or
+                `minitf.stepper.Stepper.replay`) starts the script on real
+                tasks and steps it along the simulated moves, with the same
+                values.
 
         Raises:
+            ValueError: if ``record`` is given with a function for a script.
             FileNotFoundError: if there is no such script.
             RuntimeError: if a task's script exits with a non-zero status.
             Exception: the first exception a task's script raised.
         """
         if callable(script):
+            if record is not None:
+                raise ValueError(
+                    "SimulatedCluster.run: record= needs a script's path, not a function: a "
+                    "recording is replayed by starting the script on real tasks"
+                )
             return self.run_clients(script, out=out)
         if not os.path.isfile(script):
             raise FileNotFoundError(f"SimulatedCluster.run: no such script: {script}")
@@ -133,11 +157,17 @@ class SimulatedCluster:
             if code:
                 raise RuntimeError(f"/job:{job}/task:{index}: {script} exited with status {code}")
 
-        return self.run_clients(
+        report = self.run_clients(
             *[lambda j=j, i=i: task(j, i) for j, i in tasks],
             names=[f"{j}:{i}" for j, i in tasks],
             out=out,
         )
+        if record is not None:
+            from minitf.runtime.launcher import write_recording
+
+            counts = {job: self.cluster_spec.num_tasks(job) for job in self.cluster_spec.jobs}
+            write_recording(record, script, counts, args, self.schedule())
+        return report
 
     def run_clients(
         self,

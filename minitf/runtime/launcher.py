@@ -338,15 +338,8 @@ class LocalCluster:
                     None,
                     f"{task} left no record of its moves (it exited with {proc.returncode}): {exc}",
                 ) from None
-        recording = {
-            "format": RECORDING_FORMAT,
-            "script": os.path.abspath(self.script) if self.script else None,
-            "tasks": {job: self.cluster_spec.num_tasks(job) for job in self.cluster_spec.jobs},
-            "args": self.args,
-            "moves": {task: [list(m) for m in log] for task, log in moves.items()},
-        }
-        with open(path, "w") as f:
-            json.dump(recording, f)
+        tasks = {job: self.cluster_spec.num_tasks(job) for job in self.cluster_spec.jobs}
+        write_recording(path, self.script, tasks, self.args, moves)
 
     def _moves_file(self, job: str, index: int) -> str:
         return os.path.join(self._record_dir, f"{job}-{index}.json")
@@ -375,8 +368,31 @@ class LocalCluster:
 RECORDING_FORMAT = "minitf-recording/1"
 
 
+def write_recording(
+    path: str, script: str | None, tasks: dict[str, int], args: Sequence[str], moves: dict
+) -> None:
+    """Writes a recording: how to start the run again, and each task's moves in order.
+
+    Args:
+        path: The file.
+        script: The script every task ran.
+        tasks: ``{"ps": 1, "worker": 2}``.
+        args: The script's own arguments.
+        moves: ``{task name: [(step id, RUN or DELIVER, op name), ...]}``.
+    """
+    recording = {
+        "format": RECORDING_FORMAT,
+        "script": os.path.abspath(script) if script else None,
+        "tasks": dict(tasks),
+        "args": list(args),
+        "moves": {task: [list(m) for m in log] for task, log in moves.items()},
+    }
+    with open(path, "w") as f:
+        json.dump(recording, f)
+
+
 def load_recording(path: str) -> dict:
-    """A recording `LocalCluster.save_recording` wrote.
+    """A recording `write_recording` wrote (a `LocalCluster`'s or a `SimulatedCluster`'s).
 
     Raises:
         ValueError: if the file is not one.

@@ -100,12 +100,58 @@ def incarnation() -> str:
     return os.environ.get(INCARNATION_ENV) or _incarnation
 
 
-def _step_base(task_name: str) -> int:
+def _step_base(
+    task_name: str, sessions: dict[str, int] | None = None, incarnation_: str | None = None
+) -> int:
+    """The high bits of a new session's step ids; counts the session in ``sessions``.
+
+    Args:
+        task_name: The session's client task.
+        sessions: Sessions opened so far per task (default: this process's).
+        incarnation_: The client's incarnation (default: `incarnation`).
+    """
     with _sessions_lock:
-        number = _sessions_per_task.get(task_name, 0)
-        _sessions_per_task[task_name] = number + 1
-    client = zlib.crc32(f"{task_name}#{incarnation()}".encode()) & 0xFFFFFF
+        counts = _sessions_per_task if sessions is None else sessions
+        number = counts.get(task_name, 0)
+        counts[task_name] = number + 1
+    who = f"{task_name}#{incarnation_ or incarnation()}"
+    client = zlib.crc32(who.encode()) & 0xFFFFFF
     return client << 38 | (number & 0x3FF) << (_SIGNATURE_BITS + _COUNT_BITS)
+
+
+class StepIds:
+    """The ids of one session's runs (see `_step_base`): the same runs give the same ids.
+
+    Args:
+        task_name: The session's client task.
+        sessions: Sessions opened so far per task (default: this process's;
+            a simulated cluster keeps its own, as each of its tasks would).
+        incarnation_: The client's incarnation (default: `incarnation`).
+    """
+
+    def __init__(self, task_name: str, sessions: dict[str, int] | None = None, incarnation_=None):
+        self.base = _step_base(task_name, sessions, incarnation_)
+        self._counters: dict[str, tuple[int, itertools.count]] = {}
+        self._lock = threading.Lock()
+
+    def next(self, fetches, targets, feeds) -> int:
+        """The next id of a run of this signature (what it fetches, runs and feeds)."""
+        signature = "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
+        counter = self._counters.get(signature)
+        if counter is None:
+            with self._lock:
+                counter = self._counters.get(signature)
+                if counter is None:
+                    used = {slot for slot, _ in self._counters.values()}
+                    slot = zlib.crc32(signature.encode()) & ((1 << _SIGNATURE_BITS) - 1)
+                    for _ in range(1 << _SIGNATURE_BITS):  # two signatures with one hash
+                        if slot not in used:
+                            break
+                        slot = (slot + 1) & ((1 << _SIGNATURE_BITS) - 1)
+                    counter = (slot, itertools.count(1))
+                    self._counters[signature] = counter
+        slot, numbers = counter
+        return self.base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
 
 
 class _Call:
@@ -274,8 +320,7 @@ class Master:
         self._build_lock = threading.RLock()  # a channel remade while building forgets plans
         self._clock_offsets: dict[str, int] = {}
         self._active: set[int] = set()  # steps running now, aborted by close()
-        self._step_base = _step_base(self.task_name)
-        self._step_counters: dict[str, tuple[int, itertools.count]] = {}
+        self._step_ids = StepIds(self.task_name)
         self._closed = False
 
     def devices(self) -> list[str]:
@@ -344,25 +389,6 @@ class Master:
                 self._plans[key] = plan
         return plan
 
-    def _step_id(self, fetches, targets, feeds) -> int:
-        """The next id of a run of this signature (see `_step_base`)."""
-        signature = "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
-        counter = self._step_counters.get(signature)
-        if counter is None:
-            with self._build_lock:
-                counter = self._step_counters.get(signature)
-                if counter is None:
-                    used = {slot for slot, _ in self._step_counters.values()}
-                    slot = zlib.crc32(signature.encode()) & ((1 << _SIGNATURE_BITS) - 1)
-                    for _ in range(1 << _SIGNATURE_BITS):  # two signatures with one hash
-                        if slot not in used:
-                            break
-                        slot = (slot + 1) & ((1 << _SIGNATURE_BITS) - 1)
-                    counter = (slot, itertools.count(1))
-                    self._step_counters[signature] = counter
-        slot, numbers = counter
-        return self._step_base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
-
     def _build(self, fetches, targets, feeds) -> _StepPlan:
         parts, fetch_from = partition_step(
             fetches, targets, feeds, self.cluster, self.job, self.task, self._config
@@ -372,7 +398,7 @@ class Master:
         feed_index = {t.name: i for i, t in enumerate(feeds)}
         for task, part in parts.items():
             part.client = self.task_name
-            part.session = f"{self.task_name}#{incarnation()}#{self._step_base:x}"
+            part.session = f"{self.task_name}#{incarnation()}#{self._step_ids.base:x}"
             handle = self.channel(task).request(lambda c, p=part: ("register", c, p), 60.0)
             plan.parts.append((task, handle, [feed_index[name] for _, name in part.feeds]))
         plan.fetch_from = fetch_from
@@ -393,7 +419,7 @@ class Master:
                 ``DeadlineExceededError`` after ``timeout_ms`` (0: no limit).
         """
         plan = self._plan(fetches, targets, feeds)
-        step_id = self._step_id(fetches, targets, feeds)
+        step_id = self._step_ids.next(fetches, targets, feeds)
         # Registered under the lock close() takes: a step either is aborted by
         # close() or sees the session closed, never runs on unnoticed.
         with self._channels_lock:

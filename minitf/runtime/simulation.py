@@ -49,6 +49,7 @@ from minitf.runtime.execution import StepExecution, describe_wait
 from minitf.runtime.executor import StepContext
 from minitf.runtime.rendezvous import Rendezvous
 from minitf.runtime.resource_mgr import ResourceMgr
+from minitf.runtime.scheduler import DELIVER, RUN
 from minitf.runtime.worker import RegisteredGraph
 
 SCHEME = "sim://"
@@ -214,6 +215,8 @@ class Simulation:
         self._seq = itertools.count()  # breaks the last ties in the heap
         self._dirty: list[_Part] = []  # parts a completion reached since the last look
         self._moves: list[tuple] = []  # every move, cheaply: see `events`
+        # Waiting attempts that completed: (moves made by then, task, step id, op).
+        self._offered: list[tuple[int, str, int, str]] = []
         self._events: list[tuple] = []
         self.failure: BaseException | None = None
         # Per task: virtual seconds spent running ops, and waiting out delays.
@@ -225,6 +228,7 @@ class Simulation:
         self.losses: list[tuple[float, str, float]] = []
         self.loss_names: set[str] = {"loss"}
         self._accumulator_seen: dict[tuple[str, str], int] = {}
+        self.sessions: dict[str, int] = {}  # sessions opened per task, as each task counts them
         _simulations[self.id] = self
 
     # -- what clients see ------------------------------------------------------------------
@@ -346,8 +350,15 @@ class Simulation:
                 woke = True
         return woke
 
-    def submit(self, step_plan, feed_values: list) -> list:
+    def submit(self, step_plan, feed_values: list, step_id: int | None = None) -> list:
         """Runs one step for the calling client; returns its fetched values.
+
+        Args:
+            step_plan: The run signature's plan (a `SimulatedMaster`'s).
+            feed_values: The fed values, in the plan's order.
+            step_id: The step's id (default: one from the client and a count);
+                a `SimulatedMaster` gives the id a real master would, so a
+                recorded schedule replays on real tasks (`schedule`).
 
         Raises:
             OpError: the step's error.
@@ -356,9 +367,9 @@ class Simulation:
         client = self._caller()
         with self._cond:
             number = next(client.steps)
-            step = _Step(
-                client, number, client.index << 32 | number, step_plan.fetch_from, feed_values
-            )
+            if step_id is None:
+                step_id = client.index << 32 | number
+            step = _Step(client, number, step_id, step_plan.fetch_from, feed_values)
             for task_name, registered, feed_index in step_plan.parts:
                 task = self.task(task_name)
                 ctx = StepContext(
@@ -463,6 +474,12 @@ class Simulation:
             execution.collect()
             for n in range(before, len(arrived)):
                 i = arrived[n]
+                op = execution.steps[i].op
+                if op.type in _OFFERED_OPS:
+                    # On a held real task this attempt is first offered to its
+                    # step, which runs it as a move of its own (ops.blocking).
+                    where = (len(self._moves), part.task.name, part.step.step_id, op.name)
+                    self._offered.append(where)
                 when = max(part.ready_at.get(i, part.start), time)
                 part.ready_at[i] = when
                 heapq.heappush(heap, (when, order, key, 0, i, next(self._seq), part, part.epoch))
@@ -496,7 +513,9 @@ class Simulation:
         end = start + self._cost(plan_step.op) if running and self._cost is not None else start
         task = part.task
         # Not the step itself: a finished step's values must not outlive it.
-        self._moves.append((start, task, step.client, step.key[1], running, plan_step))
+        self._moves.append(
+            (start, task, step.client, step.key[1], step.step_id, running, plan_step)
+        )
         try:
             if running:
                 execution.run_op(i)
@@ -536,12 +555,35 @@ class Simulation:
         Each is ``(time, task, client, step number, "run" or "deliver", op name)``.
         """
         moves, made = self._moves, self._events
-        for start, task, client, number, running, plan_step in moves[len(made) :]:
+        for start, task, client, number, _, running, plan_step in moves[len(made) :]:
             made.append(
                 (start, task.name, client.name, number,
                  "run" if running else "deliver", plan_step.op.name)
             )  # fmt: skip
         return made
+
+    def schedule(self) -> dict[str, list[tuple[int, int, str]]]:
+        """Each task's moves so far, in order, as a real task's stepper logs them.
+
+        Each move is ``(step id, RUN or DELIVER, op name)`` (`minitf.runtime.scheduler`).
+        The ids are those the same sessions get on real tasks, so the
+        schedule can be replayed there (`minitf.stepper.Stepper.replay`).
+        """
+        moves: dict[str, list[tuple[int, int, str]]] = {}
+        offered = iter(self._offered)
+        offer = next(offered, None)
+        for made, (_, task, _, _, step_id, running, plan_step) in enumerate(self._moves, 1):
+            moves.setdefault(task.name, []).append(
+                (step_id, RUN if running else DELIVER, plan_step.op.name)
+            )
+            # A dequeue or take_grad that this move let finish ran here, at
+            # once; a held task first offers it to its step, whose delivery of
+            # the offer is the next move on the task.
+            while offer is not None and offer[0] == made:
+                _, where, waiting, op_name = offer
+                moves.setdefault(where, []).append((waiting, DELIVER, op_name))
+                offer = next(offered, None)
+        return moves
 
     def _note_accumulators(self, task: _Task, time: float, cancelled: bool) -> None:
         """Timestamps what the task's accumulators have recorded since the last look.
@@ -702,6 +744,10 @@ class SimulatedMaster:
         self.task_name = f"/job:{job}/replica:0/task:{task}"
         self._plans: dict[tuple, _SimPlan] = {}
         self._segments: dict[str, dict] = {}  # this session's stateful kernels, per task
+        from minitf.runtime.master import REPLAYABLE, StepIds  # master imports the server
+
+        # The ids a real master would give (with a replayable incarnation).
+        self._step_ids = StepIds(self.task_name, simulation.sessions, REPLAYABLE)
         self._closed = False
 
     def devices(self) -> list[str]:
@@ -716,7 +762,8 @@ class SimulatedMaster:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._build(list(fetches), list(targets), list(feeds))
-        values = self._simulation.submit(plan, list(feed_values))
+        step_id = self._step_ids.next(fetches, targets, feeds)
+        values = self._simulation.submit(plan, list(feed_values), step_id)
         if plan.loss is not None:
             self._simulation.note_loss(self.task_name, values[plan.loss])
         return values, None
@@ -816,6 +863,11 @@ def _parse_target(target: str) -> tuple[Simulation, str, int]:
         ) from exc
     return simulation, job, int(index)
 
+
+# The waiting ops whose attempts a held task offers to their step before running them.
+_OFFERED_OPS = frozenset(
+    {"QueueDequeueV2", "ResourceAccumulatorTakeGradient", "SparseAccumulatorTakeGradient"}
+)
 
 # The op types after which an accumulator has something new to timestamp.
 _ACCUMULATOR_OPS = frozenset(

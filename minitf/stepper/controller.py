@@ -181,6 +181,11 @@ class Stepper:
                     break
         return stepper
 
+    @property
+    def recording_done(self) -> bool:
+        """True when stepping a recording whose every move has been made."""
+        return self._recording is not None and not self._recorded_rest()
+
     def _recorded_rest(self) -> dict[str, list[tuple]]:
         """Each task's recorded moves it has not made yet."""
         if self._recording is None:
@@ -267,13 +272,23 @@ class Stepper:
             ``{"task", "step_id", "move", "index", "op", "type"}``.
         """
         self._refresh()
-        tasks = [task.call("state", limit) for task in self._tasks.values()]
+        tasks = [self._task_state(task, limit) for task in self._tasks.values()]
         return {
             "tasks": tasks,
             "global_step": _global_step(tasks),
             "moves": len(self.events),
             "candidates": _candidates(tasks),
         }
+
+    def _task_state(self, task, limit: int) -> dict:
+        """One task's state; a task whose process has ended (a finished worker) is shown so."""
+        if task.name not in self._ended:
+            try:
+                return task.call("state", limit)
+            except errors.UnavailableError:
+                if not self._task_exited(task.name, wait=5.0):
+                    raise
+        return {"task": task.name, "held": False, "ended": True, "steps": [], "resources": []}
 
     def highlight(self, state: dict | None = None) -> dict[str, str]:
         """``{op name: "done" | "running" | "blocked"}`` for a picture of the held steps.
@@ -635,6 +650,8 @@ class Stepper:
             states = [t.call("state") for t in self._live() if task in (None, t.name)]
             found = _candidates(states)
             rest = self._recorded_rest()
+            if self._recording is not None and not rest:
+                return None  # the recording's moves are all made: `continue_` finishes the run
             if rest:  # stepping a recording: only each task's next recorded move
                 found = [
                     c

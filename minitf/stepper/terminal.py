@@ -164,7 +164,11 @@ def _answer(stepper: Stepper, commands, json_mode: bool, out) -> None:
 
 
 def execute(stepper: Stepper, line: str) -> dict:
-    """Carries out one command; returns ``{"command", "args", "events", "state" or "error"}``."""
+    """Carries out one command; returns its answer.
+
+    The answer is ``{"command", "args", "events", "note", "state" or "error"}``.
+    ``note`` is there only when stepping a recording whose moves are all made.
+    """
     words = shlex.split(line)
     if not words:
         return {"command": ""}
@@ -189,6 +193,8 @@ def execute(stepper: Stepper, line: str) -> dict:
             return answer
         else:
             raise ValueError(f"unknown command {command!r}: {COMMANDS}")
+        if command in ("next", "until", "step") and stepper.recording_done:
+            answer["note"] = "the recording's moves are all made: `continue` lets the run finish"
         answer["state"] = stepper.state()
     except (ValueError, IndexError, errors.OpError) as exc:
         answer["error"] = exc.message if isinstance(exc, errors.OpError) else str(exc)
@@ -228,6 +234,8 @@ def _print(answer: dict, json_mode: bool, out) -> None:
         out.write(f"error: {answer['error']}\n")
     for event in answer.get("events", []):
         out.write(describe_event(event) + "\n")
+    if "note" in answer:
+        out.write(f"{answer['note']}\n")
     if "state" in answer:
         out.write(describe_state(answer["state"]))
     out.flush()
@@ -243,7 +251,7 @@ def describe_state(state: dict) -> str:
     """The stepper's state as lines a student reads from the back row."""
     lines = [f"global step: {state['global_step']}    moves so far: {state['moves']}"]
     for task in state["tasks"]:
-        held = "  (held)" if task["held"] else ""
+        held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
         lines.append(f"{task['task'].replace('/replica:0', '')}{held}")
         for step in task["steps"]:
             lines.append(f"  step {step['step_id']:x}: {step['done']} of {step['ops']} ops done")

@@ -239,6 +239,7 @@ class StepperPage:
             "task": name,
             "short": _short(name),
             "held": task["held"],
+            "ended": bool(task.get("ended")),
             "steps": steps,
             "resources": task["resources"],
         }

@@ -8,6 +8,7 @@ the largest of ``n`` exponentials is ``mean * H_n``).
 
 import math
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -365,3 +366,55 @@ def test_measuring_op_costs_needs_at_least_one_step():
 
     with pytest.raises(ValueError, match="at least one step, not 0"):
         op_costs.measure(tf.constant(1.0), steps=0)
+
+
+def test_the_schedule_has_the_ids_real_tasks_give_and_offers_where_a_held_task_makes_them():
+    # The step ids are those a real master gives with the replayable
+    # incarnation: 24 bits of crc32("<task>#replayable"), 10 of the session's
+    # number, 10 of crc32 of the run's signature, 18 counting its runs. A
+    # dequeue that waits is, on a held task, offered to its step once an
+    # enqueue makes it possible, and its step runs it as a move (delivering
+    # the offer) right after that enqueue; its result is delivered later.
+    cluster = SimulatedCluster({"ps": 1, "worker": 2})
+    with tf.Graph().as_default() as graph:
+        with tf.device("/job:ps/task:0"):
+            q = tf.FIFOQueue(1, tf.float32, shapes=[], shared_name="q", name="q")
+        with tf.device("/job:worker/task:0"):
+            taken = q.dequeue(name="take") + 1.0
+        with tf.device("/job:worker/task:1"):
+            put = q.enqueue(5.0, name="put")
+    got = {}
+
+    def taker():
+        with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
+            got["taken"] = sess.run(taken)
+
+    def putter():
+        with tf.Session(cluster.target("worker", 1), graph=graph) as sess:
+            sess.run(put)
+
+    cluster.run_clients(taker, putter)
+    assert got["taken"] == 6.0
+    schedule = cluster.schedule()
+
+    def first_id(task, signature):
+        client = zlib.crc32(f"{task}#replayable".encode()) & 0xFFFFFF
+        slot = zlib.crc32(signature.encode()) & 0x3FF
+        return client << 38 | slot << 18 | 1
+
+    taker_id = first_id("/job:worker/replica:0/task:0", f"{taken.name}||")
+    putter_id = first_id("/job:worker/replica:0/task:1", "|put|")
+    ps = [(step, kind, op) for step, kind, op in schedule["/job:ps/replica:0/task:0"]]
+    assert {step for step, _, _ in ps} == {taker_id, putter_id}
+    run_take = ps.index((taker_id, 0, "take"))
+    run_put = ps.index((putter_id, 0, "put"))
+    assert run_take < run_put
+    # The offer is delivered right after the enqueue; the result after that.
+    assert ps[run_put + 1] == (taker_id, 1, "take")
+    assert ps.count((taker_id, 1, "take")) == 2
+
+
+def test_a_recording_needs_a_script_not_a_function(tmp_path):
+    cluster = SimulatedCluster({"worker": 1})
+    with pytest.raises(ValueError, match="needs a script's path"):
+        cluster.run(lambda: None, record=str(tmp_path / "run.json"))

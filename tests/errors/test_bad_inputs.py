@@ -932,6 +932,20 @@ def test_row_66_app_run_with_an_unknown_flag(capsys):
     assert tf.app.flags.FLAGS.flag_values_dict() == before
 
 
+def test_row_67_launch_with_a_simulation_flag_but_no_simulate(command_line, script):
+    status, err = command_line("launch", "--seed", "1", str(script))
+    assert status == 2
+    assert "minitf launch: --seed, --straggler and --out go with --simulate" in err
+    assert not (script.parent / "ran").exists()
+
+
+def test_row_68_simulate_with_an_unknown_delay_model(command_line, script):
+    status, err = command_line("launch", "--simulate", "--straggler", "1=Slow(2)", str(script))
+    assert status == 2
+    assert "minitf launch: not a delay model: 'Slow(2)'; expected one of Constant(...)" in err
+    assert not (script.parent / "ran").exists()
+
+
 # -- the table and the tests ----------------------------------------------------------------
 
 

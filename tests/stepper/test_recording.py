@@ -133,3 +133,86 @@ def test_minitf_step_takes_a_script_or_a_recording_not_both_nor_neither(tmp_path
     assert "give a SCRIPT or --replay FILE" in capsys.readouterr().err
     assert cli.main(["step", "--replay", str(tmp_path / "none.json")]) == 2
     assert "no such recording" in capsys.readouterr().err
+
+
+def _simulate(tmp_path, record: str) -> dict:
+    """TF's trainer on a simulated cluster whose slow worker's gradients are dropped."""
+    from minitf.cluster import SimulatedCluster, delays
+
+    train_dir = str(tmp_path / "simulated")
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": 3},
+        seed=0,
+        worker_delay={2: delays.Constant(0.05), "*": delays.Exponential(0.01)},
+    )
+    report = cluster.run(
+        trainer.__file__,
+        ["--train_dir", train_dir, "--train_steps", "5", "--save_steps", "5"],
+        record=record,
+    )
+    assert sum(len(u["dropped"]) for u in report["updates"]) > 0  # a race was decided
+    return {n: tf.train.load_variable(train_dir, n) for n in ("w", "b", "global_step")}
+
+
+def test_a_simulated_run_replays_on_real_tasks_to_the_same_values_stepped_and_back(tmp_path):
+    # The simulated moves are written as a real run's recording: real
+    # processes, held, make them in the same order and end with the
+    # simulated run's checkpoint, bit for bit — the dropped gradients too.
+    path = str(tmp_path / "simulated.json")
+    simulated = _simulate(tmp_path, path)
+    data = load_recording(path)
+    replay, replay_dir = _retargeted(path, tmp_path, "replayed")
+    stepper = Stepper.replay(replay, moves=0)
+    try:
+        made = [stepper.next() for _ in range(10)]
+        for event in made:
+            kind = 0 if event["move"] == "run" else 1
+            assert [event["step_id"], kind, event["op"]] in data["moves"][event["task"]]
+        stepper.back(4)
+        assert stepper.events == made[:6]
+        stepper.continue_()
+        assert stepper.wait() == 0
+    finally:
+        stepper.close()
+    for name, value in simulated.items():
+        np.testing.assert_array_equal(tf.train.load_variable(replay_dir, name), value)
+
+
+def test_minitf_launch_simulate_records_and_minitf_step_replays_to_the_end(tmp_path):
+    import io
+    import subprocess
+    import sys
+
+    from minitf.stepper import terminal
+
+    path, train_dir = str(tmp_path / "run.json"), str(tmp_path / "train")
+    out_dir = str(tmp_path / "report")
+    command = [
+        sys.executable, "-m", "minitf.cli", "launch", "--simulate", "--workers", "3",
+        "--straggler", "2=Constant(0.05);*=Exponential(0.01)", "--seed", "0",
+        "--record", path, "--out", out_dir,
+        trainer.__file__, "--", "--train_dir", train_dir, "--train_steps", "4",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "minitf step --replay" in done.stdout
+    with open(f"{out_dir}/report.json") as f:
+        assert len(json.load(f)["updates"]) == 4
+    recorded = tf.train.load_variable(train_dir, "w")
+    replay, replay_dir = _retargeted(path, tmp_path, "replayed")
+    total = sum(len(moves) for moves in load_recording(replay)["moves"].values())
+    out = io.StringIO()
+    # `step 1000` never comes: it makes every recorded move, the workers'
+    # scripts end, and the stepper says so instead of waiting.
+    code = terminal.run(
+        None, None, None, [], [], json_mode=True,
+        commands=["next", "step 1000", "state", "quit"], out=out, replay=replay,
+    )  # fmt: skip
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert code == 0
+    assert not [a for a in answers if "error" in a], answers
+    assert len(answers[0]["events"]) + len(answers[1]["events"]) == total
+    assert "moves are all made" in answers[1]["note"]
+    ended = {t["task"] for t in answers[2]["state"]["tasks"] if t.get("ended")}
+    assert {f"/job:worker/replica:0/task:{i}" for i in range(3)} <= ended
+    np.testing.assert_array_equal(tf.train.load_variable(replay_dir, "w"), recorded)

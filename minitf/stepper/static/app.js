@@ -35,7 +35,7 @@ async function send(command) {
       body: JSON.stringify({ command }),
     });
     const answer = await reply.json();
-    $("error").textContent = answer.error ? answer.error : "";
+    $("error").textContent = answer.error || answer.note || "";
     if (command === "quit") $("status").textContent = "stopped: the script runs free";
   } catch (err) {
     $("error").textContent = `the stepper did not answer (${err}): is minitf step still running?`;
@@ -90,8 +90,9 @@ function statusText() {
   if (state.finished !== null) return `the script ended (exit code ${state.finished})`;
   if (state.unreachable) return "the tasks cannot be reached";
   if (state.busy) return `moving: ${state.busy}…`;
+  const live = state.tasks.filter((t) => !t.ended).length;
   const held = state.tasks.filter((t) => t.held).length;
-  return held === state.tasks.length ? "every task held" : `${held} of ${state.tasks.length} tasks held`;
+  return held === live ? "every running task held" : `${held} of ${live} running tasks held`;
 }
 
 function renderNextMove() {
@@ -171,7 +172,8 @@ function renderTasks() {
 function renderTask(task) {
   const card = el("article", { class: "task", "data-task": task.short },
     el("h2", {}, task.short, task.held ? el("span", { class: "held" }, "held") : null));
-  if (!task.steps.length) card.append(el("p", { class: "quiet" }, "no step here now"));
+  const idle = task.ended ? "its script has ended" : "no step here now";
+  if (!task.steps.length) card.append(el("p", { class: "quiet" }, idle));
   for (const step of task.steps) card.append(renderStep(task, step));
   card.append(renderResources(task.resources));
   return card;
