@@ -15,6 +15,10 @@ Prints one JSON line:
   workers on a one-variable model (``--scalar-steps``), the size of the
   policy experiments.
 
+Every figure is on one core: the script pins itself to one CPU and BLAS to
+one thread. Each worker feeds one batch, drawn once, as the numpy floor
+does, so neither side times a random number generator.
+
 Run: ``.venv/bin/python benchmarks/simulated.py`` (``--workers 10 --steps 10``
 for a quick look).
 """
@@ -27,7 +31,14 @@ import os
 import sys
 import time
 
-import numpy as np
+# The target is for one core: BLAS gets one thread and the process one CPU
+# (set before numpy loads its BLAS).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -41,7 +52,7 @@ def sync_run(workers: int, steps: int, build, batch) -> tuple[float, int]:
     """Simulates TF1 between-graph SyncReplicas training; returns (wall seconds, moves).
 
     ``build()`` makes the model's loss and its feeds under the device setter;
-    ``batch(rng, feeds)`` gives one step's feed dict.
+    ``batch(rng, feeds)`` gives a worker's feed dict (drawn once per worker).
     """
     cluster = SimulatedCluster({"ps": 2, "worker": workers}, seed=0)
 
@@ -66,8 +77,11 @@ def sync_run(workers: int, steps: int, build, batch) -> tuple[float, int]:
                 save_checkpoint_secs=None,
                 log_step_count_steps=None,
             ) as sess:
+                # One batch per worker, drawn once, as the numpy floor does: the
+                # figure is the simulator's, not the random number generator's.
+                fixed = batch(rng, feeds)
                 while not sess.should_stop():
-                    sess.run(train, batch(rng, feeds))
+                    sess.run(train, fixed)
 
     start = time.perf_counter()
     cluster.run_workers(worker)
@@ -138,6 +152,7 @@ def main() -> None:
         json.dumps(
             {
                 "workers": args.workers,
+                "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                 "steps": args.steps,
                 "mlp_wall_s": round(mlp_wall, 2),
                 "mlp_moves": mlp_moves,

@@ -235,7 +235,9 @@ class DeviceSpec:
         Raises:
           ValueError: If the string is not a valid device specification.
         """
-        return cls(**_string_to_fields(spec))
+        if cls is not DeviceSpec:
+            return cls(**_string_to_fields(spec))
+        return _trusted(_parsed_values(spec))
 
     def parse_from_string(self, spec: str | None) -> DeviceSpec:
         """Replaces every field of this spec by those parsed from `spec` (in place).
@@ -274,6 +276,13 @@ class DeviceSpec:
         Returns:
           A new `DeviceSpec`; neither input is changed.
         """
+        if type(self) is DeviceSpec:
+            return _trusted(
+                tuple(
+                    getattr(self, name) if getattr(dev, name) is None else getattr(dev, name)
+                    for name in _FIELDS
+                )
+            )
         return type(self)(**_combined_fields(self, dev))
 
     def merge_from(self, dev: DeviceSpec) -> None:
@@ -319,6 +328,37 @@ class DeviceSpec:
 
     def __reduce__(self) -> tuple[type[DeviceSpec], tuple[Any, ...]]:
         return type(self), tuple(self._fields().values())
+
+
+# Parsing is pure: each device string's coerced fields are kept (a graph names
+# the same few devices on every one of its ops). Bounded, for long-lived processes.
+_PARSED: dict[str, tuple] = {}
+_PARSED_LIMIT = 4096
+
+
+def _parsed_values(spec: str | None) -> tuple:
+    """The five coerced fields of a device string, in `_FIELDS` order.
+
+    Raises:
+      ValueError: If the string is not a valid device specification.
+    """
+    key = spec or ""
+    values = _PARSED.get(key)
+    if values is None:
+        parsed = DeviceSpec(**_string_to_fields(key))
+        values = tuple(getattr(parsed, name) for name in _FIELDS)
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[key] = values
+    return values
+
+
+def _trusted(values: tuple) -> DeviceSpec:
+    """A new `DeviceSpec` from fields already coerced (no setters run)."""
+    spec = DeviceSpec.__new__(DeviceSpec)
+    spec._job, spec._replica, spec._task, spec._device_type, spec._device_index = values
+    spec._as_string = None
+    return spec
 
 
 def _combined_fields(base: DeviceSpec, override: DeviceSpec) -> dict[str, Any]:
@@ -375,7 +415,18 @@ def canonical_name(device: str | DeviceSpec | None) -> str:
     """
     if device is None:
         return ""
-    return _as_spec(device).to_string()
+    if is_device_spec(device):
+        return device.to_string()
+    canonical = _CANONICAL.get(device)
+    if canonical is None:
+        canonical = DeviceSpec.from_string(device).to_string()
+        if len(_CANONICAL) >= _PARSED_LIMIT:
+            _CANONICAL.clear()
+        _CANONICAL[device] = canonical
+    return canonical
+
+
+_CANONICAL: dict[str, str] = {}
 
 
 class MergeDevice:

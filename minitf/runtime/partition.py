@@ -25,6 +25,7 @@ Fed tensors become ``Placeholder`` ops in the partitions that read them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from minitf.framework import device as pydev
@@ -34,6 +35,7 @@ from minitf.framework.ops import Graph, Operation, Tensor
 SEND, RECV = "_Send", "_Recv"
 
 
+@functools.lru_cache(maxsize=4096)
 def task_of(device: str) -> str:
     """``"/job:ps/replica:0/task:1/device:CPU:0"`` → ``"/job:ps/replica:0/task:1"``."""
     spec = pydev.DeviceSpec.from_string(device)
@@ -170,11 +172,15 @@ class Partition:
         session: The session's handle: a task keeps one kernel per stateful
             op and session, so a queue without ``shared_name`` lives as long
             as the session, whatever runs use it (TF's ``OpSegment``).
+        dead_values: Whether a value of the step can be dead: only if the
+            step has a ``Switch`` (a ``tf.cond``) on some task. Then a
+            ``_Recv`` may receive a dead value, and its consumers must check.
     """
 
     task: str
     client: str = ""
     session: str = ""
+    dead_values: bool = True
     nodes: list[NodeDesc] = field(default_factory=list)
     feeds: list[tuple[str, str]] = field(default_factory=list)
     fetches: list[str] = field(default_factory=list)
@@ -199,12 +205,13 @@ def partition(
     """
     fed = set(feeds)
     parts: dict[str, Partition] = {}
+    dead_values = any(op.type == "Switch" for op in ops)
     sent: dict[tuple, str] = {}  # (tensor or ^op, dst task) -> name of the _Recv
     fed_as: dict[tuple[Tensor, str], str] = {}
 
     def part_for(task: str) -> Partition:
         if task not in parts:
-            parts[task] = Partition(task)
+            parts[task] = Partition(task, dead_values=dead_values)
         return parts[task]
 
     def feed_input(t: Tensor, task: str) -> tuple[str, int]:

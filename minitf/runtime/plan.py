@@ -34,6 +34,10 @@ class PlanStep:
         is_async: True if the kernel may block (``compute(ctx, done, *inputs)``).
         successors: Indices (into the plan's steps) of the ops waiting on this one.
         num_predecessors: How many steps must finish before this one is ready.
+        isolated: True if running the op touches nothing but its own inputs
+            and outputs: a stateless, non-blocking kernel that is not a
+            ``Switch`` or ``Merge`` and reads no variable (`reads_variable`).
+            When it runs, among other ops, does not change any value.
     """
 
     op: Operation
@@ -43,6 +47,7 @@ class PlanStep:
     is_async: bool
     successors: tuple[int, ...]
     num_predecessors: int
+    isolated: bool = False
 
 
 @dataclass(frozen=True)
@@ -291,6 +296,7 @@ def build_plan(
     feeds: list[Tensor],
     kernel_for: Callable[[Operation], KernelInfo],
     fold_constants: bool = True,
+    recv_dead: bool = True,
 ) -> Plan:
     """Builds the `Plan` for one run signature.
 
@@ -300,6 +306,8 @@ def build_plan(
         feeds: Tensors whose values the caller provides.
         kernel_for: ``kernel_for(op) -> KernelInfo``.
         fold_constants: Compute constant subgraphs once, now.
+        recv_dead: Whether a ``_Recv`` may bring a dead value (the step has a
+            ``tf.cond`` on another task); False when no task of the step has one.
     """
     feed_set = set(feeds)
     order = topological_order(prune(fetches, targets, feeds), feed_set)
@@ -353,6 +361,9 @@ def build_plan(
                 is_async=info.is_async,
                 successors=tuple(successors[i]),
                 num_predecessors=num_preds[i],
+                isolated=not (info.stateful or info.is_async)
+                and op.type not in ("Switch", "Merge")
+                and not any(reads_variable(t) for t in op.inputs),
             )
         )
     return Plan(
@@ -366,7 +377,9 @@ def build_plan(
         has_async=any(s.is_async for s in steps),
         straight=tuple(_straight_entry(s) for s in steps if s.op.type != "NoOp"),
         # A _Recv may bring a dead value from a tf.cond on another task.
-        has_control_flow=any(s.op.type in ("Switch", "_Recv") for s in steps),
+        has_control_flow=any(
+            s.op.type == "Switch" or (recv_dead and s.op.type == "_Recv") for s in steps
+        ),
     )
 
 

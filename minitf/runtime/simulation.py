@@ -37,6 +37,7 @@ import heapq
 import itertools
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -213,6 +214,7 @@ class Simulation:
         self._heap: list[tuple] = []  # candidate moves (see _next_move)
         self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
+        self._now: deque = deque()  # isolated ops to make at once: (part, op, epoch)
         self._dirty: list[_Part] = []  # parts a completion reached since the last look
         self._moves: list[tuple] = []  # every move, cheaply: see `events`
         # Waiting attempts that completed: (moves made by then, task, step id, op).
@@ -415,18 +417,22 @@ class Simulation:
                 # only while clients run, never during moves.
                 if clients_ran and self._outside and self._wake_outside():
                     continue
-                for step in sorted(self._new, key=lambda s: s.key):
-                    self._steps.add(step)
-                    if _finished(step):
-                        self._end(step, step.client.time, None)  # nothing to run (folded away)
-                        continue
-                    for part in step.parts:
-                        self._offer(part, part.start)
-                self._new.clear()
+                if self._new:
+                    for step in sorted(self._new, key=lambda s: s.key):
+                        self._steps.add(step)
+                        if _finished(step):
+                            # Nothing to run (folded away).
+                            self._end(step, step.client.time, None)
+                            continue
+                        for part in step.parts:
+                            self._offer(part, part.start)
+                    self._new.clear()
                 self._absorb(self.clock.seconds)
                 move = self._next_move()
                 if move is not None:
                     self._make(*move)
+                    if self._now:
+                        self._make_isolated()
                     continue
                 if self._steps:
                     self._fail_deadlocked()
@@ -487,11 +493,16 @@ class Simulation:
         # (all ready ops when the step starts); each is pushed once.
         pushed, pending = part.pushed, execution.pending
         steps = execution.steps
+        now = self._now if moved is not None and self._cost is None else None
         for i in execution.ready if moved is None else steps[moved].successors:
             if i not in pushed and not pending[i]:
                 pushed.add(i)
+                available = part.available(i)
+                if now is not None and steps[i].isolated and available <= time:
+                    now.append((part, i, part.epoch))  # made at once: see _make_isolated
+                    continue
                 heapq.heappush(
-                    heap, (part.available(i), order, key, 1, i, next(self._seq), part, part.epoch)
+                    heap, (available, order, key, 1, i, next(self._seq), part, part.epoch)
                 )
 
     def _absorb(self, time: float) -> None:
@@ -542,6 +553,37 @@ class Simulation:
             self._absorb(end)  # completions this move made arrive when it ends
         if not (execution.ready or execution.waiting) and _finished(step):
             self._end(step, end, None)
+
+    def _make_isolated(self) -> None:
+        """Runs the isolated ops the last move made ready, and those they make ready, now.
+
+        Only when ops are free: such an op touches nothing but its inputs and
+        outputs (`minitf.runtime.plan.PlanStep.isolated`) and takes no time,
+        so where it falls among the moves of this instant changes no value
+        and no time. Making it at once spares the heap; it is still a move
+        of its own, in the event log and the schedule.
+        """
+        now = self._now
+        moves = self._moves
+        while now:
+            part, i, epoch = now.popleft()
+            step = part.step
+            if step.done or epoch != part.epoch:
+                continue
+            execution = part.execution
+            time = part.available(i)
+            moves.append(
+                (time, part.task, step.client, step.key[1], step.step_id, True, execution.steps[i])
+            )
+            try:
+                execution.run_op(i)
+            except errors.OpError as exc:
+                self._end(step, time, exc)
+                continue
+            part.ended(i, time)
+            self._offer(part, time, i)
+            if not (execution.ready or execution.waiting) and _finished(step):
+                self._end(step, time, None)
 
     @property
     def move_count(self) -> int:

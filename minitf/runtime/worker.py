@@ -46,7 +46,13 @@ class RegisteredGraph:
         self.feeds = [g.get_tensor_by_name(f"{name}:0") for name, _ in part.feeds]
         self.fetches = [g.get_tensor_by_name(name) for name in part.fetches]
         self.targets = [g.get_operation_by_name(name) for name in part.targets]
-        self.plan = build_plan(self.fetches, self.targets, self.feeds, _binder(segment))
+        self.plan = build_plan(
+            self.fetches,
+            self.targets,
+            self.feeds,
+            _binder(segment),
+            recv_dead=part.dead_values,
+        )
         self.client = part.client
         # A step in which this task computes gradients: where a straggler is slow.
         self.computes_gradients = any(

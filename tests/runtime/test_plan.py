@@ -390,3 +390,29 @@ def test_a_read_of_an_uninitialized_variable_fails_at_the_read():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value weights"):
             sess.run(tf.identity(v) + 1.0)
+
+
+def test_an_op_is_isolated_only_if_it_touches_nothing_but_its_inputs_and_outputs():
+    # Isolated: a stateless, non-blocking kernel, not Switch or Merge, that
+    # reads no variable. Its place among other ops' runs changes no value.
+    v = tf.Variable(np.ones([2, 2], np.float32), name="v")
+    p = tf.placeholder(tf.float32, [2, 2], name="p")
+    product = tf.matmul(p, p, name="product")
+    through_read = tf.add(v.read_value(), p, name="through_read")  # reads v when it runs
+    q = tf.FIFOQueue(2, tf.float32, shapes=[], name="q")
+    taken = q.dequeue(name="taken")
+    chosen = tf.cond(p[0, 0] > 0, lambda: p * 2.0, lambda: p * 3.0)
+    bump = tf.assign_add(v, p, name="bump")
+    plan = plan_lib.build_plan(
+        [product, through_read, taken, chosen, bump], [], [p], _kernel_for, fold_constants=False
+    )
+    isolated = {step.op.name: step.isolated for step in plan.steps}
+    types = {step.op.name: step.op.type for step in plan.steps}
+    assert isolated["product"] is True
+    assert isolated["through_read"] is False  # its input is the variable's buffer
+    assert isolated["v"] is False  # the variable op: state
+    assert isolated["taken"] is False  # waits on the queue
+    assert isolated["bump"] is False  # writes the variable
+    control_flow = [n for n, t in types.items() if t in ("Switch", "Merge")]
+    assert control_flow and not any(isolated[n] for n in control_flow)
+    assert isolated["cond/mul"] is True  # inside a branch, still only its inputs
