@@ -28,6 +28,7 @@ import select
 import socket
 import struct
 import threading
+import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any
@@ -192,12 +193,24 @@ def _handshake(sock: socket.socket, secret: bytes, timeout: float, client: bool,
     """Authenticates a connected socket both ways; returns the library `Connection`.
 
     The library's challenge functions read without a timeout, so a watchdog
-    closes the connection if the peer does not finish in ``timeout`` seconds.
+    shuts the socket down if the peer does not finish in ``timeout`` seconds:
+    the blocked read then ends at once. It shuts the socket down rather than
+    closing it, so no read can land on a descriptor number reused meanwhile.
     """
     sock.setblocking(True)
-    conn = Connection(sock.detach())
-    watchdog = threading.Timer(timeout, conn.close)
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    conn = Connection(os.dup(sock.fileno()))
+    watchdog = threading.Timer(timeout, expire)
     watchdog.daemon = True
+    started = time.monotonic()
     watchdog.start()
     try:
         if client:
@@ -211,10 +224,14 @@ def _handshake(sock: socket.socket, secret: bytes, timeout: float, client: bool,
         raise
     except (OSError, EOFError) as exc:
         conn.close()
-        raise ConnectionError(f"no handshake with {peer} within {timeout:g} s: {exc}") from exc
+        waited = time.monotonic() - started
+        why = f"no answer within {timeout:g} s" if expired.is_set() else f"{exc}"
+        raise ConnectionError(f"no handshake with {peer}: {why} (after {waited:.1f} s)") from exc
     finally:
         watchdog.cancel()
-    if conn.closed:
+        sock.close()  # the connection holds its own descriptor
+    if expired.is_set():
+        conn.close()
         raise ConnectionError(f"no handshake with {peer} within {timeout:g} s")
     return conn
 
