@@ -10,8 +10,9 @@ role       ops
 variable   ``VariableV2``, ``VarHandleOp`` (the state a ps holds)
 accumulator the conditional accumulators and their ops
 queue      ``FIFOQueueV2`` and the queue ops
-init       initializers and assignments (``Assign``, ``AssignAdd``, ...)
-update     optimizer apply ops (``ApplyGradientDescent``, ...)
+init       assignments of a whole value (``Assign``: a variable's initializer)
+update     changes of a value: optimizer apply ops (``ApplyGradientDescent``,
+           ...) and increments (``AssignAdd``: the global step's ``+1``)
 sendrecv   ``_Send`` / ``_Recv`` (in partitioned graphs)
 feed       placeholders
 compute    everything else
@@ -48,7 +49,10 @@ _QUEUE_OPS = {
     "QueueSizeV2",
     "QueueIsClosedV2",
 }
-_INIT_OPS = {"Assign", "AssignAdd", "AssignSub", "AssignVariableOp", "AssignAddVariableOp"}
+_INIT_OPS = {"Assign", "AssignVariableOp"}
+# An increment changes a value, as an optimizer's apply does: the global
+# step's `AssignAdd` is part of each update, not of the initialization.
+_INCREMENT_OPS = {"AssignAdd", "AssignSub", "AssignAddVariableOp", "AssignSubVariableOp"}
 
 
 def op_role(op_type: str) -> str:
@@ -64,6 +68,8 @@ def op_role(op_type: str) -> str:
     if op_type in ("Placeholder", "PlaceholderWithDefault"):
         return "feed"
     if op_type.startswith(("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")):
+        return "update"
+    if op_type in _INCREMENT_OPS:
         return "update"
     if op_type in _INIT_OPS:
         return "init"

@@ -100,7 +100,8 @@ def graph_pictures(
             (`with_variables_folded`).
         overview: Also draw each step as ``<name>_overview``, every
             ``_Send``/``_Recv`` pair as one edge between tasks: half the boxes,
-            for a projector.
+            for a projector. A step with no pair between tasks has no
+            overview: it would be the same picture.
 
     Returns:
         The files written.
@@ -132,10 +133,12 @@ def graph_pictures(
     if "partitioned" in views:
         for name, targets in (steps or {"partitioned": train_targets(graph)}).items():
             for suffix, sendrecv in (("", "nodes"), ("_overview", "edges"))[: 2 if overview else 1]:
-                texts[name + suffix] = dot.partitioned_dot(
+                text = dot.partitioned_dot(
                     graph, [], targets=_as_ops(targets), default_job=default_job,
                     default_task=default_task, collapse=collapse, sendrecv=sendrecv,
                 )  # fmt: skip
+                if text != texts.get(name):  # each picture once
+                    texts[name + suffix] = text
     written = []
     for name, text in texts.items():
         written.extend(render.write(text, out / name, formats))

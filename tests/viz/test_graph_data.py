@@ -28,6 +28,10 @@ def test_roles_of_op_types():
     assert op_role("ResourceAccumulatorTakeGradient") == "accumulator"
     assert op_role("QueueDequeueV2") == "queue"
     assert op_role("Assign") == "init"
+    # The global step's increment is part of each update (TF's minimize
+    # runs it with the apply ops), not of the initialization.
+    assert op_role("AssignAdd") == "update"
+    assert op_role("AssignSub") == "update"
     assert op_role("ApplyGradientDescent") == "update"
     assert op_role("_Recv") == "sendrecv"
     assert op_role("Placeholder") == "feed"

@@ -54,6 +54,19 @@ def test_named_steps_give_one_partitioned_picture_each(tmp_path):
     assert "ApplyGradientDescent" in (tmp_path / "train.dot").read_text()
 
 
+def test_a_step_with_no_pair_between_tasks_gets_one_picture_not_two_alike(tmp_path):
+    # All on one task: the overview (pairs drawn as edges) would be the same
+    # picture as the partitioned one, so it is not written.
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+        bump = tf.assign_add(v, 1.0, name="bump")
+    written = pictures.graph_pictures(
+        tf.get_default_graph(), tmp_path, views=["partitioned"], steps={"local": [bump]},
+        formats=(), default_job="ps",
+    )  # fmt: skip
+    assert [p.name for p in written] == ["local.dot"]
+
+
 def test_an_unknown_view_is_refused():
     _model()
     with pytest.raises(ValueError, match=r"Unknown view\(s\) \['task'\]"):
