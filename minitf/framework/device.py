@@ -276,14 +276,10 @@ class DeviceSpec:
         Returns:
           A new `DeviceSpec`; neither input is changed.
         """
+        merged = _combined_fields(self, dev)
         if type(self) is DeviceSpec:
-            return _trusted(
-                tuple(
-                    getattr(self, name) if getattr(dev, name) is None else getattr(dev, name)
-                    for name in _FIELDS
-                )
-            )
-        return type(self)(**_combined_fields(self, dev))
+            return _trusted(tuple(merged.values()))  # both specs' fields are coerced
+        return type(self)(**merged)
 
     def merge_from(self, dev: DeviceSpec) -> None:
         """Overwrites the fields of this spec with those set in `dev` (in place).

@@ -564,26 +564,10 @@ class Simulation:
         of its own, in the event log and the schedule.
         """
         now = self._now
-        moves = self._moves
         while now:
             part, i, epoch = now.popleft()
-            step = part.step
-            if step.done or epoch != part.epoch:
-                continue
-            execution = part.execution
-            time = part.available(i)
-            moves.append(
-                (time, part.task, step.client, step.key[1], step.step_id, True, execution.steps[i])
-            )
-            try:
-                execution.run_op(i)
-            except errors.OpError as exc:
-                self._end(step, time, exc)
-                continue
-            part.ended(i, time)
-            self._offer(part, time, i)
-            if not (execution.ready or execution.waiting) and _finished(step):
-                self._end(step, time, None)
+            if not part.step.done and epoch == part.epoch:
+                self._make(part.step, part, "run", i, part.available(i))
 
     @property
     def move_count(self) -> int:
