@@ -207,6 +207,7 @@ class StepperPage:
             "global_step": state["global_step"],
             "moves": state["moves"],
             "next": _plain_candidate(candidates[0]) if candidates else None,
+            "recording_done": self.stepper.recording_done,
             "tasks": [self._task(task) for task in state["tasks"]],
             "events": [
                 {**_plain_candidate(e), "number": first + i + 1}

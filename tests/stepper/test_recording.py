@@ -170,6 +170,7 @@ def test_a_simulated_run_replays_on_real_tasks_to_the_same_values_stepped_and_ba
             assert [event["step_id"], kind, event["op"]] in data["moves"][event["task"]]
         stepper.back(4)
         assert stepper.events == made[:6]
+        assert not stepper.recording_done
         stepper.continue_()
         assert stepper.wait() == 0
     finally:

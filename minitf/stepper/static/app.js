@@ -100,7 +100,9 @@ function renderNextMove() {
   const move = state.next;
   box.replaceChildren();
   if (!move) {
-    box.append("next: nothing can move now (a client may be between steps)");
+    box.append(state.recording_done
+      ? "next: the recording's moves are all made (continue lets the run finish)"
+      : "next: nothing can move now (a client may be between steps)");
     box.removeAttribute("data-op");
     return;
   }
