@@ -1,21 +1,32 @@
-"""Tutorial 4 — queues and accumulators.
+# %% [markdown]
+# # 4. Queues and accumulators
+#
+# `SyncReplicasOptimizer` is built from two stateful pieces: a FIFO queue (the
+# workers' tokens) and a conditional accumulator per variable (the workers'
+# gradients). Both live in the session (on a task, in a cluster), not in the
+# Python objects, and both have ops that *wait*. This tutorial shows their
+# rules, including the corners the SyncReplicas tutorials rely on, and ends by
+# stepping through a dequeue that waits, one move at a time.
+#
+# Run it with `.venv/bin/python tutorials/04_queues_and_accumulators.py`, or open
+# it as a notebook.
 
-Run it: ``.venv/bin/python tutorials/04_queues_and_accumulators.py``
 
-SyncReplicasOptimizer is built from two stateful pieces: a FIFO queue (the
-workers' tokens) and a conditional accumulator per variable (the workers'
-gradients). Both live in the session (on a task, in a cluster), not in the
-Python objects, and both have ops that *wait*. This tutorial shows their
-rules — including the corners the SyncReplicas tutorials rely on.
-"""
-
+# %%
 import threading
 
 import numpy as np
 
 import minitf as tf
+from minitf.stepper import HeldScheduler, Stepper
+from minitf.stepper.terminal import describe_event
 
-# 1. A FIFO queue: first in, first out; dequeue waits while it is empty.
+# %% [markdown]
+# ## A FIFO queue
+#
+# First in, first out; a dequeue waits while the queue is empty.
+
+# %%
 q = tf.FIFOQueue(capacity=3, dtypes=tf.int32, shapes=[[]], name="numbers")
 with tf.Session() as sess:
     sess.run(q.enqueue_many([[1, 2, 3]]))
@@ -48,7 +59,12 @@ with tf.Session() as sess:
     except tf.errors.CancelledError:
         print("enqueue to a closed queue: CancelledError")
 
-# 2. Blocking across threads: a consumer waits until a producer enqueues.
+# %% [markdown]
+# ## Blocking across threads
+#
+# A consumer waits until a producer enqueues.
+
+# %%
 jobs = tf.FIFOQueue(capacity=2, dtypes=tf.string, shapes=[[]], name="jobs")
 job = tf.placeholder(tf.string, [])
 with tf.Session() as sess:
@@ -60,7 +76,12 @@ with tf.Session() as sess:
     print("the consumer thread received:", got[0])
     assert got == [b"train step 1"]
 
-# 3. A conditional accumulator: averages fresh gradients, drops stale ones.
+# %% [markdown]
+# ## A conditional accumulator
+#
+# It averages fresh gradients and drops stale ones.
+
+# %%
 acc = tf.ConditionalAccumulator(tf.float32, shape=[2], name="grad_accum")
 grad = tf.placeholder(tf.float32, [2])
 local_step = tf.placeholder(tf.int64, [])
@@ -83,10 +104,15 @@ with tf.Session() as sess:
     sess.run(apply, {grad: [7.0, 7.0], local_step: 1})
     print("take_grad(2) after one stale and two fresh:", sess.run(take))
 
-# 4. The chief pattern in miniature: a QueueRunner thread repeatedly takes the
-#    average gradient, applies it and hands out one token per worker. The main
-#    thread plays three workers: each sends its gradient, then each waits for a
-#    token, whose value is the global step its next gradient belongs to.
+# %% [markdown]
+# ## The chief pattern in miniature
+#
+# A `QueueRunner` thread repeatedly takes the average gradient, applies it and
+# hands out one token per worker. The main thread plays three workers: each
+# sends its gradient, then each waits for a token, whose value is the global
+# step its next gradient belongs to.
+
+# %%
 w = tf.Variable([0.0, 0.0], name="w")
 acc = tf.ConditionalAccumulator(tf.float32, shape=[2], name="w_grad_accum")
 tokens = tf.FIFOQueue(-1, tf.int64, shapes=[[]], name="tokens")
@@ -117,3 +143,34 @@ with tf.Session() as sess:
 # sixth round of gradients; the runner's thread then ends.
 coord.join(threads, stop_grace_period_secs=10)
 print("the chief's queue runner stopped cleanly")
+
+# %% [markdown]
+# ## Stepping through a dequeue that waits
+#
+# A session made with `scheduler=HeldScheduler()` runs nothing by itself: a
+# `Stepper` makes each move. One step fetches `q.dequeue() + 1` and runs
+# `q.enqueue(5.0)`. The stepper makes moves until the enqueue is next. By then
+# the dequeue has started and *waits*, and the stepper says on what: the queue,
+# its size and how many elements it needs. The enqueue makes it ready, and the
+# moves after it deliver the element and finish the step.
+
+# %%
+q = tf.FIFOQueue(3, tf.float32, shapes=[], name="q")
+taken = tf.add(q.dequeue(name="take"), 1.0, name="plus_one")
+put = q.enqueue(5.0, name="put")
+with tf.Session(scheduler=HeldScheduler()) as sess:
+    stepper = Stepper.for_session(sess)
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(v=sess.run([taken, put])))
+    runner.start()  # the step starts, held: nothing runs until the stepper moves
+    for event in stepper.until("put"):
+        print(" ", describe_event(event))
+    (task,) = stepper.state()["tasks"]
+    (waiting,) = task["steps"][0]["waiting"]
+    print(f"waiting: {waiting['name']} on {waiting['waits_for']}")
+    assert waiting["waits_for"]["size"] == 0 and not result
+    while (event := stepper.next(wait=0.5)) is not None:
+        print(" ", describe_event(event))
+    runner.join(10)
+print("the step returned", result["v"][0], "= 5 + 1")
+assert result["v"][0] == 6.0
