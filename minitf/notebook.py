@@ -15,6 +15,7 @@ two and are handled here:
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -109,13 +110,18 @@ def show(thing, caption: str | None = None) -> None:
             f"not {type(thing).__name__}"
         )
     if in_notebook():
-        from IPython.display import display
+        from IPython.display import Image, display
 
-        display(thing)
-        if is_figure:  # the inline backend would otherwise draw it a second time
-            import matplotlib.pyplot as plt
-
-            plt.close(thing)
+        if not is_figure:
+            display(thing)
+            return
+        # As PNG bytes: a figure made without pyplot (`plot_timeline`'s) has no
+        # inline formatter, and IPython would show only its repr.
+        png = io.BytesIO()
+        thing.savefig(png, format="png", bbox_inches="tight")
+        display(Image(data=png.getvalue()))
+        if "matplotlib.pyplot" in sys.modules:  # the inline backend would draw it again
+            sys.modules["matplotlib.pyplot"].close(thing)
     elif is_figure:
         print("  (a plot: run this tutorial as a notebook to see it, or save it with .savefig)")
     else:

@@ -61,3 +61,20 @@ def test_show_accepts_a_graph_picture_and_a_figure(capsys):
     out = capsys.readouterr().out
     assert "a picture: run this tutorial as a notebook" in out
     assert "a plot: run this tutorial as a notebook" in out
+
+
+def test_show_sends_a_figure_made_without_pyplot_to_a_notebook_as_png(monkeypatch):
+    # plot_timeline returns such a figure; IPython has no formatter for it
+    # unless pyplot set up the inline backend, and would show only its repr.
+    from IPython import display as ipython_display
+    from matplotlib.figure import Figure
+
+    shown = []
+    monkeypatch.setattr(notebook, "in_notebook", lambda: True)
+    monkeypatch.setattr(ipython_display, "display", shown.append)
+    fig = Figure(figsize=(2, 1))
+    fig.add_subplot().plot([0, 1], [1, 0])
+    notebook.show(fig)
+    (image,) = shown
+    assert isinstance(image, ipython_display.Image)
+    assert image.data.startswith(b"\x89PNG")
