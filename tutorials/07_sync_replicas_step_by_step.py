@@ -191,7 +191,7 @@ np.testing.assert_allclose(final_w, expected, rtol=1e-6)
 # global step, the token queue.
 #
 # `minitf step` gives the same moves at a prompt, and `minitf step --web` as
-# buttons in the browser (see [Stepping through a step](../stepping.md)).
+# buttons in the browser: the docs page *Stepping through a step* shows both.
 
 # %%
 PS = "/job:ps/replica:0/task:0"
