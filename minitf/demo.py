@@ -328,10 +328,12 @@ def _write_pictures(out: Path, graph_file: Path, trace, what: str) -> None:
                 "partitioned": graph.get_collection(sync_mlp.WORKER_STEP),
                 "partitioned_chief": graph.get_collection(sync_mlp.CHIEF_STEP),
             }
-        written += pictures.graph_pictures(graph, out / "graphs", steps=steps, collapse=COLLAPSE)
+        written += pictures.graph_pictures(
+            graph, out / "graphs", steps=steps, collapse=COLLAPSE, full=True
+        )
     if trace and any(dev["node_stats"] for dev in trace["dev_stats"]):
         title = f"{TRACED_STEPS} global steps of {what}"
-        written += pictures.trace_pictures(trace, out, title=title)
+        written += pictures.trace_pictures(trace, out, title=title, full=True)
     shown = [p for p in written if p.suffix in (".svg", ".json")]
     if shown:
         print("pictures (open the .svg files in a browser, trace.json in https://ui.perfetto.dev):")

@@ -23,7 +23,13 @@ class _GraphCaptured(Exception):
 def graph_of_script(path: str, args=()) -> ops.Graph:
     """Runs the script at ``path`` with ``args`` until it creates a session; returns its graph.
 
-    A script that never opens a session gives the default graph it left behind.
+    Args:
+        path: The Python script.
+        args: Its command-line arguments.
+
+    Returns:
+        The graph of its first session, or, for a script that never opens a
+        session, the default graph it left behind.
     """
     original = session_lib.BaseSession.__init__
 

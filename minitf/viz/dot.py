@@ -5,10 +5,15 @@ Only text is produced here (no system dependency; `minitf.viz.render` runs
 
 * clusters per job, task and device, and inside them a dashed cluster per
   name scope (or, with ``collapse=``, one folder node per name scope and task);
-* nodes filled by role (`minitf.viz.graph_data.op_role`), with a legend;
+* nodes filled and shaped by role (`minitf.viz.graph_data.op_role`), with a
+  legend;
 * data edges labelled with dtype and shape, control edges dashed, a dotted
   grey line from an op to the op it is colocated with (and an ``@w`` line in
   its label);
+* in one task's picture, a dashed stub per tensor that comes from or goes to
+  another task, naming the tensor and that task (``peers=True``);
+* with ``slide=True``, a layout that fits a 1920x1080 slide
+  (`minitf.viz.dot_text.emit`);
 * a tooltip per node (shown when the mouse is over it in SVG): the requested
   device, the assigned device and what decided it (``op.device_assignments``);
 * outlines for ops a step has done, is running or is blocked in
@@ -23,7 +28,7 @@ This module decides what a picture shows; `minitf.viz.dot_text` writes it.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -31,7 +36,7 @@ from minitf.framework import device as pydev
 from minitf.framework import ops
 from minitf.runtime import partition as partition_lib
 from minitf.runtime.plan import prune, topological_order
-from minitf.viz.dot_text import Edge, Node, emit, highlight_from_trace, place_name
+from minitf.viz.dot_text import PEER, Edge, Node, Slide, emit, highlight_from_trace, place_name
 from minitf.viz.graph_data import op_role
 
 __all__ = [
@@ -90,18 +95,19 @@ def _placement_lines(op: ops.Operation, assigned: str | None) -> list[str]:
 
 
 def _op_node(op: ops.Operation, where, assigned: str | None) -> Node:
-    colocated = _colocated_with(op)
+    colocated = tuple(_colocated_with(op))
     lines = [f"{op.name} ({op.type})", *_placement_lines(op, assigned)]
     if colocated:
         lines.append("colocated with: " + ", ".join(colocated))
-    marks = tuple("@" + name for name in colocated)
+    marks = ()
     shared = _shared_name(op)
     if shared:
         # Shared resources are found by this name on their task (the one every
         # replica's graph uses), so it is what a reader looks for.
         lines.append(f"shared_name: {shared}")
-        marks = (f"shared: {shared}", *marks)
-    return Node(op.name, op.type, op_role(op.type), where, "\n".join(lines), marks)
+        marks = (f"shared: {shared}",)
+    tooltip = "\n".join(lines)
+    return Node(op.name, op.type, op_role(op.type), where, tooltip, marks, colocated=colocated)
 
 
 def _shared_name(op: ops.Operation) -> str:
@@ -144,6 +150,7 @@ def graph_dot(
     cluster: dict[str, int] | None = None,
     default_job: str = "worker",
     default_task: int = 0,
+    slide: bool | Slide = False,
 ) -> str:
     """DOT text of ``graph`` (or of ``ops_to_show``), clustered by job and task.
 
@@ -161,19 +168,31 @@ def graph_dot(
         cluster: ``{job: number of tasks}``; when given, ops are drawn on the
             device a session on ``default_job``/``default_task`` would assign.
         default_job, default_task: That session's task.
+        slide: Lay the picture out for a 1920x1080 slide: True, or a
+            `minitf.viz.dot_text.Slide` with its rank direction and line width
+            (see `minitf.viz.dot_text.emit`).
+
+    Returns:
+        The DOT text.
 
     Raises:
         InvalidArgumentError: if ``cluster`` is given and an op asks for a device
             it does not have (the error a session would raise).
     """
     shown_ops = list(ops_to_show) if ops_to_show is not None else graph.get_operations()
-    shown = {op.name for op in shown_ops}
     assigned = _assigned_devices(graph, cluster, default_job, default_task)
+    nodes, edges = _nodes_and_edges(shown_ops, assigned)
+    return emit(nodes, edges, highlight, collapse, slide)
+
+
+def _nodes_and_edges(shown_ops, assigned: dict) -> tuple[list[Node], list[Edge]]:
+    """A node per op and the edges between them, each op where ``assigned`` (or it) says."""
+    shown = {op.name for op in shown_ops}
     nodes, edges = [], []
     for op in shown_ops:
         nodes.append(_op_node(op, _where(assigned.get(op) or op.device), assigned.get(op)))
         edges += _op_edges(op, shown)
-    return emit(nodes, edges, highlight, collapse)
+    return nodes, edges
 
 
 def task_dot(
@@ -184,6 +203,8 @@ def task_dot(
     cluster: dict[str, int] | None = None,
     default_job: str = "worker",
     default_task: int = 0,
+    peers: bool = False,
+    slide: bool | Slide = False,
 ) -> str:
     """DOT text of the ops of one task (``"/job:ps/task:0"``).
 
@@ -195,6 +216,15 @@ def task_dot(
             ``default_job``/``default_task`` would place on ``task``; without,
             the ops that ask for it.
         default_job, default_task: That session's task.
+        peers: Also draw where the task's edges to other tasks lead: a dashed
+            stub per tensor that comes from another task (``from
+            /job:worker/task:0``) and per tensor and task it goes to, named by
+            the tensor (``^op`` for a control edge). `minitf.viz.pictures`
+            draws them.
+        slide: As in `graph_dot`.
+
+    Returns:
+        The DOT text.
     """
     want = pydev.DeviceSpec.from_string(task)
     assigned = _assigned_devices(graph, cluster, default_job, default_task)
@@ -203,13 +233,94 @@ def task_dot(
         spec = pydev.DeviceSpec.from_string(assigned.get(op) or op.device)
         if spec.job == want.job and (want.task is None or spec.task == want.task):
             shown.append(op)
-    return graph_dot(graph, shown, highlight, collapse, cluster, default_job, default_task)
+    nodes, edges = _nodes_and_edges(shown, assigned)
+    if peers:
+        stubs, stub_edges = _peer_stubs(shown, assigned)
+        nodes, edges = nodes + stubs, edges + stub_edges
+    return emit(nodes, edges, highlight, collapse, slide)
+
+
+def _task_of(op: ops.Operation, assigned: dict) -> str:
+    """``/job:worker/task:0``: the task an op is drawn on (its job alone if it names no task)."""
+    job, task, _ = _where(assigned.get(op) or op.device)
+    return place_name((job, task, ""))
+
+
+def _peer_stubs(shown, assigned: dict) -> tuple[list[Node], list[Edge]]:
+    """Stubs for the edges between ``shown`` ops and ops of other tasks, and those edges.
+
+    One stub per other task and direction (``from /job:worker/task:0``, ``to
+    ...``), with a row per tensor (``^op`` for a control edge) that crosses;
+    each edge ends at its tensor's row.
+    """
+    names = {op.name for op in shown}
+    rows: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # stub: {text: port}
+    tips: dict[tuple[str, str], list[str]] = defaultdict(list)
+    edges = []
+
+    def port(direction: str, peer: str, text: str, tip: str) -> tuple[str, str]:
+        found = rows[direction, peer]
+        if text not in found:
+            found[text] = f"p{len(found)}"
+            tips[direction, peer].append(tip)
+        return f"{direction} {peer}", found[text]
+
+    waiting = defaultdict(list)  # op -> the ops with a control edge from it
+    for consumer in shown[0].graph.get_operations() if shown else []:
+        for c in consumer.control_inputs:
+            waiting[c].append(consumer)
+    for op in shown:
+        for t in op.inputs:
+            if t.op.name not in names:
+                peer = _task_of(t.op, assigned)
+                key, row = port("from", peer, t.name, f"{t.name} ({t.op.type}) -> {op.name}")
+                label = _tensor_label(t.dtype, t.get_shape())
+                edges.append(Edge(key, op.name, "peer", label, source_port=row))
+        for c in op.control_inputs:
+            if c.name not in names:
+                peer = _task_of(c, assigned)
+                key, row = port("from", peer, "^" + c.name, f"^{c.name} ({c.type}) -> {op.name}")
+                edges.append(Edge(key, op.name, "peer_control", source_port=row))
+        for t in op.outputs:
+            for consumer in t.consumers():
+                if consumer.name not in names:
+                    peer = _task_of(consumer, assigned)
+                    key, row = port("to", peer, t.name, f"{t.name} -> {consumer.name}")
+                    label = _tensor_label(t.dtype, t.get_shape())
+                    edges.append(Edge(op.name, key, "peer", label, target_port=row))
+        for consumer in waiting[op]:
+            if consumer.name not in names:
+                peer = _task_of(consumer, assigned)
+                key, row = port("to", peer, "^" + op.name, f"^{op.name} -> {consumer.name}")
+                edges.append(Edge(op.name, key, "peer_control", target_port=row))
+    stubs = []
+    for (direction, peer), found in rows.items():
+        tooltip = "\n".join([f"{direction} {peer}:", *tips[direction, peer]])
+        stubs.append(
+            Node(
+                f"{direction} {peer}",
+                "",
+                PEER,
+                ("", "", ""),
+                tooltip,
+                title=f"{direction} {peer}",
+                rows=tuple((p, t) for t, p in found.items()),
+            )  # fmt: skip
+        )
+    return stubs, edges
 
 
 def smallest_cluster(ops_, default_job: str = "worker", default_task: int = 0) -> dict:
     """``{job: number of tasks}``: the smallest cluster the ops' devices and the session fit in.
 
     A real cluster may have more tasks; that changes nothing for these ops.
+
+    Args:
+        ops_: The ops.
+        default_job, default_task: The session's task.
+
+    Returns:
+        The number of tasks of each job.
     """
     tasks = {default_job: default_task + 1}
     for op in ops_:
@@ -238,7 +349,12 @@ def partition_summary(
 ) -> dict:
     """How a step splits: ``{"tasks": {task: number of nodes}, "sendrecv_pairs": n}``.
 
-    The arguments are those of `partitioned_dot` (without the graph).
+    Args:
+        fetches, targets, feeds, cluster, default_job, default_task: As in
+            `partitioned_dot`.
+
+    Returns:
+        The number of nodes of each task's partition and of Send/Recv pairs.
     """
     parts = _step_partitions(
         list(fetches), list(targets), list(feeds), cluster, default_job, default_task
@@ -288,7 +404,13 @@ def _partition_node(node, key: str, graph_ops: dict, feeds: dict) -> Node:
         return _op_node(op, where, node.device)
     tooltip = _added_node_tooltip(node, feeds)
     title = _added_node_title(node, feeds)
-    return Node(node.name, node.op, op_role(node.op), where, tooltip, title=title, key=key)
+    detail = ""
+    if node.op == partition_lib.SEND:
+        detail = "to " + place_name(_where(node.attrs["recv_task"])[:2] + ("",))
+    elif node.op == partition_lib.RECV:
+        detail = "from " + place_name(_where(node.attrs["send_task"])[:2] + ("",))
+    role = op_role(node.op)
+    return Node(node.name, node.op, role, where, tooltip, title=title, key=key, detail=detail)
 
 
 def _partition_edges(part, keys: dict, graph_ops: dict, shown: set[str]) -> list[Edge]:
@@ -328,6 +450,7 @@ def partitioned_dot(
     collapse=None,
     highlight=None,
     sendrecv: str = "nodes",
+    slide: bool | Slide = False,
 ) -> str:
     """DOT text of the partitions one step would run on a cluster, with Send/Recv pairs.
 
@@ -342,6 +465,10 @@ def partitioned_dot(
             partition, joined by a bold edge; ``"edges"`` draws each pair as
             one bold edge from the producer to the consumers, labelled alike —
             half the boxes, for a projector.
+        slide: As in `graph_dot`.
+
+    Returns:
+        The DOT text.
 
     Raises:
         ValueError: for another ``sendrecv``.
@@ -369,7 +496,7 @@ def partitioned_dot(
         edges.append(_sendrecv_edge(send_key, recv_key, recv))
     if sendrecv == "edges":
         nodes, edges = _transfers_as_edges(nodes, edges)
-    return emit(nodes, edges, highlight, collapse)
+    return emit(nodes, edges, highlight, collapse, slide)
 
 
 def _transfers_as_edges(nodes: list[Node], edges: list[Edge]) -> tuple[list, list]:

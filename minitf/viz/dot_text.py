@@ -6,16 +6,25 @@ which tooltip — as `Node` and `Edge` records; `emit` turns them into DOT:
 * clusters per job, task and device, and a dashed cluster per name scope;
 * with ``collapse=``, one folder box per name scope and task (Send/Recv and
   feeds are never folded), edges merged and relabelled;
-* nodes filled by role (`minitf.viz.graph_data.ROLE_COLORS`), with a legend;
-* outlines for ops done, running or blocked (``highlight=``).
+* nodes filled and shaped by role (`minitf.viz.graph_data.ROLE_COLORS` and
+  ``ROLE_SHAPES``), with a legend showing both;
+* labels that are unique in the picture and name the variable or scope an op
+  belongs to (``hidden/MatMul`` and ``logits/MatMul``, ``global_step/read``);
+* stubs for edges to ops drawn in another picture (another task's);
+* outlines for ops done, running or blocked (``highlight=``);
+* with ``slide=True``, a layout for a 1920x1080 slide (`SLIDE_SIZE`): bigger
+  text, narrower boxes, no dtype labels on edges inside a task, and repeated
+  structures (``conditional_accumulator_1``, ``_2``, ...) folded into one box
+  marked ``x4``.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from minitf.viz.graph_data import ROLE_COLORS
+from minitf.viz.graph_data import ROLE_COLORS, ROLE_SHAPES, ROLE_TEXT_COLORS
 
 _HIGHLIGHTS = {
     "done": ', penwidth=3, color="#2a9d8f"',
@@ -25,12 +34,16 @@ _HIGHLIGHTS = {
 
 _STRENGTH = {"done": 1, "running": 2, "blocked": 3}
 
+_TRANSFER = 'color="#0072B2", fontcolor="#003A5C"'
 _EDGE_STYLES = {
     "data": "",
     "control": "style=dashed",
-    "sendrecv": 'style=bold, penwidth=2, color="#219ebc", fontcolor="#023047"',
+    "sendrecv": f"style=bold, penwidth=2, {_TRANSFER}",
     # A control edge between tasks drawn as one edge (``sendrecv="edges"``).
-    "sendrecv_control": 'style="bold,dashed", penwidth=2, color="#219ebc", fontcolor="#023047"',
+    "sendrecv_control": f'style="bold,dashed", penwidth=2, {_TRANSFER}',
+    # To or from a stub standing for an op of another task (`PEER`).
+    "peer": f"penwidth=1.5, {_TRANSFER}",
+    "peer_control": f"style=dashed, penwidth=1.5, {_TRANSFER}",
     # Drawn from the op colocated with to the colocated op, without weight: a
     # constraint=false line here is routed in zigzags across the scope clusters.
     "colocation": "style=dotted, color=grey55, dir=none, weight=0, minlen=0",
@@ -44,12 +57,32 @@ _CLUSTER_STYLES = {
 }
 
 _HEADER = [
-    "digraph minitf {",
-    "rankdir=TB; compound=true; newrank=true; nodesep=0.3; ranksep=0.45;",
+    "compound=true; newrank=true; nodesep=0.3; ranksep=0.45;",
     "fontname=Helvetica; fontsize=14; labeljust=l;",
     'node [fontname=Helvetica, fontsize=12, margin="0.12,0.04"];',
     "edge [fontname=Helvetica, fontsize=10, color=grey30];",
 ]
+
+SLIDE_SIZE = (1920, 1080)
+"""A slide's size in pixels: `emit` with ``slide=True`` fits its picture in it."""
+SLIDE_DPI = 100
+"""The resolution a slide picture is drawn at: its DOT sizes are in inches of it."""
+SLIDE_FONT_PT = 14
+"""The size of a slide picture's node text, before Graphviz scales the picture to fit."""
+
+_SLIDE_HEADER = [
+    # A pixel less than the slide: Graphviz rounds the picture's size up.
+    f'size="{(SLIDE_SIZE[0] - 1) / SLIDE_DPI},{(SLIDE_SIZE[1] - 1) / SLIDE_DPI}"; dpi={SLIDE_DPI};',
+    "compound=true; newrank=true; nodesep=0.15; ranksep=0.3; pad=0.1;",
+    "fontname=Helvetica; fontsize=20; labeljust=l;",
+    f'node [fontname=Helvetica, fontsize={SLIDE_FONT_PT}, margin="0.08,0.03"];',
+    "edge [fontname=Helvetica, fontsize=13, color=grey30, arrowsize=0.8];",
+]
+
+_SLIDE_CLUSTER_FONT = {"job": 22, "task": 20, "device": 14, "scope": 15}
+
+PEER = "peer"
+"""The role of a stub node: an op of another task that an edge of the picture leads to."""
 
 _ROLE_PRIORITY = ("variable", "accumulator", "queue", "update", "sendrecv", "init", "feed")
 
@@ -58,6 +91,10 @@ NEVER_COLLAPSED = ("_send/", "_recv/", "_feed/")
 _MAX_EDGE_LABELS = 3
 
 _WRAP = 28
+
+# A number the ops of a repeated structure differ by: ``conditional_accumulator_2``,
+# ``SetGlobalStep_2``, ``num_required_2`` are the third of each.
+_REPEAT_NUMBER = re.compile(r"_\d+(?=$|[_/:])")
 
 
 @dataclass
@@ -69,6 +106,13 @@ class Node:
     DOT name once folded, and ``title`` replaces its name in the label (nodes
     that partitioning added are titled by the tensor they carry). Edges name
     it by ``key``: its name, unless that repeats in another partition.
+    ``colocated`` names the ops it is colocated with (an ``@op`` line each,
+    when that op is in the picture), ``detail`` a line that tells it from a
+    node labelled alike (a Send's destination), and ``repeats`` how many alike
+    ops it stands for in a slide. A stub's ``rows`` are ``(port, text)``: one
+    row per tensor that an edge brings to the port. A folded scope ``holds_op``
+    when the op its scope is named after is in it (a variable and its helpers,
+    on a slide); it is drawn in that op's shape.
     """
 
     name: str
@@ -82,19 +126,47 @@ class Node:
     id: str = ""
     title: str = ""
     key: str = ""
+    colocated: tuple[str, ...] = ()
+    detail: str = ""
+    repeats: int = 1
+    rows: tuple[tuple[str, str], ...] = ()
+    holds_op: bool = False
 
     def __post_init__(self):
         self.key = self.key or self.name
 
 
 @dataclass(frozen=True)
+class Slide:
+    """How a picture is laid out for a slide (`SLIDE_SIZE`).
+
+    Attributes:
+        rankdir: Graphviz's rank direction: ``"TB"`` (top to bottom) or ``"LR"``.
+        wrap: The most characters on a line of a label; narrower boxes make
+            a wide picture fit, wider ones a tall one.
+    """
+
+    rankdir: str = "TB"
+    wrap: int = 18
+
+    def __post_init__(self):
+        if self.rankdir not in ("TB", "LR"):
+            raise ValueError(f"rankdir must be 'TB' or 'LR', got {self.rankdir!r}")
+
+
+@dataclass(frozen=True)
 class Edge:
-    """An edge between node keys; ``kind`` is a key of ``_EDGE_STYLES``."""
+    """An edge between node keys; ``kind`` is a key of ``_EDGE_STYLES``.
+
+    ``source_port`` and ``target_port`` name a row of a stub (`PEER`) node.
+    """
 
     source: str
     target: str
     kind: str
     label: str = ""
+    source_port: str = ""
+    target_port: str = ""
 
 
 @dataclass
@@ -110,13 +182,27 @@ class Cluster:
 
 
 def quote(text: str) -> str:
-    """``text`` as a DOT string: quotes and backslashes escaped, newlines as ``\\n``."""
+    """``text`` as a DOT string: quotes and backslashes escaped, newlines as ``\\n``.
+
+    Args:
+        text: Any text (``str()`` of it is quoted).
+
+    Returns:
+        The quoted string, quotes included.
+    """
     escaped = str(text).replace("\\", "\\\\").replace('"', '\\"')
     return '"' + escaped.replace("\r", "").replace("\n", "\\n") + '"'
 
 
 def place_name(where: tuple[str, str, str]) -> str:
-    """``("ps", "task:0", "CPU:0")`` → ``"/job:ps/task:0/device:CPU:0"``."""
+    """``("ps", "task:0", "CPU:0")`` → ``"/job:ps/task:0/device:CPU:0"``.
+
+    Args:
+        where: A node's ``(job, task, device)`` clusters ("" where it says nothing).
+
+    Returns:
+        The device string, or ``"(no device requested)"``.
+    """
     job, task, device = where
     parts = [] if job == "(no job)" else ["/job:" + job]
     parts += ["/" + task] if task else []
@@ -167,25 +253,59 @@ def _strongest(states) -> str | None:
 
 
 def _folded_node(group: str, where, members: list[Node], highlight: dict) -> Node:
-    """One folder node standing for ``members``, the ops of name scope ``group`` on one task."""
+    """One folder node standing for ``members``, the ops of name scope ``group`` on one task.
+
+    A scope that holds the op it is named after (a variable and its helpers)
+    takes that op's role; another takes the most telling role of its ops.
+    """
     roles = {m.role for m in members}
-    role = next((r for r in _ROLE_PRIORITY if r in roles), "compute")
+    own = [m for m in members if m.name == group]
+    role = own[0].role if own else next((r for r in _ROLE_PRIORITY if r in roles), "compute")
     counts = Counter(m.kind for m in members)
     lines = [f"name scope {group}/ on {place_name(where)}, folded: {len(members)} ops"]
     lines += [f"  {kind} x {n}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     state = _strongest(highlight.get(m.name) for m in members)
     kind = f"({len(members)} ops)"
-    return Node(group, kind, role, where, "\n".join(lines), state=state, folded=True)
+    tooltip = "\n".join(lines)
+    return Node(group, kind, role, where, tooltip, state=state, folded=True, holds_op=bool(own))
 
 
-def _fold(nodes: list[Node], highlight: dict, collapse) -> tuple[list[Node], dict[str, str]]:
+def _compute_scopes(nodes: list[Node], collapse) -> set[tuple[str, tuple]]:
+    """``(scope, where)`` of the top-level name scopes that only compute on a task.
+
+    A slide folds them (``hidden/`` on the worker: its MatMul, add and Relu):
+    what it is about is where the variables, transfers, accumulators and
+    queues are. A scope holding one of those stays open.
+    """
+    roles = defaultdict(set)
+    for node in nodes:
+        if node.title or node.role == PEER or "/" not in node.name:
+            continue
+        if _group_of(node.name, collapse) is None:
+            roles[node.name.split("/")[0], node.where].add(node.role)
+    return {key for key, found in roles.items() if found == {"compute"}}
+
+
+def _fold(
+    nodes: list[Node], highlight: dict, collapse, slide: bool = False
+) -> tuple[list[Node], dict[str, str]]:
     """The nodes after folding, and the node id each node key is drawn as.
 
-    A name scope with a single op on a task is drawn as that op.
+    A name scope with a single op on a task is drawn as that op. On a slide,
+    scopes that only compute are folded too (`_compute_scopes`), and an op
+    named like a folded scope (a variable, whose helpers are folded) goes in it.
     """
+    compute = _compute_scopes(nodes, collapse) if slide else set()
+    # On a slide a variable joins its helpers' box: one box per variable, not two.
+    scopes = {s.rstrip("/") for s in collapse} if slide and isinstance(collapse, list) else set()
     kept, members = [], defaultdict(list)
     for node in nodes:
-        group = _group_of(node.name, collapse)
+        group = None if node.role == PEER else _group_of(node.name, collapse)
+        if group is None and node.name in scopes and node.role != PEER:
+            group = node.name
+        top = node.name.split("/")[0]
+        if group is None and (top, node.where) in compute and node.name != top:
+            group = top
         if group is None:
             kept.append(node)
         else:
@@ -205,6 +325,94 @@ def _fold(nodes: list[Node], highlight: dict, collapse) -> tuple[list[Node], dic
     return kept, drawn_as
 
 
+def _canonical(name: str) -> str:
+    """``name`` without the numbers that tell repeated ops apart (``acc_2_Take`` → ``acc_Take``)."""
+    return _REPEAT_NUMBER.sub("", name)
+
+
+def _pattern(texts: list[str]) -> str:
+    """One line for lines that differ: their common start and end around a ``*``.
+
+    The common parts end at a separator, so ``@hidden/weights`` and
+    ``@logits/biases`` give ``@*``, not ``@*s``.
+    """
+    if len(set(texts)) == 1:
+        return texts[0]
+    head = texts[0]
+    for text in texts[1:]:
+        while not text.startswith(head):
+            head = head[:-1]
+    tail = texts[0]
+    for text in texts[1:]:
+        while not text.endswith(tail):
+            tail = tail[1:]
+    head = head[: max((head.rfind(c) + 1 for c in " /:_@"), default=0)]
+    tail = tail[min((i for i, c in enumerate(tail) if c in " /:_"), default=len(tail)) :]
+    return f"{head}*{tail}"
+
+
+def _signature(node_id: str, edges: list[Edge], drawn_as: dict, names: dict) -> frozenset:
+    """The edges of a drawn node, each as (direction, kind, other node's name without numbers)."""
+    found = set()
+    for edge in edges:
+        a, b = drawn_as.get(edge.source), drawn_as.get(edge.target)
+        if a is None or b is None or a == b or edge.kind == "colocation":
+            continue
+        if a == node_id:
+            found.add(("out", edge.kind, _canonical(names[b])))
+        if b == node_id:
+            found.add(("in", edge.kind, _canonical(names[a])))
+    return frozenset(found)
+
+
+def _fold_repeats(
+    drawn: list[Node], drawn_as: dict[str, str], edges: list[Edge]
+) -> tuple[list[Node], dict[str, str]]:
+    """Ops repeated with a number in their name, on one task, drawn as one box each.
+
+    Two drawn nodes are alike when their names differ only by such numbers
+    (``conditional_accumulator_1_TakeGradient``), they are of one kind, role
+    and place, and their edges lead to alike nodes: the four accumulators of
+    a two-layer model become one accumulator ``x4`` with one take, one apply
+    and one ``SetGlobalStep``. ``Mean`` (the loss) and ``Mean_1`` (the
+    accuracy) read different inputs and stay apart.
+    """
+    names = {node.id: node.title or node.name for node in drawn}
+    groups = defaultdict(list)
+    for node in drawn:
+        signature = _signature(node.id, edges, drawn_as, names)
+        key = (_canonical(names[node.id]), node.kind, node.role, node.where, node.folded,
+               bool(node.title), signature)  # fmt: skip
+        groups[key].append(node)
+    kept, merged_into = [], {}
+    for members in groups.values():
+        if len(members) == 1:
+            kept += members
+            continue
+        first = members[0]
+        canonical = _canonical(names[first.id])
+        marks = tuple(_pattern(list(m)) for m in zip(*(n.marks for n in members)))
+        if len({len(n.marks) for n in members}) > 1:
+            marks = first.marks
+        lines = [f"{len(members)} alike ops drawn as one:"] + [f"  {names[n.id]}" for n in members]
+        node = Node(
+            canonical if not first.title else first.name,
+            first.kind,
+            first.role,
+            first.where,
+            "\n".join(lines + ["", first.tooltip]),
+            marks=marks,
+            state=_strongest(n.state for n in members),
+            folded=first.folded,
+            title=canonical if first.title else "",
+            repeats=len(members),
+        )
+        node.id = f"{canonical} x{len(members)} on {place_name(first.where)}"
+        kept.append(node)
+        merged_into.update((n.id, node.id) for n in members)
+    return kept, {key: merged_into.get(i, i) for key, i in drawn_as.items()}
+
+
 def _merge_edges(edges: list[Edge], drawn_as: dict[str, str], folded: set[str]) -> list[Edge]:
     """Edges between drawn nodes: self-loops dropped, parallel edges of one kind merged.
 
@@ -212,16 +420,17 @@ def _merge_edges(edges: list[Edge], drawn_as: dict[str, str], folded: set[str]) 
     colocation line is only drawn between two ops that no other edge joins
     already and that are not folded: the ``@`` mark in the label says the rest.
     """
-    labels: dict[tuple[str, str, str], list[str]] = {}
+    labels: dict[tuple[str, str, str, str, str], list[str]] = {}
     for edge in edges:
         a, b = drawn_as.get(edge.source), drawn_as.get(edge.target)
         if a is not None and b is not None and a != b:
-            seen = labels.setdefault((a, b, edge.kind), [])
+            key = (a, b, edge.kind, edge.source_port, edge.target_port)
+            seen = labels.setdefault(key, [])
             if edge.label and edge.label not in seen:
                 seen.append(edge.label)
-    linked = {frozenset((a, b)) for a, b, kind in labels if kind != "colocation"}
+    linked = {frozenset(key[:2]) for key in labels if key[2] != "colocation"}
     merged = []
-    for (a, b, kind), found in labels.items():
+    for (a, b, kind, a_port, b_port), found in labels.items():
         if kind == "colocation" and (frozenset((a, b)) in linked or {a, b} & folded):
             continue
         if len(found) > _MAX_EDGE_LABELS:
@@ -229,7 +438,7 @@ def _merge_edges(edges: list[Edge], drawn_as: dict[str, str], folded: set[str]) 
         if kind == "colocation":
             linked.add(frozenset((a, b)))
             a, b = b, a
-        merged.append(Edge(a, b, kind, "\n".join(found)))
+        merged.append(Edge(a, b, kind, "\n".join(found), a_port, b_port))
     return merged
 
 
@@ -241,15 +450,123 @@ def _scope_parent(node: Node) -> str:
     return "" if node.title else node.name.rpartition("/")[0]
 
 
-def _cluster_tree(nodes: list[Node]) -> Cluster:
-    """Job → task → device → name-scope clusters holding the nodes."""
+# The size that `minitf.viz.dot` writes on a Send/Recv edge ("float32 [3]\n12 bytes").
+_BYTES = re.compile(r"(\d+) bytes$")
+
+
+def _sizes_into_receivers(drawn: list[Node], drawn_as: dict, edges: list[Edge]) -> list[Edge]:
+    """Writes each Send/Recv pair's dtype, shape and size in its ``_Recv`` box (a slide).
+
+    A labelled edge makes Graphviz leave room for a label between every two
+    ranks of the picture; in the box it costs one line. A box standing for
+    several pairs (`_merge_transfers`) says how many tensors and bytes.
+
+    Returns:
+        The Send/Recv edges, whose labels the boxes now show.
+    """
+    receivers = {node.id: node for node in drawn if node.title}
+    moved, labels = [], defaultdict(list)
+    for edge in edges:
+        target = drawn_as.get(edge.target)
+        if edge.kind == "sendrecv" and target in receivers:
+            labels[target].append(edge.label)
+            moved.append(edge)
+    for target, found in labels.items():
+        sizes = [_BYTES.search(label) for label in found]
+        if len(found) == 1:
+            line = found[0].replace("\n", ", ")
+        elif set(found) == {"control"}:
+            line = f"{len(found)} control signals"
+        elif all(sizes):
+            line = f"{len(found)} tensors, {sum(int(m.group(1)) for m in sizes)} bytes"
+        else:
+            line = f"{len(found)} tensors"
+        receivers[target].marks = (*receivers[target].marks, line)
+    return moved
+
+
+def _merge_transfers(
+    drawn: list[Node], drawn_as: dict[str, str], edges: list[Edge]
+) -> tuple[list[Node], dict[str, str]]:
+    """Send/Recv pairs between the same boxes drawn as one pair (a slide).
+
+    The four gradients a worker's folded ``gradients/`` sends to the ps's
+    ``Adam/`` become one pair titled ``gradients/*/control_dependency_1:0``,
+    ``x4``; a pair whose ends lead elsewhere (each variable's read) stays.
+    """
+    by_id = {node.id: node for node in drawn}
+
+    def ends(node_id: str, inward: bool) -> frozenset:
+        found = set()
+        for edge in edges:
+            a, b = drawn_as.get(edge.source), drawn_as.get(edge.target)
+            if edge.kind != "sendrecv" and (b if inward else a) == node_id:
+                found.add((a if inward else b, edge.kind))
+        return frozenset(found)
+
+    groups = defaultdict(list)
+    for edge in edges:
+        send, recv = drawn_as.get(edge.source), drawn_as.get(edge.target)
+        if edge.kind == "sendrecv" and by_id[send].title and by_id[recv].title:
+            key = (ends(send, True), ends(recv, False), by_id[send].where, by_id[recv].where,
+                   edge.label == "control")  # fmt: skip
+            groups[key].append((by_id[send], by_id[recv]))
+    merged_into = {}
+    for pairs in groups.values():
+        if len(pairs) < 2:
+            continue
+        for members in zip(*pairs):  # the Sends, then the Recvs
+            first = members[0]
+            title = _pattern([m.title for m in members])
+            lines = [f"{len(members)} {first.kind} ops drawn as one:"]
+            node = Node(
+                first.name, first.kind, first.role, first.where,
+                "\n".join(lines + [f"  {m.title}" for m in members]),
+                state=_strongest(m.state for m in members), title=title, repeats=len(members),
+                detail=first.detail,
+            )  # fmt: skip
+            node.id = f"{title} x{len(members)} {first.kind} on {place_name(first.where)}"
+            drawn.append(node)
+            merged_into.update((m.id, node.id) for m in members)
+    drawn = [node for node in drawn if node.id not in merged_into]
+    return drawn, {key: merged_into.get(i, i) for key, i in drawn_as.items()}
+
+
+def _slide_edge(edge: Edge, moved: list[Edge]) -> Edge:
+    """An edge as a slide draws it: no labels, except a transfer's that no box shows.
+
+    The dtype and shape of every edge inside a task are detail for the full
+    picture; a Send/Recv pair's are in its ``_Recv`` (`_sizes_into_receivers`).
+    """
+    keep = edge.kind.startswith("sendrecv") and edge not in moved
+    label = edge.label.replace("\n", ", ") if keep else ""
+    return Edge(edge.source, edge.target, edge.kind, label, edge.source_port, edge.target_port)
+
+
+def _several_devices(nodes: list[Node]) -> bool:
+    """Whether a task of the picture has ops on more than one device."""
+    devices = defaultdict(set)
+    for node in nodes:
+        devices[node.where[:2]].add(node.where[2])
+    return any(len(found) > 1 for found in devices.values())
+
+
+def _cluster_tree(nodes: list[Node], devices: bool = True) -> Cluster:
+    """Job → task → device → name-scope clusters holding the nodes.
+
+    Without ``devices`` a task's ops sit in its cluster directly (a slide does
+    that when every task has one device).
+    """
     root = Cluster("root", "", "root")
     for node in nodes:
+        if node.role == PEER:  # outside every task: the edge to it leaves this one
+            root.nodes.append(node)
+            continue
         job, task, device = node.where
         where = root.children.setdefault(
             job, Cluster("cluster_" + job, place_name((job, "", "")), "job")
         )
-        for kind, key in (("task", task), ("device", device)):
+        for kind, key in (("task", task), ("device", device if devices else "")):
             if key:
                 label = place_name(node.where[:2] + ("",)) if kind == "task" else key
                 child = Cluster(f"{where.id}_{key}", label, kind)
@@ -285,41 +602,182 @@ def _simplify(cluster: Cluster) -> None:
 def _wrap(name: str, width: int = _WRAP) -> str:
     """Breaks a long name after its ``/`` so that boxes stay narrow."""
     lines = [""]
-    for part in name.split("/"):
+    trailing = name.endswith("/")
+    for part in name.rstrip("/").split("/") if trailing else name.split("/"):
         piece = part if not lines[-1] else "/" + part
         if lines[-1] and len(lines[-1]) + len(piece) > width:
             lines[-1] += "/"
             lines.append(part)
         else:
             lines[-1] += piece
+    return "\n".join(lines) + ("/" if trailing else "")
+
+
+def _wrap_words(text: str, width: int) -> str:
+    """Breaks a long line after ``/`` or ``_`` and between CamelCase words.
+
+    ``ResourceAccumulatorApplyGradient`` gives ``ResourceAccumulator`` and
+    ``ApplyGradient``; a slide's boxes stay narrow however long the op type.
+    """
+    if len(text) <= width:
+        return text
+    pieces = re.findall(r"[^/_]*[/_]|[^/_]+$", text)
+    words = []
+    for piece in pieces:
+        words += re.findall(r"[A-Z]*[^A-Z]*", piece)[:-1] if len(piece) > width else [piece]
+    lines = [""]
+    for word in filter(None, words):
+        if lines[-1] and len(lines[-1]) + len(word) > width:
+            lines.append(word)
+        else:
+            lines[-1] += word
     return "\n".join(lines)
 
 
-def _node_line(node: Node, scope: str) -> str:
-    """A node statement; its label is its name relative to the scope cluster it is drawn in.
+def _owner(name: str, variables: set[str]) -> str | None:
+    """The variable whose helper ``name`` is (``w/read``, ``w/Adam``), itself if a variable."""
+    while name:
+        if name in variables:
+            return name
+        name = name.rpartition("/")[0]
+    return None
 
-    The label's lines: the name (or title), the op type unless the name says it
-    already, and the marks (``@w`` for colocation).
+
+@dataclass
+class _Label:
+    """What a node's label says: its name from part ``start`` on, and extra lines."""
+
+    node: Node
+    start: int
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def parts(self) -> list[str]:
+        return self.node.name.split("/")
+
+    @property
+    def name(self) -> str:
+        if self.node.title:
+            return self.node.title
+        name = "/".join(self.parts[self.start :])
+        return name + "/" if self.node.folded else name
+
+    @property
+    def kind(self) -> list[str]:
+        """The op type, unless the name says it already."""
+        if not self.node.kind or self.name.rsplit("/", 1)[-1] == self.node.kind:
+            return []
+        return [self.node.kind]
+
+    def identity(self) -> tuple:
+        return (self.name, self.node.repeats, *self.kind, *self.extra)
+
+    @property
+    def can_lengthen(self) -> bool:
+        return not self.node.title and self.start > 0
+
+
+def _tell_apart(group: list[_Label]) -> bool:
+    """Makes labels that read alike say more; False if they say all they can.
+
+    More of their names first (only those that have more to say: ``MatMul``
+    at the top stays, ``hidden/MatMul`` drawn as ``MatMul`` in ``hidden/``
+    says ``hidden/MatMul``); then, or at once for boxes of one name on two
+    tasks, what tells them apart, if it does: a Send's destination, a Recv's
+    source, the task.
     """
-    name = node.name[len(scope) + 1 :] if scope else node.name
-    name = node.title or (name + "/" if node.folded else name)
-    kind = [] if name.rsplit("/", 1)[-1] == node.kind else [node.kind]
-    label = "\n".join([_wrap(name), *kind, *node.marks])
-    fill = ROLE_COLORS.get(node.role, "#ffffff")
-    shape = "folder" if node.folded else "box"
+    same_op = len({(label.node.title, label.node.name) for label in group}) == 1
+    longer = [] if same_op else [label for label in group if label.can_lengthen]
+    for label in longer:
+        label.start -= 1
+    if longer:
+        return True
+    for line_of in (
+        lambda label: label.node.detail,
+        lambda label: "on " + place_name(label.node.where[:2] + ("",)),
+    ):
+        lines = [line_of(label) for label in group]
+        new = all(line and line not in label.extra for label, line in zip(group, lines))
+        if new and len(set(lines)) > 1:
+            for label, line in zip(group, lines):
+                label.extra.append(line)
+            return True
+    return False
+
+
+def _labels(root: Cluster, nodes: list[Node]) -> dict[str, _Label]:
+    """Each drawn node's label: unique in the picture, naming its variable.
+
+    A label starts as the node's name relative to the name-scope cluster it is
+    drawn in. A variable's helper keeps the variable's name (``global_step/read``,
+    not ``read``), and labels that would read alike say more until they differ:
+    more of the name (``hidden/MatMul``, ``logits/MatMul``), then what tells the
+    nodes apart (a Send's destination, the task).
+    """
+    variables = {n.name for n in nodes if n.role == "variable"}
+    labels = {}
+
+    def walk(cluster: Cluster) -> None:
+        depth = len(cluster.scope.split("/")) if cluster.scope else 0
+        for node in cluster.nodes:
+            owner = _owner(node.name, variables)
+            start = depth if owner in (None, node.name) else min(depth, owner.count("/"))
+            labels[node.id] = _Label(node, min(start, node.name.count("/")))
+        for child in cluster.children.values():
+            walk(child)
+
+    walk(root)
+    while True:
+        alike = defaultdict(list)
+        for label in labels.values():
+            alike[label.identity()].append(label)
+        clashes = [group for group in alike.values() if len(group) > 1]
+        if not any([_tell_apart(group) for group in clashes]):
+            break
+    for group in clashes:  # alike in every way: number them
+        for number, label in enumerate(group[1:], 2):
+            label.extra.append(f"({number})")
+    return labels
+
+
+def _node_line(node: Node, label: _Label, shown: set[str], slide: Slide | None) -> str:
+    """A node statement: its label, its role's shape and fill, its tooltip and highlight.
+
+    The label's lines: the name (or title, ``x4`` when it stands for repeated
+    ops), the op type unless the name says it already, the marks, an ``@op``
+    line per op it is colocated with that the picture shows, and what tells
+    it from a node labelled alike.
+    """
+    width = slide.wrap if slide else _WRAP
+    name = "\n".join(_wrap_words(line, width) for line in _wrap(label.name, width).split("\n"))
+    if node.repeats > 1:
+        name += f" x{node.repeats}"
+    kind = [_wrap_words(k, width) if slide else k for k in label.kind]
+    marks = [_wrap(m, width) if slide else m for m in node.marks]
+    if not slide:  # on a slide the dotted line says it
+        marks += ["@" + c for c in node.colocated if c in shown]
+    text = "\n".join([name, *label.extra, *kind, *marks])
     extra = _HIGHLIGHTS.get(node.state, "") if node.state else ""
+    if node.role == PEER:
+        return _stub_line(node, label, width)
+    fill = ROLE_COLORS.get(node.role, "#FFFFFF")
+    shape = "folder" if node.folded and not node.holds_op else ROLE_SHAPES.get(node.role, "box")
+    font = ROLE_TEXT_COLORS.get(node.role)
+    font_attr = f', fontcolor="{font}"' if font else ""
     return (
-        f"{quote(node.id)} [label={quote(label)}, shape={shape}, style=filled, "
-        f'fillcolor="{fill}", tooltip={quote(node.tooltip)}{extra}];'
+        f"{quote(node.id)} [label={quote(text)}, shape={shape}, style=filled, "
+        f'fillcolor="{fill}"{font_attr}, tooltip={quote(node.tooltip)}{extra}];'
     )
 
 
-def _cluster_lines(cluster: Cluster) -> list[str]:
+def _cluster_lines(cluster: Cluster, lines_of, slide: Slide | None) -> list[str]:
     lines = [f"subgraph {quote(cluster.id)} {{", f"label={quote(cluster.label)};"]
     lines.append(_CLUSTER_STYLES[cluster.kind])
-    lines += [_node_line(node, cluster.scope) for node in cluster.nodes]
+    if slide:
+        lines.append(f"fontsize={_SLIDE_CLUSTER_FONT[cluster.kind]};")
+    lines += [lines_of(node) for node in cluster.nodes]
     for key in sorted(cluster.children):
-        lines += _cluster_lines(cluster.children[key])
+        lines += _cluster_lines(cluster.children[key], lines_of, slide)
     return lines + ["}"]
 
 
@@ -328,21 +786,70 @@ def _edge_line(edge: Edge) -> str:
     if edge.label:
         attrs.append(f"label={quote(edge.label)}")
     attr_text = f" [{', '.join(attrs)}]" if attrs else ""
-    return f"{quote(edge.source)} -> {quote(edge.target)}{attr_text};"
+    source = quote(edge.source) + (f":{quote(edge.source_port)}" if edge.source_port else "")
+    target = quote(edge.target) + (f":{quote(edge.target_port)}" if edge.target_port else "")
+    return f"{source} -> {target}{attr_text};"
 
 
-def _legend(states: set[str]) -> list[str]:
-    """A cluster of sample boxes: one per role, one per highlight state in use."""
-    lines = ['subgraph "cluster_legend" {', 'label="legend"; fontsize=12; color=grey70;']
+def _html(text: str) -> str:
+    """``text`` for an HTML-like Graphviz label: escaped, lines broken with ``<br/>``."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escaped.replace('"', "&quot;").replace("\n", '<br align="left"/>')
+
+
+def _stub_line(node: Node, label: _Label, width: int) -> str:
+    """A stub: a dashed table headed by the other task, a row (and port) per tensor."""
+    head = "\n".join([label.name, *label.extra])
+    rows = [f'<tr><td align="left"><font color="grey25">{_html(head)}</font></td></tr>']
+    for port, text in node.rows:
+        wrapped = _wrap(text, width)
+        cell = _html(wrapped) + ('<br align="left"/>' if "\n" in wrapped else "")
+        rows.append(f'<tr><td port="{port}" align="left">{cell}</td></tr>')
+    table = (
+        '<table border="1" cellborder="0" cellspacing="0" cellpadding="2" '
+        f'style="rounded,dashed" color="grey40">{"".join(rows)}</table>'
+    )
+    return f"{quote(node.id)} [shape=plain, label=<{table}>, tooltip={quote(node.tooltip)}];"
+
+
+def _legend(states: set[str], folded: bool, peers: bool, slide: Slide | None) -> list[str]:
+    """A cluster of sample boxes: each role in its shape and fill, and the other marks in use.
+
+    The other marks: a folded scope, a stub for another task's op, and each
+    highlight state drawn. On a slide the samples stand in two columns.
+    """
+    font = 14 if slide else 12
+    lines = [
+        'subgraph "cluster_legend" {',
+        f'label="legend"; fontsize={font}; color=grey70; style=rounded;',
+        f"node [fontsize={font}];",
+    ]
+    names = []
     for role, color in ROLE_COLORS.items():
+        text = ROLE_TEXT_COLORS.get(role)
+        font_attr = f', fontcolor="{text}"' if text else ""
         lines.append(
-            f'"legend_{role}" [label="{role}", shape=box, style=filled, fillcolor="{color}"];'
+            f'"legend_{role}" [label="{role}", shape={ROLE_SHAPES[role]}, style=filled, '
+            f'fillcolor="{color}"{font_attr}];'
         )
+        names.append(f"legend_{role}")
+    if folded:
+        lines.append('"legend_folded" [label="folded scope", shape=folder];')
+        names.append("legend_folded")
+    if peers:
+        lines.append(
+            '"legend_peer" [label="op on another task", shape=box, style="rounded,dashed", '
+            "color=grey40];"
+        )
+        names.append("legend_peer")
     for state in sorted(states, key=_STRENGTH.get):
         lines.append(
             f'"legend_{state}" [label="{state}", shape=box, style=filled, '
             f'fillcolor="#ffffff"{_HIGHLIGHTS[state]}];'
         )
+        names.append(f"legend_{state}")
+    if slide:  # in two columns: a row of ten samples is as wide as a task
+        lines += [f'"{a}" -> "{b}" [style=invis];' for a, b in zip(names, names[2:])]
     return lines + ["}"]
 
 
@@ -384,19 +891,64 @@ def _collapse_arg(collapse):
     return [collapse] if isinstance(collapse, str) else list(collapse)
 
 
-def emit(nodes: list[Node], edges: list[Edge], highlight=None, collapse=None) -> str:
-    """DOT text: ``nodes`` in their clusters (name scopes folded by ``collapse``) and ``edges``."""
+def emit(
+    nodes: list[Node],
+    edges: list[Edge],
+    highlight=None,
+    collapse=None,
+    slide: bool | Slide = False,
+) -> str:
+    """DOT text: ``nodes`` in their clusters (name scopes folded by ``collapse``) and ``edges``.
+
+    Args:
+        nodes: The boxes, as `Node` records.
+        edges: The edges between their keys.
+        highlight: Outlines (see `minitf.viz.dot.graph_dot`).
+        collapse: Name scopes to fold: a depth or a list of scopes.
+        slide: Lay the picture out for a slide (`SLIDE_SIZE`), as a `Slide`
+            says (True: ``Slide()``): bigger text, narrower boxes, repeated
+            structures folded, each variable one box, scopes that only
+            compute folded, a Send beside its Recv, dtype labels only on
+            edges between tasks, and scaled down to fit if it is still larger.
+
+    Returns:
+        The DOT text.
+
+    Raises:
+        ValueError: for a state other than "done", "running" or "blocked", or
+            a ``collapse`` depth below 1.
+    """
+    layout = Slide() if slide is True else slide or None
     highlight = _highlight_states(highlight)
     collapse = _collapse_arg(collapse)
-    drawn, drawn_as = _fold(nodes, highlight, collapse)
-    root = _cluster_tree(drawn)
+    drawn, drawn_as = _fold(nodes, highlight, collapse, layout is not None)
+    pairs = []
+    if layout:
+        drawn, drawn_as = _merge_transfers(drawn, drawn_as, edges)
+        drawn, drawn_as = _fold_repeats(drawn, drawn_as, edges)
+        moved = _sizes_into_receivers(drawn, drawn_as, edges)
+        edges = [_slide_edge(edge, moved) for edge in edges]
+        # A Send beside its Recv: one rank for the pair, not two.
+        pairs = [(drawn_as[e.source], drawn_as[e.target]) for e in moved]
+    root = _cluster_tree(drawn, devices=not layout or _several_devices(drawn))
     _simplify(root)
-    lines = list(_HEADER) + [_node_line(node, "") for node in root.nodes]
+    labels = _labels(root, nodes)
+    shown = {node.name for node in nodes} - {node.name for node in nodes if node.role == PEER}
+
+    def line_of(node: Node) -> str:
+        return _node_line(node, labels[node.id], shown, layout)
+
+    header = _SLIDE_HEADER if layout else _HEADER
+    lines = ["digraph minitf {", f"rankdir={layout.rankdir if layout else 'TB'};", *header]
+    lines += [line_of(node) for node in root.nodes]
     for key in sorted(root.children):
-        lines += _cluster_lines(root.children[key])
+        lines += _cluster_lines(root.children[key], line_of, layout)
     lines += [
         _edge_line(edge)
         for edge in _merge_edges(edges, drawn_as, {n.id for n in drawn if n.folded})
     ]
-    lines += _legend({node.state for node in drawn if node.state in _STRENGTH})
+    lines += [f"{{rank=same; {quote(a)}; {quote(b)};}}" for a, b in dict.fromkeys(pairs)]
+    states = {node.state for node in drawn if node.state in _STRENGTH}
+    folded = any(node.folded for node in drawn)
+    lines += _legend(states, folded, any(n.role == PEER for n in drawn), layout)
     return "\n".join(lines + ["}"]) + "\n"

@@ -2,7 +2,8 @@
 
 `graph_to_dict` turns a `Graph` into JSON-able nodes and edges, each op with
 its type, requested device, colocation groups, name scope and *role* — the
-part it plays in parameter-server training, which the pictures colour by:
+part it plays in parameter-server training, which the pictures colour and
+shape by (`ROLE_COLORS`, `ROLE_SHAPES`):
 
 ========== ===========================================================
 role       ops
@@ -25,17 +26,46 @@ from __future__ import annotations
 
 from minitf.framework import ops
 
+OKABE_ITO = (
+    "#E69F00",  # orange
+    "#56B4E9",  # sky blue
+    "#009E73",  # bluish green
+    "#F0E442",  # yellow
+    "#0072B2",  # blue
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#000000",  # black
+)
+"""Okabe and Ito's colour-blind-safe palette (https://jfly.uni-koeln.de/color/)."""
+
+# Each role has a colour of the palette and a shape of its own, so that a
+# picture still reads in greyscale or to a reader who cannot tell two hues apart.
 ROLE_COLORS = {
-    "variable": "#f4a261",
-    "accumulator": "#e76f51",
-    "queue": "#e9c46a",
-    "init": "#a8dadc",
-    "update": "#f28482",
-    "sendrecv": "#8ecae6",
-    "feed": "#d9ed92",
-    "compute": "#ffffff",
+    "variable": "#E69F00",
+    "accumulator": "#CC79A7",
+    "queue": "#F0E442",
+    "init": "#009E73",
+    "update": "#D55E00",
+    "sendrecv": "#56B4E9",
+    "feed": "#0072B2",
+    "compute": "#FFFFFF",
 }
 """The fill colour of each role, shared by the graph pictures and the timeline picture."""
+
+ROLE_SHAPES = {
+    "variable": "cylinder",
+    "accumulator": "box3d",
+    "queue": "component",
+    "init": "note",
+    "update": "hexagon",
+    "sendrecv": "cds",
+    "feed": "invhouse",
+    "compute": "box",
+}
+"""The Graphviz node shape of each role in the graph pictures."""
+
+ROLE_TEXT_COLORS = {"feed": "#FFFFFF"}
+"""The text colour on a role's fill where black would be hard to read (default black)."""
 
 _VARIABLE_OPS = {"VariableV2", "Variable", "VarHandleOp"}
 _QUEUE_OPS = {
@@ -56,7 +86,14 @@ _INCREMENT_OPS = {"AssignAdd", "AssignSub", "AssignAddVariableOp", "AssignSubVar
 
 
 def op_role(op_type: str) -> str:
-    """The role of an op type, for colouring (see the module docstring)."""
+    """The role of an op type, for colour and shape (see the module docstring).
+
+    Args:
+        op_type: The op's type, such as ``"ApplyAdam"``.
+
+    Returns:
+        A key of `ROLE_COLORS` and `ROLE_SHAPES`.
+    """
     if op_type in _VARIABLE_OPS:
         return "variable"
     if "Accumulator" in op_type:
@@ -93,6 +130,12 @@ def graph_to_dict(graph: ops.Graph) -> dict:
     own) and ``outputs`` (name, dtype, shape). An edge: ``source``,
     ``target``, ``kind`` (``"data"`` or ``"control"``) and, for data edges,
     the ``tensor`` with its dtype and shape.
+
+    Args:
+        graph: The graph.
+
+    Returns:
+        The JSON-able dict.
     """
     nodes, edges = [], []
     for op in graph.get_operations():
@@ -122,6 +165,12 @@ def to_networkx(graph: ops.Graph):
 
     Several edges between two ops (two outputs used, or data plus control)
     are merged into one, listing every tensor in ``tensors``.
+
+    Args:
+        graph: The graph.
+
+    Returns:
+        The ``networkx.DiGraph``.
     """
     import networkx as nx
 

@@ -9,6 +9,7 @@ shows it inline (``_repr_svg_``).
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,12 +23,24 @@ INSTALL_HINT = (
 
 
 def dot_available() -> bool:
-    """Whether Graphviz's ``dot`` program is on the PATH."""
+    """Whether Graphviz's ``dot`` program is on the PATH.
+
+    Returns:
+        True if it is.
+    """
     return shutil.which("dot") is not None
 
 
 def to_format(dot_text: str, fmt: str, timeout: float = 60.0) -> bytes:
     """Renders DOT text with ``dot -T<fmt>``.
+
+    Args:
+        dot_text: The picture's DOT source.
+        fmt: A Graphviz output format: ``"svg"``, ``"png"``, ``"pdf"``...
+        timeout: Seconds to wait for ``dot``.
+
+    Returns:
+        The rendered bytes.
 
     Raises:
         FileNotFoundError: if ``dot`` is not installed.
@@ -43,8 +56,36 @@ def to_format(dot_text: str, fmt: str, timeout: float = 60.0) -> bytes:
     return done.stdout
 
 
+def drawing_scale(dot_text: str) -> float:
+    """How much Graphviz scales a picture's text: SVG units per point of font size.
+
+    In a picture that sets ``dpi`` (a slide, `minitf.viz.dot_text.SLIDE_DPI`)
+    SVG units are the PNG's pixels: at ``dpi=100`` a picture drawn at full
+    size gives 100/72 (a 14 pt label is 19 px high), and one that ``size=``
+    shrinks to fit gives less.
+
+    Args:
+        dot_text: The picture's DOT source.
+
+    Returns:
+        The scale of the SVG's drawing.
+
+    Raises:
+        FileNotFoundError: if ``dot`` is not installed.
+        RuntimeError: if ``dot`` fails.
+    """
+    svg = to_format(dot_text, "svg").decode()
+    match = re.search(r'class="graph" transform="scale\(([\d.]+)', svg)
+    return float(match.group(1)) if match else 1.0
+
+
 def write(dot_text: str, path, formats=("svg", "png")) -> list[Path]:
     """Writes ``<path>.dot`` and, when ``dot`` is installed, ``<path>.<format>`` for each format.
+
+    Args:
+        dot_text: The picture's DOT source.
+        path: The files' path without suffix (parent directories are created).
+        formats: The formats besides DOT text.
 
     Returns:
         The files written.

@@ -7,8 +7,14 @@ Run a step with ``tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`` and a
 
 * one process per ``dev_stats`` entry (a task), named by its device and kept in
   ``dev_stats`` order;
-* one thread row per executor thread of that task, plus extra rows
-  ``"<thread name> #2"``, ... where ops of one thread overlap (see below);
+* one thread row per client whose steps the task ran and executor thread that
+  ran them, plus extra rows ``"<row name> #2"``, ... where ops of one thread
+  overlap (see below). A step's client is the task that is not a ps among
+  those it ran on (`step_clients`). A row is named after its thread, unless
+  Python named the thread (``Thread-12 (_run)``): then after the task, the
+  client and the thread's number on the task (``/job:ps/task:0: steps of
+  /job:worker/task:1, thread 2``);
+  when the task ran steps of several clients, the client is always named;
 * one complete (``"X"``) event per op, named by op type, its category the op's
   role (`minitf.viz.graph_data.op_role`), times in microseconds from the
   earliest op of the trace;
@@ -17,7 +23,8 @@ Run a step with ``tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`` and a
   bind);
 * flow arrows from each ``_Send`` to the ``_Recv`` of the same step and
   rendezvous key, and from each enqueue to every dequeue that took some of its
-  elements.
+  elements; each ``_Send`` and ``_Recv`` says what it moves in a
+  ``description`` argument (`transfer_names`).
 
 Viewers draw the events of one thread as a stack, so on a row two events must
 be disjoint or one must contain the other. An asynchronous op (a dequeue, a
@@ -28,6 +35,7 @@ only partly; such an op goes to the thread's next row where it nests.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -69,10 +77,11 @@ class Timeline:
         devices = self._step_stats.get("dev_stats", [])
         starts = [n["all_start_micros"] for dev in devices for n in dev["node_stats"]]
         origin = min(starts, default=0)
+        clients = step_clients(self._step_stats)
         events: list[dict] = []
         slices: list[_Slice] = []
         for pid, dev in enumerate(devices):
-            layout = _layout(pid, dev["node_stats"], origin)
+            layout = _layout(pid, dev["node_stats"], origin, clients, task_name(dev["device"]))
             events += _process_metadata(pid, dev["device"], layout.row_names)
             slices += layout.slices
         for s in slices:
@@ -159,38 +168,184 @@ class _Layout:
     row_names: list[str]
 
 
-def _layout(pid: int, node_stats: list[dict], origin: int) -> _Layout:
-    """Places each op of a task on the first row of its thread where it nests.
+def _layout(
+    pid: int, node_stats: list[dict], origin: int, clients: dict, task: str = ""
+) -> _Layout:
+    """Places each op of a task on the first row of its client and thread where it nests.
 
-    Rows are keyed ``(thread index, extra)``: thread indices in order of first
-    appearance, ``extra`` 0 for the thread's own row. Their tids follow that
-    order, so a thread's extra rows sit right below it.
+    Rows are keyed ``(client, thread, extra)``: the task's own steps first,
+    then the other clients in order; threads in order of first appearance;
+    ``extra`` 0 for the thread's own row. Their tids follow that order, so a
+    thread's extra rows sit right below it.
     """
     slices = sorted((_slice(n, pid, origin) for n in node_stats), key=lambda s: (s.ts, -s.dur))
     thread_index: dict[int, int] = {}
     thread_names: list[str] = []
-    rows: dict[tuple[int, int], _Row] = {}
+    rows: dict[tuple[int, int, int], _Row] = {}
+    client_of = [clients.get(s.node.get("step_id"), "") for s in slices]
+    order = sorted(set(client_of), key=lambda c: (c != task, c == "", c))
     placed = []
-    for s in slices:
+    for s, client in zip(slices, client_of):
         thread_id = s.node["thread_id"]
         if thread_id not in thread_index:
             thread_index[thread_id] = len(thread_names)
             thread_names.append(s.node.get("thread_name", str(thread_id)))
-        placed.append(_place(rows, thread_index[thread_id], s))
+        placed.append(_place(rows, (order.index(client), thread_index[thread_id]), s))
     tids = {key: tid for tid, key in enumerate(sorted(rows))}
     for s, key in zip(slices, placed):
         s.tid = tids[key]
-    names = [thread_names[t] + (f" #{extra + 1}" if extra else "") for t, extra in sorted(rows)]
+    several = len(order) > 1
+    names = []
+    for c, t, extra in sorted(rows):
+        name = _row_name(thread_names[t], t, order[c], task, several)
+        names.append(name + (f" #{extra + 1}" if extra else ""))
     return _Layout(slices, names)
 
 
-def _place(rows: dict[tuple[int, int], _Row], thread: int, s: _Slice) -> tuple[int, int]:
-    """Puts ``s`` on the first row of ``thread`` where it nests (a new row if none)."""
+# The names Python gives a thread it was not given one: ``Thread-12 (_run)``.
+_DEFAULT_THREAD_NAME = re.compile(r"^(Thread|Dummy)-\d+( \(.*\))?$")
+
+
+def _row_name(thread: str, index: int, client: str, task: str, several_clients: bool) -> str:
+    """A row's name: its thread's, and whose steps it ran where that is not plain."""
+    default = bool(_DEFAULT_THREAD_NAME.match(thread))
+    if not default and not several_clients:
+        return thread
+    thread = f"thread {index + 1}" if default else thread
+    return f"{task}: {client_label(client, task)}, {thread}"
+
+
+def task_name(device: str) -> str:
+    """``/job:ps/task:0`` for a device string such as ``/job:ps/replica:0/task:0/device:CPU:0``.
+
+    Args:
+        device: A device string (a task's, or ``dev_stats``' ``device``).
+
+    Returns:
+        Its job and task; the device string itself if it names no job.
+    """
+    job = re.search(r"/job:([^/]+)", device)
+    task = re.search(r"/task:(\d+)", device)
+    if job is None:
+        return device
+    return f"/job:{job.group(1)}" + (f"/task:{task.group(1)}" if task else "")
+
+
+def step_clients(step_stats: dict) -> dict:
+    """``{step_id: client}``: the task whose session ran each step of the stats.
+
+    A step runs on its client's task and on the ps tasks that hold its
+    variables, so the client is the task of the step that is not a ps: one
+    with ops of the step, or at the other end of one of its transfers. A
+    step with ops on no such task (the chief's queue runner in synchronous
+    training, a reader of the global step) has client ``""``; one on several
+    (in-graph replication) has them joined with ``" + "``.
+
+    Args:
+        step_stats: Step stats (`minitf.runtime.step_stats`).
+
+    Returns:
+        The client of each step id.
+    """
+    tasks = defaultdict(set)
+    for dev in step_stats.get("dev_stats", []):
+        task = task_name(dev["device"])
+        for node in dev.get("node_stats", []):
+            tasks[node.get("step_id")].add(task)
+            # The other end of a transfer ran the step too, traced or not (a
+            # step that began before the span: only its ps part was recorded).
+            peer = node.get("transfer", {}).get("peer")
+            if peer:
+                tasks[node.get("step_id")].add(task_name(peer))
+    return {
+        step: " + ".join(sorted(t for t in found if not t.startswith("/job:ps/")))
+        for step, found in tasks.items()
+    }
+
+
+def client_label(client: str, task: str = "", short: bool = False) -> str:
+    """Whose steps a task ran, in words: ``"own steps"``, ``"steps of /job:worker/task:1"``.
+
+    Args:
+        client: A step's client (`step_clients`), ``""`` if it ran on ps tasks only.
+        task: The task that ran them.
+        short: Say it in few words, for a lane of a picture: ``"worker 1's steps"``.
+
+    Returns:
+        The words, for a row or a lane of a timeline.
+    """
+    if client == task:
+        return "own steps"
+    if not client:
+        return "ps-only steps" if short else "steps on ps tasks only"
+    if not short:
+        return f"steps of {client}"
+    names = [re.sub(r"^/job:([^/]+)/task:(\d+)$", r"\1 \2", c) for c in client.split(" + ")]
+    return " + ".join(names) + "'s steps"
+
+
+def transfer_names(node_name: str, transfer: dict | None = None) -> list[str]:
+    """What a ``_Send`` or ``_Recv`` moves, in words, from the longest to the shortest.
+
+    ``_recv/hidden/weights/read/0`` with its transfer note is ``"recv
+    hidden/weights/read:0 from /job:ps/task:0"``, then ``"recv
+    hidden/weights/read from /job:ps/task:0"`` and ``"recv hidden/weights/read"``;
+    every form names the tensor's op in full. A control edge's pair moves no
+    tensor, only the news that an op ran: ``"control signal from
+    Adam/update/NoOp_1 on /job:ps/task:1"``. Other ops are named by their
+    name, then by its last two parts.
+
+    Args:
+        node_name: The op's name in the trace.
+        transfer: The op's ``transfer`` note (`minitf.runtime.step_stats`), whose
+            ``peer`` is the other end; without it a ``_Send`` still names its
+            destination (its name says it) and a ``_Recv`` names no peer.
+
+    Returns:
+        The names, longest first.
+    """
+    if not node_name.startswith(("_recv/", "_send/")):
+        short = "/".join(node_name.split("/")[-2:])
+        return list(dict.fromkeys([node_name, short]))
+    sending = node_name.startswith("_send/")
+    rest = node_name.split("/", 1)[1]
+    peer = task_name(transfer["peer"]) if transfer and transfer.get("peer") else ""
+    path, _, tail = rest.rpartition("/")
+    if sending:  # _send/<op>/<index>/to_<task> or _send/<op>/ctrl_to_<task>
+        tag = re.match(r"(ctrl_)?to_job_(.+)_replica_\d+_task_(\d+)$", tail)
+        if tag and not peer:
+            peer = f"/job:{tag.group(2)}/task:{tag.group(3)}"
+        control = bool(tag and tag.group(1))
+        if not control:
+            path, _, tail = path.rpartition("/")
+    else:  # _recv/<op>/<index> or _recv/<op>/ctrl_<task>
+        control = tail.startswith("ctrl_")
+    if control:
+        toward = "to" if sending else "from"
+        names = [f"control signal from {path}", f"control from {path}"]
+        if peer:
+            where = f"{toward} {peer}" if sending else f"on {peer}"
+            names.insert(0, f"control signal from {path} {where}")
+        return names
+    verb, toward = ("send", "to") if sending else ("recv", "from")
+    if not peer:
+        return [f"{verb} {path}"]
+    full = f"{verb} {path}:{tail} {toward} {peer}"
+    return [full, f"{verb} {path} {toward} {peer}", f"{verb} {path}"]
+
+
+def _place(
+    rows: dict[tuple[int, int, int], _Row], thread: tuple[int, int], s: _Slice
+) -> tuple[int, int, int]:
+    """Puts ``s`` on the first row of ``thread`` where it nests (a new row if none).
+
+    ``thread`` is ``(client, thread)``: the indices of the row's client and thread.
+    """
     extra = 0
-    while not rows.setdefault((thread, extra), _Row()).fits(s):
+    while not rows.setdefault((*thread, extra), _Row()).fits(s):
         extra += 1
-    rows[thread, extra].open.append(s)
-    return thread, extra
+    rows[(*thread, extra)].open.append(s)
+    return (*thread, extra)
 
 
 def _process_metadata(pid: int, device: str, row_names: list[str]) -> list[dict]:
@@ -220,6 +375,8 @@ def _slice_events(s: _Slice) -> list[dict]:
         "wait_micros": node.get("wait_micros", 0),
     }
     args.update({k: node[k] for k in NOTE_FIELDS if k in node})
+    if "transfer" in node:
+        args["description"] = transfer_names(node["node_name"], node["transfer"])[0]
     op = {"name": node["op"], "cat": op_role(node["op"]), "ph": "X", "pid": s.pid, "tid": s.tid,
           "ts": s.ts, "dur": s.dur, "args": args}  # fmt: skip
     if not s.wait:

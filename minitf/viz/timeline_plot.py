@@ -5,18 +5,23 @@
 `minitf.runtime.step_stats`), with matplotlib for docs and slides, where the
 interactive Chrome trace of `minitf.viz.timeline.Timeline` cannot go:
 
-* one horizontal band per task, parameter servers first, each split into a
-  few lanes so that ops that overlap in time (several executor threads) do
-  not hide each other (`lanes`);
+* one horizontal band per task, parameter servers first, each split into
+  lanes by whose steps the task ran (its own, a worker's, the ps-only steps
+  of the chief's queue runner; `minitf.viz.timeline.step_clients`), each
+  labelled, and those into a few lanes so that ops that overlap in time
+  (several executor threads) do not hide each other (`lanes`);
 * every op a bar on a millisecond axis from the first op, filled with the
   colour of its role (`minitf.viz.graph_data.ROLE_COLORS`); the part of an op
   spent waiting (a dequeue waiting for its token, a take waiting for enough
   gradients) is hatched; an ``apply_grad`` whose gradient the accumulator
   dropped as stale is outlined in red; an injected straggler delay
   (`minitf.cluster.delays`) is a solid bar of its own colour;
+* a dotted line where each step of a worker begins;
 * on the right of each worker band its number of steps, busy time (waits
-  left out) and time per step; the slowest worker is in bold red when it is
-  clearly slower than the other workers typically are, so a straggler stands out.
+  left out) and time per step; a straggler (`straggler_test`) is in bold
+  red, and a line under the picture says how the test decided.
+
+``slide=True`` draws it for a 1920x1080 slide, with text a projector shows.
 
 The figure is a plain `matplotlib.figure.Figure` (no ``pyplot``), so it is
 drawn headless and from any thread.
@@ -25,17 +30,21 @@ drawn headless and from any thread.
 from __future__ import annotations
 
 import logging
+import math
 import statistics
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from minitf.framework.device import DeviceSpec
 from minitf.viz.graph_data import ROLE_COLORS, op_role
+from minitf.viz.timeline import client_label, step_clients, task_name, transfer_names
 
 logger = logging.getLogger("minitf")
 
@@ -52,19 +61,46 @@ WAIT_GID = "wait"
 _EDGE = "#333333"
 _HATCH = "////"
 _SLOW_COLOR = "#b2182b"
-_LANE_HEIGHT_IN = 0.3
 _BAND_GAP = 0.8
-_WIDTH_IN = 12.0
 _LABEL_FRACTION = 0.05
-_MAX_LABELS = 12
-_LABEL_FONTSIZE = 7
-# A worker is marked slow past 1.5x the typical (median) busy time per step of the
-# other workers: below that, the chief's extra work and scheduling noise would mark
-# healthy workers, and one fast outlier would not make the others look slow.
+# A straggler is a worker whose busy time per step is larger than the other
+# workers' both surely and by much. Surely: a one-sided Mann-Whitney U test of
+# its steps against theirs at p < P_VALUE, over at least MIN_STEPS steps each
+# (below that the normal approximation of U is poor and a few slow steps -- a
+# pause of the process, the chief's extra work -- decide alone). By much: its
+# median at least 1.5 times theirs, so that over many steps a small steady
+# difference between healthy workers is not called a straggler.
+MIN_STEPS = 8
+"""The fewest steps the slowest worker, and the other workers together, must have run."""
+P_VALUE = 0.01
+"""The significance level of the straggler test."""
 _STRAGGLER_RATIO = 1.5
 _DROPPED = "#c1121f"  # the outline of an apply_grad whose gradient was dropped
-STRAGGLER_COLOR = "#b8a1d9"
+STRAGGLER_COLOR = "#999999"
 """The fill of an injected straggler delay (not a graph op, so not one of the roles)."""
+_STEP_LINE = {"colors": "#555555", "linestyles": ":", "linewidth": 1.0}
+
+
+@dataclass(frozen=True)
+class _Style:
+    """Sizes of a timeline picture: inches, points and how many bars get a label."""
+
+    width_in: float
+    height_in: float | None  # None: as tall as its lanes need
+    lane_height_in: float
+    dpi: int
+    title_font: float
+    tick_font: float
+    lane_font: float
+    label_font: float
+    note_font: float
+    legend_font: float
+    max_labels: int
+
+
+_PAGE = _Style(12.0, None, 0.3, 120, 10, 9, 7, 7, 8, 8, 12)
+# 16 x 9 inches at 120 dpi is a 1920x1080 slide; 10 pt is 17 px there.
+_SLIDE = _Style(16.0, 9.0, 0.3, 120, 15, 13, 11, 10, 11, 12, 16)
 
 
 @dataclass(frozen=True)
@@ -76,6 +112,8 @@ class _Op:
     wait: float
     step_id: int | None
     dropped: bool = False  # an apply_grad whose gradient was stale
+    client: str = ""  # the task whose step it is (`step_clients`)
+    transfer: dict | None = field(default=None, compare=False)
 
     @property
     def duration(self) -> float:
@@ -89,6 +127,9 @@ class _Band:
     ops: list[_Op]
     lane_of: list[int] = field(default_factory=list)
     top: float = 0.0
+    task: str = ""
+    # (lane label, first lane, lanes) of each client whose steps the task ran
+    groups: list[tuple[str, int, int]] = field(default_factory=list)
 
     @property
     def n_lanes(self) -> int:
@@ -141,6 +182,7 @@ def plot_timeline(
     title: str | None = None,
     formats: Sequence[str] = ("svg", "png"),
     max_rows_per_task: int = 4,
+    slide: bool = False,
 ) -> Figure:
     """Draws step stats as a timeline: one band per task, ops as bars coloured by role.
 
@@ -151,8 +193,10 @@ def plot_timeline(
             (parent directories created).
         title: The title; by default a summary of ops, tasks and span.
         formats: The file formats to save, e.g. ``("svg", "png")``.
-        max_rows_per_task: The most lanes a task's band is split into; ops
-            overlapping beyond that share the last lane.
+        max_rows_per_task: The most lanes the ops of one client's steps take in
+            a task's band; ops overlapping beyond that share the last lane.
+        slide: Draw it for a slide: 16 x 9 inches, saved at 1920x1080, with
+            larger text; otherwise 12 inches wide and as tall as its lanes need.
 
     Returns:
         The `matplotlib.figure.Figure`. Op bars have gid ``op-<k>`` and the node
@@ -163,16 +207,20 @@ def plot_timeline(
     """
     if max_rows_per_task < 1:
         raise ValueError(f"max_rows_per_task must be at least 1, got {max_rows_per_task}")
+    style = _SLIDE if slide else _PAGE
     bands = _bands(step_stats, max_rows_per_task)
     span = max(op.end for band in bands for op in band.ops) or 1e-3
-    height = 1.4 + sum(band.n_lanes * _LANE_HEIGHT_IN + 0.25 for band in bands)
-    fig = Figure(figsize=(_WIDTH_IN, max(2.6, height)), layout="constrained")
+    height = 1.6 + sum(band.n_lanes * style.lane_height_in + 0.25 for band in bands)
+    fig = Figure(figsize=(style.width_in, style.height_in or max(2.6, height)),
+                 layout="constrained")  # fmt: skip
     ax = fig.add_subplot()
-    _draw(ax, bands, span)
-    ax.set_title(title or _default_title(bands, span), loc="left", fontsize=10)
-    _legend(fig, bands)
+    verdict = _draw(ax, bands, span, style)
+    ax.set_title(title or _default_title(bands, span), loc="left", fontsize=style.title_font)
+    if verdict.reason:
+        fig.supxlabel(verdict.reason, fontsize=style.note_font, color="#333333")
+    _legend(fig, bands, style)
     if path is not None:
-        _save(fig, Path(path), formats)
+        _save(fig, Path(path), formats, style.dpi)
     return fig
 
 
@@ -185,20 +233,40 @@ def _bands(step_stats: dict, max_lanes: int) -> list[_Band]:
     if not nodes:
         raise ValueError(NO_OPS_MESSAGE)
     origin = min(node["all_start_micros"] for node in nodes)
+    clients = step_clients(step_stats)
     bands = []
     for device, device_nodes in by_device.items():
         if device_nodes:
             job, label = _task_label(device)
-            ops = sorted((_op(node, origin) for node in device_nodes), key=lambda o: o.start)
-            bands.append(_Band(label, job, ops))
+            ops = [_op(node, origin, clients.get(node.get("step_id"), "")) for node in device_nodes]
+            ops.sort(key=lambda o: o.start)
+            bands.append(_Band(label, job, ops, task=task_name(device)))
     bands.sort(key=lambda band: band.job != "ps")
     for band in bands:
-        band.lane_of = lanes([(op.start, op.end) for op in band.ops], max_lanes)
+        _assign_lanes(band, max_lanes)
     _stack(bands)
     return bands
 
 
-def _op(node: dict, origin: int) -> _Op:
+def _assign_lanes(band: _Band, max_lanes: int) -> None:
+    """Lanes for each client's ops in turn (the task's own first), named after the client."""
+    by_client = defaultdict(list)
+    for i, op in enumerate(band.ops):
+        by_client[op.client].append(i)
+    order = sorted(by_client, key=lambda c: (c != band.task, c == "", c))
+    band.lane_of = [0] * len(band.ops)
+    first = 0
+    for client in order:
+        members = by_client[client]
+        found = lanes([(band.ops[i].start, band.ops[i].end) for i in members], max_lanes)
+        for i, lane in zip(members, found):
+            band.lane_of[i] = first + lane
+        count = max(found) + 1
+        band.groups.append((client_label(client, band.task, short=True), first, count))
+        first += count
+
+
+def _op(node: dict, origin: int, client: str = "") -> _Op:
     # Both ends come from integer microseconds, so an op that starts when the one
     # before it ends touches it exactly instead of overlapping by a rounding error.
     start = node["all_start_micros"] - origin
@@ -215,6 +283,8 @@ def _op(node: dict, origin: int) -> _Op:
         wait=wait / 1000,
         step_id=node.get("step_id"),
         dropped=bool(accumulated.get("stale")),
+        client=client,
+        transfer=node.get("transfer"),
     )
 
 
@@ -238,7 +308,7 @@ def _stack(bands: list[_Band]) -> None:
         y += band.n_lanes + _BAND_GAP
 
 
-def _draw(ax: Axes, bands: list[_Band], span: float) -> None:
+def _draw(ax: Axes, bands: list[_Band], span: float, style: _Style = _PAGE) -> StragglerTest:
     min_width = span * 0.002
     k = 0
     for i, band in enumerate(bands):
@@ -248,9 +318,10 @@ def _draw(ax: Axes, bands: list[_Band], span: float) -> None:
             k += 1
         if band.job != "ps":
             _draw_step_separators(ax, band)
-    _label_longest(ax, bands, span)
-    _annotate_load(ax, bands)
-    _style_axes(ax, bands, span)
+    _label_longest(ax, bands, span, style)
+    verdict = _annotate_load(ax, bands, style)
+    _style_axes(ax, bands, span, style)
+    return verdict
 
 
 def _draw_band_background(ax: Axes, band: _Band, shaded: bool) -> None:
@@ -303,25 +374,21 @@ def _draw_step_separators(ax: Axes, band: _Band) -> None:
             first_start[op.step_id] = min(first_start.get(op.step_id, op.start), op.start)
     starts = sorted(first_start.values())[1:]
     if starts:
-        ax.vlines(
-            starts,
-            band.top - 0.1,
-            band.top + band.n_lanes + 0.1,
-            colors="#888888",
-            linestyles=":",
-            linewidth=0.8,
-            zorder=1,
-        )
+        ax.vlines(starts, band.top - 0.1, band.top + band.n_lanes + 0.1, zorder=1, **_STEP_LINE)
 
 
-def _label_longest(ax: Axes, bands: list[_Band], span: float) -> None:
-    """Writes the node name on the longest ops (over 5% of the span) where it fits."""
+def _label_longest(ax: Axes, bands: list[_Band], span: float, style: _Style = _PAGE) -> None:
+    """Writes what the longest ops (over 5% of the span) are, where it fits.
+
+    A ``_Send`` or ``_Recv`` is named by what it moves (`transfer_names`),
+    another op by its name.
+    """
     placed = [(op, band.top + lane) for band in bands for op, lane in zip(band.ops, band.lane_of)]
     long_ops = [item for item in placed if item[0].duration > _LABEL_FRACTION * span]
     long_ops.sort(key=lambda item: -item[0].duration)
-    ms_per_char = span / (_WIDTH_IN * 0.72) * (_LABEL_FONTSIZE * 0.62 / 72)
-    for op, y in long_ops[:_MAX_LABELS]:
-        text = _fitting_name(op.name, op.duration, ms_per_char)
+    ms_per_char = span / (style.width_in * 0.72) * (style.label_font * 0.62 / 72)
+    for op, y in long_ops[: style.max_labels]:
+        text = _fitting_name(op.name, op.duration, ms_per_char, op.transfer)
         if text:
             ax.text(
                 op.start + op.duration / 2,
@@ -329,7 +396,7 @@ def _label_longest(ax: Axes, bands: list[_Band], span: float) -> None:
                 text,
                 ha="center",
                 va="center",
-                fontsize=_LABEL_FONTSIZE,
+                fontsize=style.label_font,
                 color="#111111",
                 bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7},
                 zorder=4,
@@ -337,37 +404,34 @@ def _label_longest(ax: Axes, bands: list[_Band], span: float) -> None:
             )
 
 
-def _fitting_name(name: str, width: float, ms_per_char: float) -> str | None:
-    """The node name, or a shorter form of it, if it fits in ``width`` ms; else None.
+def _fitting_name(
+    name: str, width: float, ms_per_char: float, transfer: dict | None = None
+) -> str | None:
+    """The op's name in words (`transfer_names`), the longest that fits in ``width`` ms.
 
-    ``_recv/w/read/0`` and ``_send/w/read/0/to_job_ps_replica_0_task_0`` are
-    shortened to the op whose tensor they carry (``w/read``), then to that
-    op's last name part (``read``); other names to their last part.
+    Returns:
+        The name, or None if even the shortest does not fit.
     """
-    for text in _short_names(name):
+    for text in transfer_names(name, transfer):
         if (len(text) + 2) * ms_per_char <= width:
             return text
     return None
 
 
-def _short_names(name: str) -> list[str]:
-    """``name`` and its shorter forms, longest first."""
-    if name.startswith(("_recv/", "_send/")):
-        carried = name.split("/", 1)[1].split("/to_job_")[0].rsplit("/", 1)[0]
-        verb = name[1:5]  # "recv" or "send": the bar moves that tensor, it does not compute it
-        return [name, f"{verb} {carried}", f"{verb} {carried.rsplit('/', 1)[-1]}"]
-    return [name, name.rsplit("/", 1)[-1]]
+def _annotate_load(ax: Axes, bands: list[_Band], style: _Style = _PAGE) -> StragglerTest:
+    """Writes steps, busy time and time per step right of each non-ps band; tests for a straggler.
 
-
-def _annotate_load(ax: Axes, bands: list[_Band]) -> None:
-    """Writes steps, busy time and time per step right of each non-ps band."""
+    Returns:
+        The straggler test's verdict.
+    """
     loads = {id(band): _load(band) for band in bands if band.job != "ps"}
-    slowest = _straggler(bands, loads)
+    verdict = straggler_test({band.label: _busy_per_step(band) for band in bands
+                              if band.job != "ps"})  # fmt: skip
     for band in bands:
         if band.job == "ps":
             continue
         steps, busy = loads[id(band)]
-        is_slow = band is slowest
+        is_slow = band.label == verdict.worker
         ax.text(
             1.005,
             band.center,
@@ -375,11 +439,12 @@ def _annotate_load(ax: Axes, bands: list[_Band]) -> None:
             transform=ax.get_yaxis_transform(),
             ha="left",
             va="center",
-            fontsize=8,
+            fontsize=style.lane_font,
             color=_SLOW_COLOR if is_slow else "#222222",
             fontweight="bold" if is_slow else "normal",
             clip_on=False,
         )
+    return verdict
 
 
 def _load(band: _Band) -> tuple[int, float]:
@@ -398,20 +463,115 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def _straggler(bands: list[_Band], loads: dict[int, tuple[int, float]]) -> _Band | None:
-    """The band with the most busy time per step, if clearly above the others' median."""
-    per_step = {
-        id(band): loads[id(band)][1] / loads[id(band)][0]
-        for band in bands
-        if id(band) in loads and loads[id(band)][0] > 0
-    }
+def _busy_per_step(band: _Band) -> list[float]:
+    """The busy ms of each step of a band: its ops' union, waits left out."""
+    by_step = defaultdict(list)
+    for op in band.ops:
+        if op.step_id is not None:
+            by_step[op.step_id].append((op.start, op.end - op.wait))
+    return [_union_length(intervals) for intervals in by_step.values()]
+
+
+def mann_whitney_p(sample: Sequence[float], others: Sequence[float]) -> float:
+    """The one-sided p-value that ``sample`` tends to be larger than ``others``.
+
+    Mann and Whitney's U statistic (ties count a half), compared with its
+    normal approximation under the hypothesis that both come from one
+    distribution: mean ``n1 n2 / 2``, variance ``n1 n2 / 12 (n + 1 - sum(t^3 - t)
+    / (n (n - 1)))`` for ties of sizes ``t``, with a continuity correction of
+    a half. It is good from about eight values in each.
+
+    Args:
+        sample: The values suspected to be larger (a worker's busy ms per step).
+        others: The values to compare with (the other workers').
+
+    Returns:
+        The p-value, in [0, 1].
+
+    Raises:
+        ValueError: If either is empty.
+    """
+    n1, n2 = len(sample), len(others)
+    if not n1 or not n2:
+        raise ValueError("mann_whitney_p needs values in both samples")
+    values = sorted([(v, 0) for v in sample] + [(v, 1) for v in others])
+    ranks, ties, i = [0.0] * len(values), [], 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1][0] == values[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        ties.append(j - i + 1)
+        i = j + 1
+    u = sum(r for r, (_, which) in zip(ranks, values) if which == 0) - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    variance = n1 * n2 / 12 * (n + 1 - sum(t**3 - t for t in ties) / (n * (n - 1)))
+    if variance <= 0:  # every value equal: nothing tells the samples apart
+        return 1.0
+    z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(variance)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+@dataclass(frozen=True)
+class StragglerTest:
+    """What the straggler test found among the workers of a trace.
+
+    Attributes:
+        worker: The straggler's label (``/job:worker/task:2``), or None.
+        slowest: The worker with the largest median busy time per step, or
+            None if there are fewer than two workers.
+        steps: How many steps the slowest ran.
+        ratio: Its median over the other workers' median (None if not tested).
+        p_value: The one-sided Mann-Whitney p-value (None if not tested).
+        reason: One line saying how it was decided ("" with fewer than two workers).
+    """
+
+    worker: str | None
+    slowest: str | None = None
+    steps: int = 0
+    ratio: float | None = None
+    p_value: float | None = None
+    reason: str = ""
+
+
+def straggler_test(per_step: dict[str, list[float]]) -> StragglerTest:
+    """Names the straggler among workers, given each one's busy ms per step, if there is one.
+
+    The worker with the largest median is compared with all the others'
+    steps: it is a straggler if it and they ran at least `MIN_STEPS` steps, a
+    one-sided Mann-Whitney U test (`mann_whitney_p`) gives p < `P_VALUE`,
+    and its median is at least 1.5 times theirs.
+
+    Args:
+        per_step: ``{worker label: [busy ms of each step]}``.
+
+    Returns:
+        The `StragglerTest`, with a line that says how it was decided.
+    """
+    per_step = {w: v for w, v in per_step.items() if v}
     if len(per_step) < 2:
-        return None
-    slow_id = max(per_step, key=per_step.__getitem__)
-    others = sorted(v for k, v in per_step.items() if k != slow_id)
-    if not others or per_step[slow_id] <= _STRAGGLER_RATIO * statistics.median(others):
-        return None
-    return next(band for band in bands if id(band) == slow_id)
+        return StragglerTest(None)
+    slowest = max(per_step, key=lambda w: statistics.median(per_step[w]))
+    mine = per_step[slowest]
+    others = [v for w, values in per_step.items() if w != slowest for v in values]
+    rule = (
+        f"Straggler test: busy ms per step of the slowest worker against the others', one-sided "
+        f"Mann-Whitney U; a straggler needs p < {P_VALUE}, {MIN_STEPS}+ steps each and "
+        f"{_STRAGGLER_RATIO:g}x their median."
+    )
+    if len(mine) < MIN_STEPS or len(others) < MIN_STEPS:
+        few = f"{slowest} ran {len(mine)}" if len(mine) < MIN_STEPS else (
+            f"the others ran {len(others)}")  # fmt: skip
+        reason = f"{rule}\nNot tested: {few} steps in this span, too few to tell."
+        return StragglerTest(None, slowest, len(mine), reason=reason)
+    ratio = statistics.median(mine) / max(statistics.median(others), 1e-9)
+    p = mann_whitney_p(mine, others)
+    flagged = p < P_VALUE and ratio >= _STRAGGLER_RATIO
+    found = f"{slowest} is a straggler" if flagged else "No straggler"
+    facts = f"{slowest}: {ratio:.1f}x their median, p = {p:.2g}, {len(mine)} steps"
+    reason = f"{rule}\n{found} ({facts})."
+    return StragglerTest(slowest if flagged else None, slowest, len(mine), ratio, p, reason)
 
 
 def _load_text(steps: int, busy: float) -> str:
@@ -429,12 +589,24 @@ def _ms(value: float) -> str:
     return f"{value:.2f}"
 
 
-def _style_axes(ax: Axes, bands: list[_Band], span: float) -> None:
+def _style_axes(ax: Axes, bands: list[_Band], span: float, style: _Style = _PAGE) -> None:
+    """Tasks named left of their bands, and each lane named after whose steps it holds."""
     ax.set_yticks([band.center for band in bands], [band.label for band in bands])
-    ax.tick_params(axis="y", length=0, labelsize=9)
+    centres = [band.top + first + count / 2 for band in bands for _, first, count in band.groups]
+    names = [name for band in bands for name, _, _ in band.groups]
+    ax.set_yticks(centres, names, minor=True)
+    ax.yaxis.remove_overlapping_locs = False  # a band of one lane group: both at its centre
+    # The task's name stands left of its lanes' names.
+    pad = 8 + max(len(name) for name in names) * style.lane_font * 0.6
+    ax.tick_params(axis="y", which="major", length=0, labelsize=style.tick_font, pad=pad)
+    ax.tick_params(axis="y", which="minor", length=0, labelsize=style.lane_font,
+                   labelcolor="#444444")  # fmt: skip
+    for label in ax.get_yticklabels():
+        label.set_fontweight("bold")
     ax.set_ylim(bands[-1].top + bands[-1].n_lanes + _BAND_GAP / 2, -_BAND_GAP / 2)
     ax.set_xlim(-span * 0.01, span * 1.01)
-    ax.set_xlabel("time (ms) from the first op")
+    ax.set_xlabel("time (ms) from the first op", fontsize=style.tick_font)
+    ax.tick_params(axis="x", labelsize=style.tick_font)
     ax.grid(axis="x", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     for side in ("top", "right", "left"):
@@ -448,7 +620,7 @@ def _default_title(bands: list[_Band], span: float) -> str:
     return f"{n_ops} ops on {n_tasks} {task_noun} over {_ms(span)} ms"
 
 
-def _legend(fig: Figure, bands: list[_Band]) -> None:
+def _legend(fig: Figure, bands: list[_Band], style: _Style = _PAGE) -> None:
     present = {op_role(op.op) for band in bands for op in band.ops if op.op != "StragglerDelay"}
     handles = [
         Patch(facecolor=color, edgecolor=_EDGE, linewidth=0.5, label=role)
@@ -474,18 +646,23 @@ def _legend(fig: Figure, bands: list[_Band]) -> None:
         handles.append(
             Patch(facecolor="white", edgecolor=_EDGE, hatch=_HATCH, linewidth=0.5, label="waiting")
         )
+    if any(len({op.step_id for op in b.ops} - {None}) > 1 for b in bands if b.job != "ps"):
+        line = {"color": _STEP_LINE["colors"], "linestyle": _STEP_LINE["linestyles"],
+                "linewidth": 1.5}  # fmt: skip
+        handles.append(Line2D([], [], label="a worker's step begins", **line))
+    # Above the plot: below it, the straggler test's note (`plot_timeline`).
     fig.legend(
         handles=handles,
-        loc="outside lower center",
-        ncol=len(handles),
+        loc="outside upper center",
+        ncol=min(len(handles), 6 if style is _PAGE else 7),
         frameon=False,
-        fontsize=8,
+        fontsize=style.legend_font,
     )
 
 
-def _save(fig: Figure, base: Path, formats: Sequence[str]) -> None:
+def _save(fig: Figure, base: Path, formats: Sequence[str], dpi: int = 120) -> None:
     base.parent.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         target = Path(f"{base}.{fmt}")
-        fig.savefig(target, format=fmt, dpi=120)
+        fig.savefig(target, format=fmt, dpi=dpi)
         logger.debug("wrote timeline picture %s", target)

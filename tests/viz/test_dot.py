@@ -499,3 +499,191 @@ def test_control_edges_between_tasks_become_dashed_transfer_edges():
     dashed = [(a, b) for a, b, attrs in picture.edges if attrs.get("style") == "bold,dashed"]
     assert len(dashed) == len(control)  # one per crossing control edge (one consumer each)
     assert {a for a, _ in dashed} == {c.name for c, _ in control}
+
+
+def _two_layers_with_adam():
+    """hidden/weights and logits/weights, Adam's slots in each, and the global step."""
+    with tf.variable_scope("hidden"):
+        w1 = tf.get_variable("weights", [2, 2])
+    with tf.variable_scope("logits"):
+        w2 = tf.get_variable("weights", [2, 2])
+        y = tf.matmul(tf.matmul(tf.ones([1, 2]), w1), w2)
+    step = tf.train.get_or_create_global_step()
+    tf.train.AdamOptimizer().minimize(tf.reduce_sum(y), global_step=step)
+    return tf.get_default_graph()
+
+
+def _labels(text):
+    """``{node: label}`` of a DOT picture's op nodes, read without pydot (fast on big pictures)."""
+    import re
+
+    found = re.findall(r'^"((?:[^"\\]|\\.)*)" \[label="((?:[^"\\]|\\.)*)"', text, re.M)
+    return {_unquote(f'"{n}"'): _unquote(f'"{label}"') for n, label in found
+            if not n.startswith("legend_")}  # fmt: skip
+
+
+def test_every_label_is_unique_and_names_its_variable_or_scope():
+    graph = _two_layers_with_adam()
+    from minitf.viz import pictures
+
+    folded = pictures.with_variables_folded(graph, ["gradients"])
+    plain, boxes = _labels(dot.graph_dot(graph)), _labels(dot.graph_dot(graph, collapse=folded))
+    assert len(plain) == len(graph.get_operations())
+    for labels in (plain, boxes):
+        # Unique without the colocation marks: the name and type tell the boxes apart.
+        named = [tuple(x for x in label.split("\n") if x[:1] != "@") for label in labels.values()]
+        assert len(set(named)) == len(named), labels
+    # In a dashed global_step/ cluster the read was labelled "read": it names its variable.
+    assert plain["global_step/read"].split("\n")[0] == "global_step/read"
+    # Two scopes folded alike ("weights/ (17 ops)" twice) say which weights they are.
+    (hidden,) = [n for n in boxes if n.startswith("hidden/weights on")]
+    (logits,) = [n for n in boxes if n.startswith("logits/weights on")]
+    assert boxes[hidden].split("\n")[0] == "hidden/weights/"
+    assert boxes[logits].split("\n")[0] == "logits/weights/"
+
+
+def test_a_helper_in_its_variables_cluster_keeps_the_variables_name():
+    v = tf.Variable(tf.zeros([2]), name="v")
+    tf.identity(v, name="out")
+    picture = Picture(dot.graph_dot(tf.get_default_graph()))
+    # v/Assign, v/read and v/initial_value share a dashed v/ cluster...
+    assert picture.clusters["v/read"][-1].endswith("/v")
+    # ...and still say whose they are.
+    assert picture.label("v/read")[0] == "v/read"
+    assert picture.label("v/Assign")[0] == "v/Assign"
+
+
+def test_a_colocation_mark_names_only_an_op_the_picture_draws():
+    w = tf.Variable(tf.ones([2]), name="w")
+    with tf.colocate_with(w):
+        c = tf.identity(tf.constant(1.0), name="c")
+    graph = tf.get_default_graph()
+    assert Picture(dot.graph_dot(graph)).label("c")[-1] == "@w"
+    # The step that fetches c does not run w: no "@w" naming a box that is not there.
+    step = Picture(dot.partitioned_dot(graph, [c]))
+    assert "w" not in step.nodes
+    assert not any(line.startswith("@") for line in step.label("c"))
+    alone = Picture(dot.graph_dot(graph, ops_to_show=[c.op]))
+    assert alone.label("c") == ["c", "Identity"]
+
+
+def test_labels_of_one_tensor_received_on_two_tasks_say_which_task():
+    with tf.device("/job:worker/task:0"):
+        x = tf.constant([1.0, 2.0], name="x")
+    outs = []
+    for task in (0, 1):
+        with tf.device(f"/job:ps/task:{task}"):
+            outs.append(tf.identity(x, name=f"copy{task}"))
+    picture = Picture(dot.partitioned_dot(tf.get_default_graph(), outs))
+    recvs = [n for n in picture.nodes if n.startswith("_recv/")]
+    assert len(recvs) == 2
+    labels = {n: picture.label(n) for n in recvs}
+    assert labels[recvs[0]] != labels[recvs[1]]
+    for node, label in labels.items():
+        task = picture.clusters[node][1].removeprefix("cluster_ps_")
+        assert label[0] == "x:0" and f"on /job:ps/{task}" in label
+
+
+def _crossing_edges(graph, task):
+    """(tensor or ^op, other task, direction) of each edge between ``task``'s ops and another's."""
+
+    def task_of(op):
+        spec = pydev.DeviceSpec.from_string(op.device)
+        if spec.job is None:
+            return "(no device requested)"
+        return f"/job:{spec.job}" + ("" if spec.task is None else f"/task:{spec.task}")
+
+    found = set()
+    for op in graph.get_operations():
+        for t in op.inputs:
+            a, b = task_of(t.op), task_of(op)
+            if a != b and task in (a, b):
+                found.add((t.name, b if a == task else a, "to" if a == task else "from"))
+        for c in op.control_inputs:
+            a, b = task_of(c), task_of(op)
+            if a != b and task in (a, b):
+                found.add(("^" + c.name, b if a == task else a, "to" if a == task else "from"))
+    return found
+
+
+def _stub_rows(text):
+    """``{stub node: [row texts]}`` of the stubs in a picture (their HTML-like tables)."""
+    import re
+
+    rows = {}
+    for name, table in re.findall(r'^"((?:from|to) [^"]*)" \[shape=plain, label=<(.*)>, ', text,
+                                  re.M):  # fmt: skip
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
+        rows[name] = [re.sub(r"<[^>]+>", "", cell) for cell in cells[1:]]
+    return rows
+
+
+def test_a_task_view_draws_a_stub_naming_the_other_task_and_tensor_of_each_crossing_edge():
+    _model()  # w1 on ps task 0, w2 on ps task 1, the MatMuls on the worker
+    graph = tf.get_default_graph()
+    text = dot.task_dot(graph, "/job:ps/task:0", peers=True)
+    crossing = _crossing_edges(graph, "/job:ps/task:0")
+    # w1's initial value comes from the worker, w1/read goes to the worker's MatMul.
+    assert crossing == {("zeros:0", "/job:worker", "from"), ("w1/read:0", "/job:worker", "to")}
+    rows = _stub_rows(text)
+    assert rows == {"from /job:worker": ["zeros:0"], "to /job:worker": ["w1/read:0"]}
+    # Each edge ends at its tensor's row of the stub.
+    assert '"from /job:worker":"p0" -> "w1/Assign"' in text
+    assert '"w1/read" -> "to /job:worker":"p0"' in text
+    # Without peers the picture stops at the task's edge, as before.
+    assert _stub_rows(dot.task_dot(graph, "/job:ps/task:0")) == {}
+
+
+def test_a_stub_lists_every_tensor_and_control_edge_that_crosses():
+    x, loss, train = _trained_model(1)
+    graph = tf.get_default_graph()
+    cluster = {"ps": 2, "worker": 1}
+    for task in ("/job:ps/task:0", "/job:ps/task:1"):
+        rows = _stub_rows(dot.task_dot(graph, task, peers=True))
+        found = {(text, stub.split(" ", 1)[1], stub.split(" ", 1)[0])
+                 for stub, texts in rows.items() for text in texts}  # fmt: skip
+        assert found == _crossing_edges(graph, task)
+    # Placed as a session places them, the stubs name full tasks.
+    placed = _stub_rows(dot.task_dot(graph, "/job:ps/task:0", cluster=cluster, peers=True))
+    assert set(placed) == {"from /job:worker/task:0", "to /job:worker/task:0"}
+
+
+def test_boxes_and_legend_show_each_role_by_shape_and_by_colour():
+    from minitf.viz.graph_data import ROLE_COLORS, ROLE_SHAPES, op_role
+
+    _model()
+    tf.FIFOQueue(2, tf.int64, name="tokens")
+    tf.ConditionalAccumulator(tf.float32, shape=[2], name="acc")
+    graph = tf.get_default_graph()
+    text = dot.graph_dot(graph)
+    picture = Picture(text)
+    for op in graph.get_operations():
+        role = op_role(op.type)
+        assert picture.attrs[op.name]["shape"] == ROLE_SHAPES[role], op.name
+        assert picture.attrs[op.name]["fillcolor"] == ROLE_COLORS[role], op.name
+    (legend,) = [g for g in picture.graph.get_subgraphs() if g.get_name() == '"cluster_legend"']
+    samples = {n.get_name().strip('"'): n.get_attributes() for n in legend.get_nodes()}
+    for role in ROLE_COLORS:
+        sample = samples[f"legend_{role}"]
+        assert (sample["shape"], _unquote(sample["fillcolor"])) == (
+            ROLE_SHAPES[role], ROLE_COLORS[role])  # fmt: skip
+
+
+def test_a_slide_draws_ops_repeated_with_a_number_once_when_their_edges_are_alike():
+    with tf.device("/job:ps/task:0"):
+        accumulators = [tf.ConditionalAccumulator(tf.float32, shape=[2], name="acc") for _ in "abc"]
+        takes = [a.take_grad(1) for a in accumulators]  # acc_TakeGradient, acc_1_..., acc_2_...
+    with tf.device("/job:worker/task:0"):
+        total = tf.add_n(takes, name="total")
+        tf.reduce_mean(total, name="Mean")
+        tf.reduce_mean(takes[0], name="Mean")  # Mean_1: reads the first take only
+    graph = tf.get_default_graph()
+    full, slide = _labels(dot.graph_dot(graph)), _labels(dot.graph_dot(graph, slide=True))
+    assert len(full) == len(graph.get_operations())
+    names = {label.split("\n")[0] for label in slide.values()}
+    # Three accumulators and their num_required, one box each; two of the takes
+    # too, the first reads into Mean_1 as well and stays apart; so do the Means.
+    assert {"acc x3", "num_required x3", "acc_TakeGradient x2", "acc_TakeGradient"} <= names
+    assert {"Mean", "Mean_1"} <= names
+    (box,) = [node for node in slide if node.startswith("acc x3")]
+    assert "acc_1" in Picture(dot.graph_dot(graph, slide=True)).attrs[box]["tooltip"]

@@ -70,3 +70,29 @@ def test_to_networkx_keeps_attributes_and_merges_parallel_edges():
     assert [t["name"] for t in g.edges["a", "b"]["tensors"]] == ["a:0", "a:0"]
     assert g.edges["b", "c"]["kinds"] == ["control"]
     assert c.op.name == "c"
+
+
+# Okabe and Ito's colour-blind-safe palette, as published
+# (https://jfly.uni-koeln.de/color/), plus white and greys for what has no role colour.
+OKABE_ITO = {"#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
+             "#000000"}  # fmt: skip
+NEUTRAL = {"#FFFFFF", "#999999", "#BBBBBB", "#DDDDDD"}
+# Every role, as the module docstring lists them, and an op type of each.
+ROLE_EXAMPLES = {
+    "variable": "VariableV2", "accumulator": "ResourceConditionalAccumulator",
+    "queue": "FIFOQueueV2", "init": "Assign", "update": "ApplyAdam", "sendrecv": "_Send",
+    "feed": "Placeholder", "compute": "MatMul",
+}  # fmt: skip
+
+
+def test_every_role_has_a_colour_and_a_shape_of_its_own_from_a_colour_blind_safe_palette():
+    from minitf.viz.graph_data import ROLE_COLORS, ROLE_SHAPES
+
+    assert {op_role(t) for t in ROLE_EXAMPLES.values()} == set(ROLE_EXAMPLES)
+    assert set(ROLE_COLORS) == set(ROLE_SHAPES) == set(ROLE_EXAMPLES)
+    colors = [c.upper() for c in ROLE_COLORS.values()]
+    assert len(set(colors)) == len(colors)  # no two roles alike in colour...
+    assert len(set(ROLE_SHAPES.values())) == len(ROLE_SHAPES)  # ...nor in shape (greyscale)
+    assert set(colors) <= OKABE_ITO | NEUTRAL
+    # A folded scope is drawn as a folder: no role may look like one.
+    assert "folder" not in ROLE_SHAPES.values()

@@ -134,3 +134,93 @@ def test_ops_are_drawn_where_a_session_places_them(tmp_path):
     from minitf.viz import dot
 
     assert "no device requested" in dot.graph_dot(graph)
+
+
+SLIDE = (1920, 1080)
+READABLE_PX = 10  # the height of 14 pt text on the slide, at least
+
+
+def _demo_model():
+    """The demo's graph as its chief builds it: SyncReplicas on an MLP, 2 ps x 3 workers."""
+    from minitf.examples import sync_mlp
+
+    spec = tf.train.ClusterSpec({"ps": ["ps0:1", "ps1:1"], "worker": ["w0:1", "w1:1", "w2:1"]})
+    setter = tf.train.replica_device_setter(worker_device="/job:worker/task:0", cluster=spec)
+    with tf.device(setter):
+        sync_mlp.build_sync_model(3)
+    graph = tf.get_default_graph()
+    steps = {
+        "partitioned": graph.get_collection(sync_mlp.WORKER_STEP),
+        "partitioned_chief": graph.get_collection(sync_mlp.CHIEF_STEP),
+    }
+    return graph, steps
+
+
+def _png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def _svg_text_scale(path):
+    """Pixels per point of font size: the scale Graphviz drew the slide's SVG (and PNG) at."""
+    import re
+
+    match = re.search(r'class="graph" transform="scale\(([\d.]+)', path.read_text())
+    return float(match.group(1))
+
+
+def test_every_picture_the_demo_draws_fits_a_slide_with_readable_text(tmp_path, graphviz):
+    from minitf import demo
+
+    graph, steps = _demo_model()
+    written = pictures.graph_pictures(graph, tmp_path, steps=steps, collapse=demo.COLLAPSE)
+    pngs = [p for p in written if p.suffix == ".png"]
+    assert sorted(p.stem for p in pngs) == [
+        "partitioned", "partitioned_chief", "partitioned_chief_overview", "partitioned_overview",
+        "ps_task0", "ps_task1", "whole", "worker_task0",
+    ]  # fmt: skip
+    for png in pngs:
+        width, height = _png_size(png)
+        assert width <= SLIDE[0] and height <= SLIDE[1], (png.name, width, height)
+        # The node text is 14 pt; scaled down to fit, it must stay readable.
+        assert 14 * _svg_text_scale(png.with_suffix(".svg")) >= READABLE_PX, png.name
+
+
+def test_full_size_pictures_are_kept_beside_the_slides(tmp_path):
+    _model()
+    written = pictures.graph_pictures(tf.get_default_graph(), tmp_path, full=True, formats=())
+    names = sorted(p.name for p in written)
+    assert names == sorted(
+        [f"{view}.dot" for view in ("partitioned", "partitioned_overview", "ps_task0", "ps_task1",
+                                    "whole", "worker")]
+        + [f"{view}_full.dot" for view in ("partitioned", "partitioned_overview", "ps_task0",
+                                           "ps_task1", "whole", "worker")]
+    )  # fmt: skip
+    slide, full = (tmp_path / "whole.dot").read_text(), (tmp_path / "whole_full.dot").read_text()
+    assert 'size="19.19,10.79"' in slide and "\nsize=" not in full
+    assert "float32 [?,3]" in full  # dtype labels on every edge, for zooming in
+
+
+def test_a_traced_span_gives_a_slide_and_a_full_size_timeline(tmp_path):
+    x, loss, train = _model()
+    with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+        sess.run(tf.global_variables_initializer())
+        md = tf.RunMetadata()
+        full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        sess.run(train, {x: np.ones((2, 3), np.float32)}, options=full, run_metadata=md)
+    written = pictures.trace_pictures(md.step_stats, tmp_path, name="step", full=True)
+    assert [p.name for p in written] == [
+        "step.json", "step_timeline.svg", "step_timeline.png", "step_timeline_full.svg",
+        "step_timeline_full.png",
+    ]  # fmt: skip
+    assert _png_size(tmp_path / "step_timeline.png") == SLIDE
+    assert _png_size(tmp_path / "step_timeline_full.png")[0] == 12 * 120
+
+
+def test_a_task_drawn_on_its_own_shows_where_its_edges_lead():
+    _model()
+    ps1 = pictures.draw(view="/job:ps/task:1").source
+    # b lives on ps task 1; its read goes to the worker, its gradient comes from there.
+    assert '"b/read" -> "to /job:worker/task:0":"p0"' in ps1
+    assert '"from /job:worker/task:0"' in ps1

@@ -428,3 +428,93 @@ def test_timeline_says_what_it_needs_when_given_something_else():
         Timeline(tf.RunMetadata())
     with pytest.raises(TypeError, match="step stats"):
         Timeline({"dev_stats": "no"})
+
+
+def _ran(name, step, thread, start=0, **extra):
+    return _node(name, "MatMul", start, 5, thread, step=step, **extra)
+
+
+W0 = "/job:worker/replica:0/task:0/device:CPU:0"
+W1 = "/job:worker/replica:0/task:1/device:CPU:0"
+# Threads Python named, as a server's request handlers are: they say nothing.
+POOL_A, POOL_B = (31, "Thread-7 (_run)"), (32, "Thread-8 (_run)")
+# Steps 7 and 9 are worker 0's and worker 1's (each ran on its worker and the
+# ps); step 11 ran on the ps only (the chief's queue runner does).
+CLIENT_STATS = {
+    "dev_stats": [
+        {"device": PS, "node_stats": [
+            _ran("a7", 7, POOL_A), _ran("a9", 9, POOL_A, 10), _ran("b9", 9, POOL_B, 20),
+            _ran("a11", 11, POOL_B, 30),
+        ]},
+        {"device": W0, "node_stats": [_ran("w7", 7, (41, "Thread-3 (_run)"))]},
+        {"device": W1, "node_stats": [_ran("w9", 9, (51, "Thread-4 (_run)"))]},
+    ]
+}  # fmt: skip
+
+
+def test_the_client_of_a_step_is_its_task_that_is_not_a_ps():
+    from minitf.viz.timeline import step_clients
+
+    clients = step_clients(CLIENT_STATS)
+    assert clients == {7: "/job:worker/task:0", 9: "/job:worker/task:1", 11: ""}
+
+
+def test_rows_of_threads_python_named_say_the_task_and_whose_steps_they_ran():
+    events = _trace(CLIENT_STATS)
+    _check_trace(events)
+    ps = "/job:ps/task:0: "
+    assert _rows(events, 0) == {
+        ps + "steps of /job:worker/task:0, thread 1": ["a7"],
+        ps + "steps of /job:worker/task:1, thread 1": ["a9"],
+        ps + "steps of /job:worker/task:1, thread 2": ["b9"],
+        ps + "steps on ps tasks only, thread 2": ["a11"],
+    }
+    assert _thread_names(events, 1) == ["/job:worker/task:0: own steps, thread 1"]
+    assert not any("Thread-" in e["args"]["name"] for e in events if e["name"] == "thread_name")
+
+
+def test_a_named_thread_keeps_its_name_and_says_whose_steps_when_it_ran_several_clients():
+    stats = {"dev_stats": [
+        {"device": PS, "node_stats": [_ran("a7", 7, PS_A), _ran("a9", 9, PS_A, 10)]},
+        {"device": W0, "node_stats": [_ran("w7", 7, WORKER_A)]},
+        {"device": W1, "node_stats": [_ran("w9", 9, WORKER_B)]},
+    ]}  # fmt: skip
+    events = _trace(stats)
+    assert _thread_names(events, 0) == [
+        "/job:ps/task:0: steps of /job:worker/task:0, ps-a",
+        "/job:ps/task:0: steps of /job:worker/task:1, ps-a",
+    ]
+    assert _thread_names(events, 1) == ["worker-a"]  # one client, a name of its own
+
+
+def test_sends_and_receives_say_what_they_move():
+    from minitf.viz.timeline import transfer_names
+
+    ops = {e["args"]["node_name"]: e for e in _ops(_trace(STEP_STATS))}
+    # A name that is not a partition's own (_recv/...) is said as it is.
+    assert ops["recv_7"]["args"]["description"] == "recv_7"
+    tensor = "_recv/hidden/weights/read/0"
+    note = {"direction": "recv", "key": "k", "peer": PS, "bytes": 8}
+    assert transfer_names(tensor, note) == [
+        "recv hidden/weights/read:0 from /job:ps/task:0",
+        "recv hidden/weights/read from /job:ps/task:0",
+        "recv hidden/weights/read",
+    ]
+    # A control edge's pair: the news that an op ran, and where.
+    control = "_recv/Adam/update/NoOp_1/ctrl_job_ps_replica_0_task_0"
+    peer = {"direction": "recv", "key": "k", "peer": "/job:ps/replica:0/task:1/device:CPU:0"}
+    assert transfer_names(control, peer)[0] == (
+        "control signal from Adam/update/NoOp_1 on /job:ps/task:1"
+    )
+    send = "_send/Adam/update/NoOp_1/ctrl_to_job_ps_replica_0_task_0"
+    assert transfer_names(send)[0] == "control signal from Adam/update/NoOp_1 to /job:ps/task:0"
+    assert "description" not in ops["apply"]["args"]
+
+
+def test_a_step_traced_only_on_the_ps_is_its_workers_when_it_received_from_it():
+    from minitf.viz.timeline import step_clients
+
+    # Recording began on the worker after step 5 had: only its ps part is in the trace.
+    late = _recv("recv_5", 0, 30, 25, PS_A, step=5)  # from WORKER, its transfer note says
+    stats = {"dev_stats": [{"device": PS, "node_stats": [late]}]}
+    assert step_clients(stats) == {5: "/job:worker/task:0"}

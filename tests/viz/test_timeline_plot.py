@@ -168,7 +168,7 @@ def test_the_cap_on_rows_keeps_a_band_to_that_many_lanes():
     assert len({b.get_y() for b in _op_bars(fig)}) == 2
 
 
-def test_each_worker_band_says_its_steps_and_busy_time_and_the_straggler_stands_out():
+def test_each_worker_band_says_its_steps_and_busy_time():
     fig = plot_timeline(_cluster_stats())
     notes = {t.get_text(): t for t in fig.axes[0].texts if "busy" in t.get_text()}
     # worker 0: 0.2 + 1.0 + (3.4 - 3.0 waited) + 1.0 ms; worker 1: 3 x 2.0 ms. No note on the ps.
@@ -176,7 +176,8 @@ def test_each_worker_band_says_its_steps_and_busy_time_and_the_straggler_stands_
         "2 steps, 2.6 ms busy, 1.3 ms/step",
         "2 steps, 6.0 ms busy, 3.0 ms/step",
     }
-    assert notes["2 steps, 6.0 ms busy, 3.0 ms/step"].get_fontweight() == "bold"
+    # Two steps each are too few to call worker 1 a straggler (see the straggler tests).
+    assert notes["2 steps, 6.0 ms busy, 3.0 ms/step"].get_fontweight() == "normal"
     assert notes["2 steps, 2.6 ms busy, 1.3 ms/step"].get_fontweight() == "normal"
 
 
@@ -191,7 +192,9 @@ def test_the_legend_lists_the_roles_present_and_waiting():
     fig = plot_timeline(_cluster_stats())
     (legend,) = fig.legends
     names = [t.get_text() for t in legend.get_texts()]
-    assert sorted(names) == sorted(set(ROLE_BY_TYPE.values()) | {"waiting"})
+    assert sorted(names) == sorted(
+        set(ROLE_BY_TYPE.values()) | {"waiting", "a worker's step begins"}
+    )
 
 
 def test_the_figure_is_12_inches_wide_and_grows_with_the_tasks():
@@ -256,19 +259,21 @@ def test_send_and_recv_bars_are_labelled_by_the_tensor_they_carry():
     send = "_send/hidden/weights/read/0/to_job_worker_replica_0_task_1"
     # A bar wide enough for 27 characters but not for the whole name.
     assert _fitting_name(recv, width=29.0, ms_per_char=1.0) == "recv sync_token_q_Dequeue"
-    assert _fitting_name(send, width=16.0, ms_per_char=1.0) == "send read"
+    # No form leaves the variable out: "send read" would not say which variable.
+    assert _fitting_name(send, width=16.0, ms_per_char=1.0) is None
     assert _fitting_name(send, width=26.0, ms_per_char=1.0) == "send hidden/weights/read"
     assert _fitting_name("gradients/MatMul", width=3.0, ms_per_char=1.0) is None
 
 
 def test_one_fast_worker_does_not_make_the_typical_ones_stragglers():
-    # Busy ms per step: 0.4, 1.0, 1.0 and 1.2. Against the fastest, 1.2 would be 3x;
-    # against the median of the others (1.0) it is 1.2x: nobody is marked slow.
+    # Busy ms per step: 0.4, 1.0, 1.0 and 1.2, over ten steps each. Against the
+    # fastest, 1.2 would be 3x; against the median of the others (1.0) it is
+    # 1.2x: surely slower, but not by much. Nobody is marked slow.
     per_step = [0.4, 1.0, 1.0, 1.2]
     stats = {"dev_stats": [
         {"device": f"/job:worker/replica:0/task:{i}/device:CPU:0",
          "node_stats": [_node(f"w{i}/s{s}", "MatMul", s * 2000, int(ms * 1000), s)
-                        for s in range(3)]}
+                        for s in range(10)]}
         for i, ms in enumerate(per_step)
     ]}  # fmt: skip
     fig = plot_timeline(stats)
@@ -276,10 +281,10 @@ def test_one_fast_worker_does_not_make_the_typical_ones_stragglers():
     assert len(notes) == 4 and all(t.get_fontweight() == "normal" for t in notes)
     # A worker at 2.5 ms a step, 2.5x the others' median, is.
     stats["dev_stats"][3]["node_stats"] = [
-        _node(f"w3/s{s}", "MatMul", s * 3000, 2500, s) for s in range(3)
+        _node(f"w3/s{s}", "MatMul", s * 3000, 2500, s) for s in range(10)
     ]
     slow = [t for t in plot_timeline(stats).axes[0].texts if t.get_fontweight() == "bold"]
-    assert [t.get_text() for t in slow] == ["3 steps, 7.5 ms busy, 2.5 ms/step"]
+    assert [t.get_text() for t in slow] == ["10 steps, 25 ms busy, 2.5 ms/step"]
 
 
 def _with_a_dropped_gradient_and_a_straggler():
@@ -310,5 +315,156 @@ def test_a_straggler_delay_is_a_solid_bar_counted_as_busy_time():
     assert bars["straggler_delay"].get_facecolor() == pytest.approx(to_rgba(STRAGGLER_COLOR))
     assert "straggler_delay" not in [p.get_label() for p in _hatched(fig)]
     notes = {t.get_text(): t for t in fig.axes[0].texts if "busy" in t.get_text()}
-    # worker 1: the 4 ms delay and 1 ms of compute, one step: the straggler.
-    assert notes["1 step, 5.0 ms busy, 5.0 ms/step"].get_fontweight() == "bold"
+    # worker 1: the 4 ms delay and 1 ms of compute, one step.
+    assert "1 step, 5.0 ms busy, 5.0 ms/step" in notes
+
+
+def _minor_labels(fig):
+    return [t.get_text() for t in fig.axes[0].get_yticklabels(minor=True)]
+
+
+def test_each_lane_is_named_after_whose_steps_it_holds():
+    ps = [
+        _node("ps/apply_w0", "AccumulatorApplyGradient", 0, 500, 10),
+        _node("ps/apply_w1", "AccumulatorApplyGradient", 100, 500, 20),
+        _node("ps/take", "AccumulatorTakeGradient", 700, 500, 30),  # a step on the ps only
+    ]
+    stats = {"dev_stats": [
+        {"device": PS, "node_stats": ps},
+        {"device": WORKER0, "node_stats": [_node("w0/MatMul", "MatMul", 0, 300, 10)]},
+        {"device": WORKER1, "node_stats": [_node("w1/MatMul", "MatMul", 100, 300, 20)]},
+    ]}  # fmt: skip
+    fig = plot_timeline(stats)
+    assert _minor_labels(fig) == [
+        "worker 0's steps", "worker 1's steps", "ps-only steps", "own steps", "own steps"
+    ]  # fmt: skip
+    # Each client's ops in its own lane, in that order.
+    y = {b.get_label(): b.get_y() for b in _op_bars(fig)}
+    assert y["ps/apply_w0"] < y["ps/apply_w1"] < y["ps/take"]
+
+
+def test_the_dotted_lines_where_steps_begin_are_in_the_legend():
+    fig = plot_timeline(_cluster_stats())
+    (legend,) = fig.legends
+    (line,) = [h for h in legend.legend_handles if h.get_label() == "a worker's step begins"]
+    from matplotlib.collections import LineCollection
+
+    separators = [c for c in fig.axes[0].collections if isinstance(c, LineCollection)]
+    assert line.get_linestyle() == ":"
+    for lines in separators:
+        (offset, dashes), *_ = lines.get_linestyle()
+        assert dashes is not None and len(dashes) == 2 and dashes[0] < dashes[1]  # dots
+    # Worker 0 begins step 11 at 4.6 ms, worker 1 step 21 at 4.0 ms.
+    xs = sorted(seg[0][0] for lines in separators for seg in lines.get_segments())
+    assert xs == pytest.approx([4.0, 4.6])
+
+
+def test_sends_and_receives_are_named_by_the_tensor_and_task_control_signals_by_op_and_task():
+    ps1 = "/job:ps/replica:0/task:1/device:CPU:0"
+    recv = _node("_recv/hidden/weights/read/0", "_Recv", 0, 9000, 10)
+    recv["transfer"] = {"direction": "recv", "key": "k", "peer": PS, "bytes": 512}
+    control = _node("_recv/Adam/update/NoOp_1/ctrl_job_worker_replica_0_task_0", "_Recv",
+                    0, 9000, 10)  # fmt: skip
+    control["transfer"] = {"direction": "recv", "key": "k", "peer": ps1, "bytes": 0}
+    stats = {"dev_stats": [{"device": WORKER0, "node_stats": [recv, control]}]}
+    texts = {t.get_text() for t in plot_timeline(stats).axes[0].texts}
+    assert "recv hidden/weights/read:0 from /job:ps/task:0" in texts
+    assert "control signal from Adam/update/NoOp_1 on /job:ps/task:1" in texts
+    assert not any(t.startswith(("_recv/", "_send/")) for t in texts)  # no raw keys
+
+
+def _permutation_p(sample, others):
+    """The exact one-sided p-value: the share of all splits of the pooled values whose
+    first part has a rank sum (so a U) at least as large as ``sample``'s."""
+    import itertools
+
+    import numpy as np
+
+    pooled = np.array(list(sample) + list(others))
+    assert len(set(pooled)) == len(pooled)  # no ties: ranks are 1..n
+    ranks = pooled.argsort().argsort() + 1
+    splits = np.array(list(itertools.combinations(range(len(pooled)), len(sample))))
+    sums = ranks[splits].sum(axis=1)
+    return float(np.mean(sums >= ranks[: len(sample)].sum()))
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.3, 0.8])
+def test_mann_whitney_p_agrees_with_the_exact_permutation_test(shift):
+    import numpy as np
+
+    from minitf.viz.timeline_plot import mann_whitney_p
+
+    rng = np.random.default_rng(3)
+    sample = list(rng.normal(1 + shift, 0.3, size=8))
+    others = list(rng.normal(1, 0.3, size=9))
+    exact = _permutation_p(sample, others)
+    assert mann_whitney_p(sample, others) == pytest.approx(exact, abs=0.02)
+
+
+def _workers(per_worker_steps):
+    """Step stats of workers, one busy op per step of the given ms."""
+    return {"dev_stats": [
+        {"device": f"/job:worker/replica:0/task:{i}/device:CPU:0",
+         "node_stats": [_node(f"w{i}/s{s}", "MatMul", s * 100_000, int(ms * 1000), 100 * i + s)
+                        for s, ms in enumerate(steps)]}
+        for i, steps in enumerate(per_worker_steps)
+    ]}  # fmt: skip
+
+
+def test_two_identical_workers_over_six_steps_are_not_called_stragglers():
+    import numpy as np
+
+    from minitf.viz.timeline_plot import straggler_test
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        # The same distribution; over six steps one is slower by 1.5x now and then.
+        steps = rng.lognormal(0.0, 0.4, size=(2, 6)).tolist()
+        verdict = straggler_test({"w0": steps[0], "w1": steps[1]})
+        assert verdict.worker is None and "too few" in verdict.reason
+    fig = plot_timeline(_workers([[1.0] * 6, [2.0] * 6]))
+    assert not [t for t in fig.axes[0].texts if t.get_fontweight() == "bold"]
+    assert "Not tested" in fig.get_supxlabel()  # the picture says why
+
+
+def test_identical_workers_over_many_steps_are_not_called_stragglers():
+    import numpy as np
+
+    from minitf.viz.timeline_plot import straggler_test
+
+    rng = np.random.default_rng(1)
+    flagged = 0
+    for _ in range(50):
+        steps = rng.lognormal(0.0, 0.4, size=(3, 30)).tolist()
+        verdict = straggler_test({f"w{i}": s for i, s in enumerate(steps)})
+        flagged += verdict.worker is not None
+        assert verdict.p_value is not None
+    assert flagged == 0
+
+
+def test_a_worker_surely_and_much_slower_over_enough_steps_is_a_straggler():
+    import numpy as np
+
+    from minitf.viz.timeline_plot import MIN_STEPS, straggler_test
+
+    rng = np.random.default_rng(2)
+    fast = rng.lognormal(0.0, 0.2, size=(2, MIN_STEPS)).tolist()
+    slow = rng.lognormal(np.log(3.0), 0.2, size=MIN_STEPS).tolist()
+    verdict = straggler_test({"w0": fast[0], "w1": fast[1], "w2": slow})
+    assert verdict.worker == "w2" and verdict.p_value < 0.01 and verdict.ratio > 2
+    fig = plot_timeline(_workers([fast[0], fast[1], slow]))
+    (bold,) = [t for t in fig.axes[0].texts if t.get_fontweight() == "bold"]
+    assert bold.get_text().startswith(f"{MIN_STEPS} steps")
+    assert "/job:worker/task:2 is a straggler" in fig.get_supxlabel()
+    assert "Mann-Whitney" in fig.get_supxlabel()  # it says how it was decided
+
+
+def test_a_slide_timeline_is_1920_by_1080_with_text_a_projector_shows(tmp_path):
+    from matplotlib.text import Text
+
+    fig = plot_timeline(_cluster_stats(), path=tmp_path / "slide", formats=("png",), slide=True)
+    png = (tmp_path / "slide.png").read_bytes()
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1920, 1080)
+    texts = [t for t in fig.findobj(Text) if t.get_text() and t.get_visible()]
+    # 10 pt at 120 dpi is 17 px.
+    assert texts and min(t.get_fontsize() for t in texts) >= 10
