@@ -104,6 +104,23 @@ def write(dot_text: str, path, formats=("svg", "png")) -> list[Path]:
     return written
 
 
+def fit_to_page(svg: str) -> str:
+    """Lets an SVG drawing shrink to the width of the page that shows it.
+
+    Graphviz gives the ``<svg>`` element its natural size in points and a
+    ``viewBox``; a style of ``max-width: 100%; height: auto`` keeps that size
+    where it fits and scales the whole drawing down, text included, where it
+    does not, instead of spilling past the page's edge.
+
+    Args:
+        svg: SVG text from Graphviz.
+
+    Returns:
+        The same SVG with the style on its root element.
+    """
+    return re.sub(r"<svg\b", '<svg style="max-width: 100%; height: auto"', svg, count=1)
+
+
 class GraphPicture:
     """DOT text that Jupyter displays as a picture (SVG when ``dot`` is installed).
 
@@ -115,9 +132,14 @@ class GraphPicture:
         self.source = dot_text
 
     def _repr_svg_(self) -> str | None:
+        """The picture as SVG that shrinks to the width of a notebook's page (never grows).
+
+        Returns:
+            SVG text, or None when ``dot`` is not installed (Jupyter then shows the DOT text).
+        """
         if not dot_available():
             return None
-        return to_format(self.source, "svg").decode()
+        return fit_to_page(to_format(self.source, "svg").decode())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         bundle = {"text/plain": self.source}

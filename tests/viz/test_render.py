@@ -41,6 +41,17 @@ def test_picture_shows_inline_as_svg(graphviz):
     assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
 
 
+def test_an_inline_picture_shrinks_to_the_page_but_keeps_its_proportions(graphviz):
+    import re
+
+    svg = render.GraphPicture(_picture())._repr_svg_()
+    (root,) = re.findall(r"<svg\b[^>]*>", svg)
+    assert 'style="max-width: 100%; height: auto"' in root
+    # The natural size stays (a small picture is not blown up), and the viewBox
+    # lets the browser scale the drawing as one.
+    assert re.search(r'width="\d+pt"', root) and re.search(r'viewBox="[\d. -]+"', root)
+
+
 def test_picture_without_dot_shows_its_text(monkeypatch):
     monkeypatch.setattr(render, "dot_available", lambda: False)
     bundle = render.GraphPicture(_picture())._repr_mimebundle_()
