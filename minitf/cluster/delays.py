@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class Constant(DelayModel):
 
     @property
     def mean(self) -> float:
+        """The mean delay, in seconds: ``seconds``."""
         return self.seconds
 
     def __repr__(self) -> str:
@@ -79,6 +81,7 @@ class Exponential(DelayModel):
 
     @property
     def mean(self) -> float:
+        """The mean delay, in seconds."""
         return self._mean
 
     def __repr__(self) -> str:
@@ -102,6 +105,7 @@ class ShiftedExponential(DelayModel):
 
     @property
     def mean(self) -> float:
+        """The mean delay, in seconds: the shift plus the exponential's mean."""
         return self.shift + self._tail.mean
 
     def __repr__(self) -> str:
@@ -114,6 +118,9 @@ class Pareto(DelayModel):
     Args:
         shape: The tail index alpha (> 0); the smaller, the heavier the tail.
         scale: The smallest delay, in seconds (>= 0).
+
+    Raises:
+        ValueError: if ``shape`` is not positive or ``scale`` is negative.
     """
 
     def __init__(self, shape: float, scale: float):
@@ -127,6 +134,7 @@ class Pareto(DelayModel):
 
     @property
     def mean(self) -> float:
+        """The mean delay, in seconds (infinite when ``shape <= 1``)."""
         return self.shape * self.scale / (self.shape - 1) if self.shape > 1 else math.inf
 
     def __repr__(self) -> str:
@@ -139,6 +147,9 @@ _MODEL = re.compile(r"^\s*([A-Za-z]+)\s*\(([^()]*)\)\s*$")
 
 def parse_model(text: str) -> DelayModel:
     """``"Exponential(0.01)"`` → ``Exponential(0.01)``.
+
+    Args:
+        text: A model's constructor call, e.g. ``"Pareto(1.5, 0.01)"``.
 
     Raises:
         ValueError: naming what was wrong and the models there are.
@@ -163,6 +174,9 @@ def parse_model(text: str) -> DelayModel:
 
 def parse(spec: str) -> dict[str, DelayModel]:
     """``"1=Constant(0.05);*=Exponential(0.01)"`` → ``{"1": ..., "*": ...}``.
+
+    Args:
+        spec: ``worker=Model(args)`` entries separated by ``;`` (``*`` for every other worker).
 
     Raises:
         ValueError: for an entry that is not ``worker=Model(args)``.
@@ -202,8 +216,13 @@ class Straggler:
         return f"Straggler(worker {self.worker}: {self.model!r})"
 
 
-def for_task(job: str, index: int, environ=None) -> Straggler | None:
+def for_task(job: str, index: int, environ: Mapping[str, str] | None = None) -> Straggler | None:
     """This task's `Straggler` from ``MINITF_STRAGGLERS``, or None (only worker tasks straggle).
+
+    Args:
+        job: The task's job.
+        index: The task's index.
+        environ: The environment to read (default: ``os.environ``).
 
     Raises:
         ValueError: if the variable cannot be parsed.

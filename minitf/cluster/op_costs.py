@@ -18,13 +18,19 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from typing import TYPE_CHECKING, Any
 
 from minitf.platform import formats
+
+if TYPE_CHECKING:
+    from minitf.framework.ops import Graph
 
 FORMAT = "minitf-op-costs/1"
 
 
-def measure(fetches, feed_dict=None, steps: int = 20, graph=None) -> dict[str, float]:
+def measure(
+    fetches: Any, feed_dict: dict | None = None, steps: int = 20, graph: Graph | None = None
+) -> dict[str, float]:
     """Times ``fetches``' step ``steps`` times; returns ``{op type: median seconds}``.
 
     Args:
@@ -60,13 +66,21 @@ def measure(fetches, feed_dict=None, steps: int = 20, graph=None) -> dict[str, f
 
 
 def save(table: dict[str, float], path: str) -> None:
-    """Writes a table `measure` made as JSON."""
+    """Writes a table `measure` made as JSON.
+
+    Args:
+        table: ``{op type: seconds}``, as `measure` returns it.
+        path: The file to write.
+    """
     with open(path, "w") as f:
         json.dump({"format": FORMAT, "seconds": table}, f, indent=1)
 
 
 def load(path: str) -> dict[str, float]:
     """A table `save` wrote.
+
+    Args:
+        path: The file.
 
     Raises:
         ValueError: if the file is not one.

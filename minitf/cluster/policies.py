@@ -130,7 +130,12 @@ class SyncPolicy(optimizer.Optimizer):
         """The inner optimizer's variables."""
         return self._opt.variables()
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(
+        self,
+        grads_and_vars: list[tuple],
+        global_step: variables.Variable | None = None,
+        name: str | None = None,
+    ) -> ops.Tensor:
         """Builds the policy around the inner optimizer's update.
 
         Args:
@@ -142,8 +147,8 @@ class SyncPolicy(optimizer.Optimizer):
 
         Returns:
             ``train_op``, a worker's step: push the gradients, then take a
-            token (token policies) or read the global step (batch policies)
-            into the worker's local step.
+                token (token policies) or read the global step (batch policies)
+                into the worker's local step.
 
         Raises:
             ValueError: for no gradients, no global step, or a second call.
@@ -239,8 +244,13 @@ class SyncPolicy(optimizer.Optimizer):
         return self._queue_runner
 
     def make_session_run_hook(self, is_chief: bool) -> SessionRunHook:
-        """The hook that sets a worker's local step; on the chief, also the accumulators' steps
-        and the updates' queue runner.
+        """The hook that sets up a worker's local step (and, on the chief, the updates).
+
+        On the chief it also sets the accumulators' global steps and starts the
+        updates' queue runner.
+
+        Args:
+            is_chief: Whether this worker is the chief.
         """
         return _PolicyHook(self, is_chief)
 
@@ -257,7 +267,7 @@ class FullySync(SyncPolicy):
         name: The name scope of the policy's ops.
     """
 
-    def __init__(self, opt, num_workers: int, name: str = "fully_sync"):
+    def __init__(self, opt: optimizer.Optimizer, num_workers: int, name: str = "fully_sync"):
         super().__init__(
             opt, num_workers, num_workers, tokens_per_update=num_workers,
             fresh_only=True, cancels=False, name=name,
@@ -278,7 +288,7 @@ class KSync(SyncPolicy):
         name: The name scope of the policy's ops.
     """
 
-    def __init__(self, opt, k: int, num_workers: int, name: str = "k_sync"):
+    def __init__(self, opt: optimizer.Optimizer, k: int, num_workers: int, name: str = "k_sync"):
         _at_most_workers(type(self).__name__, k, num_workers)
         super().__init__(
             opt, k, num_workers, tokens_per_update=num_workers,
@@ -299,7 +309,9 @@ class KBatchSync(SyncPolicy):
         name: The name scope of the policy's ops.
     """
 
-    def __init__(self, opt, k: int, num_workers: int, name: str = "k_batch_sync"):
+    def __init__(
+        self, opt: optimizer.Optimizer, k: int, num_workers: int, name: str = "k_batch_sync"
+    ):
         super().__init__(
             opt, k, num_workers, tokens_per_update=None,
             fresh_only=True, cancels=True, name=name,
@@ -315,7 +327,7 @@ class Async(SyncPolicy):
         name: The name scope of the policy's ops.
     """
 
-    def __init__(self, opt, num_workers: int, name: str = "async"):
+    def __init__(self, opt: optimizer.Optimizer, num_workers: int, name: str = "async"):
         super().__init__(
             opt, 1, num_workers, tokens_per_update=None,
             fresh_only=False, cancels=False, name=name,
@@ -335,7 +347,7 @@ class KAsync(SyncPolicy):
         name: The name scope of the policy's ops.
     """
 
-    def __init__(self, opt, k: int, num_workers: int, name: str = "k_async"):
+    def __init__(self, opt: optimizer.Optimizer, k: int, num_workers: int, name: str = "k_async"):
         _at_most_workers(type(self).__name__, k, num_workers)
         super().__init__(
             opt, k, num_workers, tokens_per_update=k,
@@ -353,7 +365,9 @@ class KBatchAsync(SyncPolicy):
         name: The name scope of the policy's ops.
     """
 
-    def __init__(self, opt, k: int, num_workers: int, name: str = "k_batch_async"):
+    def __init__(
+        self, opt: optimizer.Optimizer, k: int, num_workers: int, name: str = "k_batch_async"
+    ):
         super().__init__(
             opt, k, num_workers, tokens_per_update=None,
             fresh_only=False, cancels=False, name=name,

@@ -14,7 +14,12 @@ _DPI = 120
 
 
 def write(report: dict, directory: str) -> dict[str, str]:
-    """Draws the report's plots into ``directory``; returns ``{name: path}``."""
+    """Draws the report's plots into ``directory``; returns ``{name: path}``.
+
+    Args:
+        report: A `SimulatedCluster.report`.
+        directory: Where to write the PNG files (it must exist).
+    """
     import matplotlib
 
     matplotlib.use("Agg")

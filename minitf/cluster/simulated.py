@@ -28,10 +28,15 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from minitf.cluster import op_costs
 from minitf.cluster.sync_record import SyncRecord, worker_index
 from minitf.runtime.simulation import Simulation
+
+if TYPE_CHECKING:
+    from minitf.cluster.delays import DelayModel
+    from minitf.framework.ops import Operation
 
 
 class SimulatedCluster:
@@ -61,8 +66,8 @@ class SimulatedCluster:
         self,
         tasks: dict[str, int],
         seed: int = 0,
-        worker_delay=None,
-        op_cost=None,
+        worker_delay: DelayModel | dict[int | str, DelayModel] | None = None,
+        op_cost: dict[str, float] | str | Callable[[Operation], float] | None = None,
         loss: str | Sequence[str] = "loss",
     ):
         if isinstance(op_cost, str):
@@ -97,7 +102,12 @@ class SimulatedCluster:
         return self._simulation.schedule()
 
     def target(self, job: str, index: int = 0) -> str:
-        """The session target of one task (``sim://...``)."""
+        """The session target of one task (``sim://...``).
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+        """
         return self._simulation.target(job, index)
 
     def run(
@@ -182,6 +192,11 @@ class SimulatedCluster:
         on how the threads are scheduled. Clients are numbered in order,
         which is the order ties between their moves go.
 
+        Args:
+            *clients: Functions of no arguments, one per client.
+            names: The clients' names (default ``client0``, ``client1``, ...).
+            out: A directory to write the report into (`write_report`), or None.
+
         Raises:
             Exception: the first exception a client raised.
         """
@@ -200,7 +215,12 @@ class SimulatedCluster:
         return self.report()
 
     def role_arguments(self, job: str, index: int) -> list[str]:
-        """The TF1 command-line arguments of one task (as `LocalCluster` gives them)."""
+        """The TF1 command-line arguments of one task (as `LocalCluster` gives them).
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+        """
         spec = self.cluster_spec.as_dict()
         args = [f"--job_name={job}", f"--task_index={index}"]
         return args + [f"--{j}_hosts={','.join(spec[j])}" for j in sorted(spec)]
@@ -211,23 +231,23 @@ class SimulatedCluster:
         Returns:
             ``{"time", "moves", "updates", "gradients", "workers", "loss"}``:
 
-            * ``time``: the virtual seconds the run took;
-            * ``updates``: one entry per global step a SyncReplicas chief
-              took: its ``time``, the workers ``applied`` (once per
-              gradient), those whose gradients came as ``extra`` batches, and
-              those ``dropped`` as stale (`minitf.cluster.SyncRecord`);
-            * ``gradients``: one entry per pushed gradient: ``worker``,
-              ``local_step``, ``global_step`` at the push, ``staleness``,
-              ``dropped``, ``cancelled`` and ``time``;
-            * ``workers``: per worker task, its ``busy_time`` (running ops),
-              ``delay_time`` (its delays), ``idle_time`` (the rest of the
-              run: waiting for tokens, gradients or variables, or done) and
-              how many of its computations were ``cancelled``;
-            * ``loss``: each fetch of the loss (see ``loss``): ``time``,
-              ``task``, ``worker`` (its index, or None) and ``value``.
+                * ``time``: the virtual seconds the run took;
+                * ``updates``: one entry per global step a SyncReplicas chief
+                  took: its ``time``, the workers ``applied`` (once per
+                  gradient), those whose gradients came as ``extra`` batches, and
+                  those ``dropped`` as stale (`minitf.cluster.SyncRecord`);
+                * ``gradients``: one entry per pushed gradient: ``worker``,
+                  ``local_step``, ``global_step`` at the push, ``staleness``,
+                  ``dropped``, ``cancelled`` and ``time``;
+                * ``workers``: per worker task, its ``busy_time`` (running ops),
+                  ``delay_time`` (its delays), ``idle_time`` (the rest of the
+                  run: waiting for tokens, gradients or variables, or done) and
+                  how many of its computations were ``cancelled``;
+                * ``loss``: each fetch of the loss (see ``loss``): ``time``,
+                  ``task``, ``worker`` (its index, or None) and ``value``.
 
-            ``updates`` and ``gradients`` follow the first accumulator (by
-            task and name); they are empty if the run had none.
+                ``updates`` and ``gradients`` follow the first accumulator (by
+                task and name); they are empty if the run had none.
         """
         sim = self._simulation
         record = None
@@ -273,6 +293,9 @@ class SimulatedCluster:
         busy, delay and idle time) and, when the run fetched its loss,
         ``loss.png`` (the loss against virtual time).
 
+        Args:
+            directory: The directory (created if needed).
+
         Returns:
             ``{"report": path, "time_per_update": path, ...}``.
         """
@@ -288,6 +311,10 @@ class SimulatedCluster:
 
     def run_workers(self, worker: Callable[[int], object], out: str | None = None) -> dict:
         """Runs ``worker(index)`` once per worker task, each as a client (between-graph).
+
+        Args:
+            worker: Called with a worker task's index.
+            out: A directory to write the report into (`write_report`), or None.
 
         Returns:
             The `report`.

@@ -20,8 +20,13 @@ fetching only what is new — and turns it into what a teacher asks about:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from minitf.runtime.partition import parse_task
+
+if TYPE_CHECKING:
+    from minitf.runtime.session import BaseSession
 
 
 class SyncRecord:
@@ -33,7 +38,7 @@ class SyncRecord:
             the first by name on the first task that has one).
     """
 
-    def __init__(self, session, accumulator: str | None = None):
+    def __init__(self, session: BaseSession, accumulator: str | None = None):
         self._session = session
         self._name = accumulator
         self._task: str | None = None
@@ -58,7 +63,9 @@ class SyncRecord:
         return self
 
     @classmethod
-    def of_history(cls, task: str, accumulator: str, timed_history) -> SyncRecord:
+    def of_history(
+        cls, task: str, accumulator: str, timed_history: Iterable[tuple[tuple, float, bool]]
+    ) -> SyncRecord:
         """The record of an accumulator's history given as ``(event, time, cancelled)``.
 
         Each gradient and update also gets its ``time`` (what a simulated
@@ -67,6 +74,11 @@ class SyncRecord:
         that cancels in-flight work, `minitf.cluster.policies`) is marked
         ``cancelled`` and listed under its update's ``cancelled``, not
         ``dropped``.
+
+        Args:
+            task: The accumulator's task.
+            accumulator: Its shared name.
+            timed_history: Its history as ``(event, time, cancelled)`` triples.
         """
         record = cls(None, accumulator)
         record._task = task
@@ -147,12 +159,20 @@ class SyncRecord:
 
 
 def worker_index(task: str) -> int:
-    """The task index of a task name (``/job:worker/replica:0/task:2`` → 2)."""
+    """The task index of a task name (``/job:worker/replica:0/task:2`` → 2).
+
+    Args:
+        task: A task name.
+    """
     return parse_task(task)[1]
 
 
 def describe(update: dict) -> str:
-    """One line for one update: who was applied, who came twice, who was dropped."""
+    """One line for one update: who was applied, who came twice, who was dropped.
+
+    Args:
+        update: One of the record's ``updates``.
+    """
 
     def names(workers):
         return ", ".join(f"w{w}" for w in workers) or "-"

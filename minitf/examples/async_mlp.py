@@ -31,7 +31,12 @@ NUM_CLASSES = 3
 
 
 def make_spirals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` noisy points on three interleaved spiral arms; returns (features, labels)."""
+    """``n`` noisy points on three interleaved spiral arms; returns (features, labels).
+
+    Args:
+        n: How many points.
+        seed: The random seed.
+    """
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, NUM_CLASSES, size=n)
     radius = rng.uniform(0.1, 1.0, size=n)
@@ -41,7 +46,11 @@ def make_spirals(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_mlp(hidden: int = 64) -> dict:
-    """The 2-hidden-3 MLP: placeholders ``x``/``y``, ``loss`` and ``accuracy``; no optimizer."""
+    """The 2-hidden-3 MLP: placeholders ``x``/``y``, ``loss`` and ``accuracy``; no optimizer.
+
+    Args:
+        hidden: The width of the hidden layer.
+    """
     x = tf.placeholder(tf.float32, [None, 2], name="x")
     y = tf.placeholder(tf.int64, [None], name="y")
     with tf.variable_scope("hidden"):
@@ -58,7 +67,12 @@ def build_mlp(hidden: int = 64) -> dict:
 
 
 def build_model(hidden: int = 64, learning_rate: float = 0.02) -> dict:
-    """The MLP, its loss and accuracy, and an Adam step that bumps the global step."""
+    """The MLP, its loss and accuracy, and an Adam step that bumps the global step.
+
+    Args:
+        hidden: The width of the hidden layer.
+        learning_rate: Adam's learning rate.
+    """
     model = build_mlp(hidden)
     global_step = tf.train.get_or_create_global_step()
     train = tf.train.AdamOptimizer(learning_rate).minimize(model["loss"], global_step=global_step)
@@ -71,6 +85,11 @@ def task_parser(description: str, steps: int, report_every: int) -> argparse.Arg
     Its role as TF1 scripts take it (``--job_name``, ``--task_index``,
     ``--ps_hosts``, ``--worker_hosts``), how long to train, how often to
     report, and where the chief writes its graph.
+
+    Args:
+        description: The parser's description.
+        steps: The default of ``--steps``.
+        report_every: The default of ``--report_every``.
     """
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--job_name", default=None)
@@ -87,7 +106,11 @@ def task_parser(description: str, steps: int, report_every: int) -> argparse.Arg
 
 
 def task_role(args: argparse.Namespace) -> tuple[dict, str, int]:
-    """``(cluster, job, task index)`` from the TF1 flags, or from ``TF_CONFIG`` without them."""
+    """``(cluster, job, task index)`` from the TF1 flags, or from ``TF_CONFIG`` without them.
+
+    Args:
+        args: The flags `task_parser` parsed.
+    """
     if args.job_name is None and os.environ.get("TF_CONFIG"):
         config = json.loads(os.environ["TF_CONFIG"])
         cluster, task = config["cluster"], config["task"]
@@ -97,7 +120,11 @@ def task_role(args: argparse.Namespace) -> tuple[dict, str, int]:
 
 
 def parse_cluster(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
-    """The cluster and this task's role, from TF1 flags or ``TF_CONFIG``."""
+    """The cluster and this task's role, from TF1 flags or ``TF_CONFIG``.
+
+    Args:
+        argv: The command-line arguments (default: ``sys.argv[1:]``).
+    """
     args = task_parser(__doc__, steps=1000, report_every=100).parse_args(argv)
     return (*task_role(args), args)
 
@@ -108,6 +135,10 @@ INIT_TIMEOUT = 60.0
 
 def wait_for_initialization(sess: tf.Session, timeout: float = INIT_TIMEOUT) -> None:
     """A non-chief worker waits until the chief has initialized the variables on the ps.
+
+    Args:
+        sess: The worker's session.
+        timeout: Seconds to wait.
 
     Raises:
         RuntimeError: naming the variables still uninitialized after ``timeout``
@@ -125,7 +156,11 @@ def wait_for_initialization(sess: tf.Session, timeout: float = INIT_TIMEOUT) -> 
 
 
 def main(argv=None) -> int:
-    """Runs one task: a ps serves forever; a worker trains until the global step is reached."""
+    """Runs one task: a ps serves forever; a worker trains until the global step is reached.
+
+    Args:
+        argv: The command-line arguments (default: ``sys.argv[1:]``).
+    """
     cluster_dict, job, index, args = parse_cluster(argv)
     cluster = tf.train.ClusterSpec(cluster_dict)
     server = tf.train.Server(cluster, job_name=job, task_index=index)

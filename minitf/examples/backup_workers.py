@@ -29,7 +29,15 @@ from minitf.examples import trainer
 
 
 def run(workers: int, backups: int, steps: int, seed: int, out: str | None = None) -> dict:
-    """One simulated run with ``backups`` backup workers; returns its summary."""
+    """One simulated run with ``backups`` backup workers; returns its summary.
+
+    Args:
+        workers: How many worker tasks.
+        backups: How many of them are backups: R = workers - backups.
+        steps: Global steps to train.
+        seed: Seeds the delay draws.
+        out: A directory for the run's report and plots, or None.
+    """
     cluster = SimulatedCluster(
         {"ps": 1, "worker": workers},
         seed=seed,
@@ -49,7 +57,11 @@ def run(workers: int, backups: int, steps: int, seed: int, out: str | None = Non
 
 
 def main(argv=None) -> list[dict]:
-    """Runs the sweep; prints one line per run and returns the summaries."""
+    """Runs the sweep; prints one line per run and returns the summaries.
+
+    Args:
+        argv: The command-line arguments (default: ``sys.argv[1:]``).
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=20)
     parser.add_argument("--backups", default="0,1,2,4,8", help="comma-separated counts")

@@ -31,14 +31,26 @@ POLICIES = ("FullySync", "KSync", "KBatchSync", "Async", "KAsync", "KBatchAsync"
 
 
 def batch(worker: int, step: int, size: int = 16):
-    """Worker ``worker``'s batch for its ``step``-th run (independent of timing)."""
+    """Worker ``worker``'s batch for its ``step``-th run (independent of timing).
+
+    Args:
+        worker: The worker's index.
+        step: How many runs the worker has made.
+        size: The batch size.
+    """
     rng = np.random.default_rng([worker, step])
     x = rng.normal(size=size).astype(np.float32)
     return x, (W_TRUE * x + 0.5 * rng.normal(size=size)).astype(np.float32)
 
 
 def make_optimizer(policy: str, k: int, n: int):
-    """The policy's optimizer and its hook maker ``(is_chief) -> hook``."""
+    """The policy's optimizer and its hook maker ``(is_chief) -> hook``.
+
+    Args:
+        policy: One of `POLICIES`.
+        k: Gradients per update (R for TF's backups).
+        n: How many workers.
+    """
     base = tf.train.GradientDescentOptimizer(LR)
     if policy == "TF backups":
         opt = tf.train.SyncReplicasOptimizer(base, k, n)
@@ -49,7 +61,15 @@ def make_optimizer(policy: str, k: int, n: int):
 
 
 def formula(policy: str, k: int, n: int, shift: float, mean: float) -> float | None:
-    """The closed-form mean virtual seconds per update, where there is one."""
+    """The closed-form mean virtual seconds per update, where there is one.
+
+    Args:
+        policy: One of `POLICIES`.
+        k: Gradients per update.
+        n: How many workers.
+        shift: The seconds every gradient takes.
+        mean: The mean of the exponential rest of it.
+    """
 
     def harmonic(m):
         return sum(1 / i for i in range(1, m + 1))
@@ -67,7 +87,18 @@ def formula(policy: str, k: int, n: int, shift: float, mean: float) -> float | N
 
 def run(policy: str, workers: int, k: int, steps: int, seed: int, shift: float, mean: float,
         out: str | None = None) -> dict:  # fmt: skip
-    """One simulated run under ``policy``; returns its summary and loss curve."""
+    """One simulated run under ``policy``; returns its summary and loss curve.
+
+    Args:
+        policy: One of `POLICIES`.
+        workers: How many workers.
+        k: Gradients per update.
+        steps: Global steps per run.
+        seed: Seeds the delay draws.
+        shift: The seconds every gradient takes.
+        mean: The mean of the exponential rest of it.
+        out: A directory for the run's report and plots, or None.
+    """
     cluster = SimulatedCluster(
         {"ps": 1, "worker": workers},
         seed=seed,
@@ -114,7 +145,11 @@ def run(policy: str, workers: int, k: int, steps: int, seed: int, shift: float, 
 
 
 def describe(result: dict) -> str:
-    """One line of the table."""
+    """One line of the table.
+
+    Args:
+        result: What `run` returned.
+    """
     known = result["formula"]
     formula_text = f"(formula {known:.4f})" if known is not None else " " * 16
     return (
@@ -125,7 +160,11 @@ def describe(result: dict) -> str:
 
 
 def main(argv=None) -> list[dict]:
-    """Runs every policy; prints one line each and returns the summaries."""
+    """Runs every policy; prints one line each and returns the summaries.
+
+    Args:
+        argv: The command-line arguments (default: ``sys.argv[1:]``).
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--k", type=int, default=4, help="gradients per update (R for TF)")

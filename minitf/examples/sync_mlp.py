@@ -102,7 +102,11 @@ def build_sync_model(
 
 
 def parse_args(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
-    """The cluster and this task's role, from TF1 flags or ``TF_CONFIG``, and the options."""
+    """The cluster and this task's role, from TF1 flags or ``TF_CONFIG``, and the options.
+
+    Args:
+        argv: The command-line arguments (default: ``sys.argv[1:]``).
+    """
     parser = task_parser(__doc__.splitlines()[0], steps=500, report_every=50)
     parser.add_argument("--replicas_to_aggregate", type=int, default=None, help="R (workers)")
     parser.add_argument("--total_num_replicas", type=int, default=None, help="N (workers)")
@@ -130,6 +134,11 @@ def parse_args(argv=None) -> tuple[dict, str, int, argparse.Namespace]:
 def wait_until_ready(sess: tf.Session, ready_op: tf.Tensor, timeout: float) -> None:
     """A non-chief worker waits until the chief has initialized the global variables.
 
+    Args:
+        sess: The worker's session.
+        ready_op: Names the global variables not initialized yet.
+        timeout: Seconds to wait.
+
     Raises:
         RuntimeError: if they are still not initialized after ``timeout`` seconds.
     """
@@ -144,7 +153,13 @@ def wait_until_ready(sess: tf.Session, ready_op: tf.Tensor, timeout: float) -> N
 
 
 def worker_batches(index: int, data, batch_size: int):
-    """This worker's batches, in order: its own seeded sample of the training data."""
+    """This worker's batches, in order: its own seeded sample of the training data.
+
+    Args:
+        index: The worker's index.
+        data: ``(features, labels)`` of the training data.
+        batch_size: The batch size.
+    """
     train_x, train_y = data
     rng = np.random.default_rng(100 + index)
     while True:
@@ -154,6 +169,13 @@ def worker_batches(index: int, data, batch_size: int):
 
 def train(sess: tf.Session, model: dict, index: int, args, data) -> tuple[int, int]:
     """Worker steps until a token says the target global step was reached.
+
+    Args:
+        sess: The worker's session.
+        model: What `build_sync_model` returned.
+        index: The worker's index.
+        args: The flags `parse_args` parsed.
+        data: ``(features, labels)`` of the training data.
 
     Returns:
         (local steps run, last token) — the last token is the final global step.
@@ -192,7 +214,15 @@ def _variables(sess: tf.Session) -> dict:
 
 
 def run_worker(target: str, graph: tf.Graph, model: dict, index: int, args) -> dict:
-    """Starts this worker's part of the protocol (the hook), trains, and reports what it did."""
+    """Starts this worker's part of the protocol (the hook), trains, and reports what it did.
+
+    Args:
+        target: The worker's server target.
+        graph: The graph `build_sync_model` built in.
+        model: What `build_sync_model` returned.
+        index: The worker's index.
+        args: The flags `parse_args` parsed.
+    """
     eval_x, eval_y = make_spirals(1000, seed=1)
     evaluate = {model["x"]: eval_x, model["y"]: eval_y}
     report = {"worker": index}
@@ -226,7 +256,11 @@ def run_worker(target: str, graph: tf.Graph, model: dict, index: int, args) -> d
 
 
 def main(argv=None) -> int:
-    """Runs one task: a ps serves forever; a worker trains until the global step is reached."""
+    """Runs one task: a ps serves forever; a worker trains until the global step is reached.
+
+    Args:
+        argv: The command-line arguments (default: ``sys.argv[1:]``).
+    """
     cluster_dict, job, index, args = parse_args(argv)
     cluster = tf.train.ClusterSpec(cluster_dict)
     server = tf.train.Server(cluster, job_name=job, task_index=index)

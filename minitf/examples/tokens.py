@@ -108,7 +108,11 @@ def _batched(update: dict) -> bool:
 
 
 def main(argv=None) -> list[dict]:
-    """Runs both token settings; prints each update and a summary; returns the summaries."""
+    """Runs both token settings; prints each update and a summary; returns the summaries.
+
+    Args:
+        argv: The command-line arguments (default: ``sys.argv[1:]``).
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--steps", type=int, default=8, help="global steps per run")

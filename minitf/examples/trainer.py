@@ -38,7 +38,12 @@ W_TRUE = np.linspace(-1.0, 1.0, FEATURES).astype(np.float32)
 
 
 def batches(task_index: int, size: int = 32):
-    """This worker's batches: its own seeded sample of x, and y = x . w_true + 1."""
+    """This worker's batches: its own seeded sample of x, and y = x . w_true + 1.
+
+    Args:
+        task_index: The worker's index: seeds its sample.
+        size: The batch size.
+    """
     rng = np.random.default_rng(1000 + task_index)
     while True:
         x = rng.normal(size=(size, FEATURES)).astype(np.float32)
@@ -46,6 +51,14 @@ def batches(task_index: int, size: int = 32):
 
 
 def main(_):
+    """Runs one task: a ps serves; a worker trains in a ``MonitoredTrainingSession``.
+
+    Args:
+        _: The command line left after the flags (unused).
+
+    Returns:
+        0.
+    """
     tf.logging.set_verbosity(tf.logging.INFO)
     ps_hosts = FLAGS.ps_hosts.split(",")
     worker_hosts = FLAGS.worker_hosts.split(",")

@@ -7,6 +7,11 @@ in TF1 code keeps working. The codes are the ``tensorflow::error::Code`` values.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minitf.framework.ops import Operation
+
 OK = 0
 CANCELLED = 1
 UNKNOWN = 2
@@ -37,7 +42,7 @@ class OpError(Exception):
         error_code: One of the integer codes in this module.
     """
 
-    def __init__(self, node_def, op, message: str, error_code: int):
+    def __init__(self, node_def: dict | None, op: Operation | None, message: str, error_code: int):
         super().__init__(message)
         self._node_def = node_def
         self._op = op
@@ -80,11 +85,21 @@ def _rebuild_error(cls, message, error_code):
     return cls(None, None, message)
 
 
+_ERROR_ARGS = """
+
+    Args:
+        node_def: A description of the failing node (the op's ``node_def``
+            dict), or None.
+        op: The failing `Operation`, or None when no single op is to blame.
+        message: What went wrong.
+"""
+
+
 def _make_error_class(name: str, code: int, doc: str):
     def __init__(self, node_def, op, message, *args):
         OpError.__init__(self, node_def, op, message, code)
 
-    return type(name, (OpError,), {"__init__": __init__, "__doc__": doc})
+    return type(name, (OpError,), {"__init__": __init__, "__doc__": doc + _ERROR_ARGS})
 
 
 CancelledError = _make_error_class(
@@ -155,7 +170,14 @@ _CODE_TO_CLASS = {
 
 
 def exception_type_from_error_code(error_code: int) -> type:
-    """Returns the `OpError` subclass for an integer error code."""
+    """Returns the `OpError` subclass for an integer error code.
+
+    Args:
+        error_code: One of the codes in this module, except ``OK``.
+
+    Raises:
+        KeyError: if ``error_code`` is not the code of an error class.
+    """
     return _CODE_TO_CLASS[error_code]
 
 

@@ -37,12 +37,15 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.attr_json import decode_attr_value, encode_attr_value, shape_to_json
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.op_registry import get_kernel_def
+
+if TYPE_CHECKING:
+    from minitf.train.saver import Saver
 
 __all__ = [
     "export_meta_graph",
@@ -419,7 +422,7 @@ def export_meta_graph(
     clear_extraneous_savers: bool = False,
     strip_default_attrs: bool = False,
     save_debug_info: bool = False,
-    **kwargs,
+    **kwargs: Any,
 ) -> dict:
     """Returns a graph, its collections and metadata as a MetaGraphDef dict; writes it if asked.
 
@@ -711,8 +714,8 @@ def import_meta_graph(
     meta_graph_or_file: dict | str | os.PathLike,
     clear_devices: bool = False,
     import_scope: str | None = None,
-    **kwargs,
-):
+    **kwargs: Any,
+) -> Saver | None:
     """Adds the graph and collections of a MetaGraphDef to the default graph; returns a Saver.
 
     The ops are rebuilt exactly as exported (names, types, inputs, control

@@ -110,6 +110,13 @@ class RegisterGradient:
     The function is called as ``fn(op, *output_grads)`` and returns one gradient
     per op input (a Tensor, an `IndexedSlices` or None), as a list/tuple, or a
     single value when the op has one input.
+
+    Args:
+        op_type: The op type whose gradient the decorated function computes.
+
+    Raises:
+        TypeError: if ``op_type`` is not a string.
+        KeyError: when decorating, if ``op_type`` already has a gradient function.
     """
 
     def __init__(self, op_type: str):
@@ -125,7 +132,14 @@ class RegisterGradient:
 
 
 def NotDifferentiable(op_type: str) -> None:  # noqa: N802 - TF's public name
-    """Declares that ops of ``op_type`` have no gradient (their inputs get None)."""
+    """Declares that ops of ``op_type`` have no gradient (their inputs get None).
+
+    Args:
+        op_type: The op type.
+
+    Raises:
+        TypeError: if ``op_type`` is not a string.
+    """
     if not isinstance(op_type, str):
         raise TypeError("op_type must be a string")
     _GRADIENTS[op_type] = None

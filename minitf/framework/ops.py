@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from minitf.framework import device as pydev
 from minitf.framework import dtypes, tensor_shape
@@ -29,6 +29,9 @@ from minitf.framework.op_registry import (  # noqa: F401 - re-exported, TF has t
     no_gradient,
 )
 
+if TYPE_CHECKING:
+    from minitf.runtime.session import BaseSession
+
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
 
@@ -37,13 +40,26 @@ class Tensor:
     """A symbolic handle to one output of an `Operation`.
 
     A Tensor holds no value: its value is computed when a session runs the
-    graph. ``Tensor.name`` is ``"<op name>:<output index>"``.
+    graph. ``Tensor.name`` is ``"<op name>:<output index>"``. Tensors are
+    created by `Operation`, never directly.
+
+    Args:
+        op: The `Operation` that produces this tensor.
+        value_index: The index of this tensor among ``op``'s outputs.
+        dtype: The `DType` (or anything `as_dtype` accepts) of its elements.
+        shape: Its static shape, or None for an unknown shape.
     """
 
     # Lets numpy defer to Tensor operators (``np.float32(2) * t`` builds an op).
     __array_priority__ = 100
 
-    def __init__(self, op: Operation, value_index: int, dtype: dtypes.DType, shape=None):
+    def __init__(
+        self,
+        op: Operation,
+        value_index: int,
+        dtype: dtypes.DType,
+        shape: tensor_shape.TensorShape | list | None = None,
+    ):
         self._op = op
         self._value_index = value_index
         self._dtype = dtypes.as_dtype(dtype)
@@ -89,8 +105,11 @@ class Tensor:
         """Alias of `shape` (TF1 name)."""
         return self._shape
 
-    def set_shape(self, shape) -> None:
+    def set_shape(self, shape: tensor_shape.TensorShape | list) -> None:
         """Refines the static shape by merging it with ``shape``.
+
+        Args:
+            shape: A `TensorShape`, or a list of dimensions (None for unknown).
 
         Raises:
             ValueError: if ``shape`` is not compatible with the current shape.
@@ -101,8 +120,20 @@ class Tensor:
         """The ops that take this tensor as an input."""
         return list(self._consumers)
 
-    def eval(self, feed_dict=None, session=None):
-        """Evaluates this tensor in ``session`` or the default session."""
+    def eval(self, feed_dict: dict | None = None, session: BaseSession | None = None) -> Any:
+        """Evaluates this tensor in ``session`` or the default session.
+
+        Args:
+            feed_dict: Values to feed, as in `Session.run`.
+            session: The session to use; None means the default session.
+
+        Returns:
+            The tensor's value, a numpy array.
+
+        Raises:
+            ValueError: if there is no session to use, or its graph is not this
+                tensor's graph.
+        """
         return _eval_using_default_session(self, feed_dict, self.graph, session)
 
     def _as_node_def_input(self) -> str:
@@ -154,6 +185,19 @@ class Operation:
 
     Ops are created by op constructors (``tf.matmul``, ``tf.Variable``, ...)
     through `Graph.create_op`, never directly.
+
+    Args:
+        graph: The `Graph` the op belongs to.
+        op_type: The op type, e.g. ``"MatMul"``.
+        name: The op's unique name in ``graph``.
+        inputs: The input tensors.
+        output_types: The `DType` of each output.
+        output_shapes: The static shape of each output (None: all unknown).
+        control_inputs: The ops that must run before this one.
+        attrs: The op's attribute values.
+
+    Raises:
+        ValueError: if ``output_shapes`` and ``output_types`` differ in length.
     """
 
     def __init__(
@@ -254,6 +298,9 @@ class Operation:
     def get_attr(self, name: str) -> Any:
         """Returns the value of attribute ``name``.
 
+        Args:
+            name: The attribute name.
+
         Raises:
             ValueError: if the op has no such attribute.
         """
@@ -291,8 +338,17 @@ class Operation:
         for op in ops:
             self._add_control_input(op)
 
-    def run(self, feed_dict=None, session=None) -> None:
-        """Runs this op in ``session`` or the default session."""
+    def run(self, feed_dict: dict | None = None, session: BaseSession | None = None) -> None:
+        """Runs this op in ``session`` or the default session.
+
+        Args:
+            feed_dict: Values to feed, as in `Session.run`.
+            session: The session to use; None means the default session.
+
+        Raises:
+            ValueError: if there is no session to use, or its graph is not this
+                op's graph.
+        """
         _run_using_default_session(self, feed_dict, self.graph, session)
 
     def __repr__(self) -> str:
@@ -463,6 +519,9 @@ class Graph:
     def get_operation_by_name(self, name: str) -> Operation:
         """Returns the op called ``name``.
 
+        Args:
+            name: The op's name.
+
         Raises:
             TypeError: if ``name`` is not a string.
             KeyError: if there is no such op (or ``name`` names a tensor).
@@ -475,6 +534,9 @@ class Graph:
     def get_tensor_by_name(self, name: str) -> Tensor:
         """Returns the tensor called ``name`` (``"op:index"``).
 
+        Args:
+            name: The tensor's name.
+
         Raises:
             TypeError: if ``name`` is not a string.
             KeyError: if there is no such tensor, or ``name`` names an op.
@@ -483,8 +545,16 @@ class Graph:
             raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
         return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
-    def as_graph_element(self, obj, allow_tensor: bool = True, allow_operation: bool = True):
+    def as_graph_element(
+        self, obj: Any, allow_tensor: bool = True, allow_operation: bool = True
+    ) -> Tensor | Operation:
         """Returns the Tensor or Operation that ``obj`` (an object or a name) denotes.
+
+        Args:
+            obj: A `Tensor`, an `Operation`, their name, or an object with an
+                ``_as_graph_element()`` method (a `Variable`).
+            allow_tensor: Whether ``obj`` may denote a Tensor.
+            allow_operation: Whether ``obj`` may denote an Operation.
 
         Raises:
             TypeError: if ``obj`` cannot be converted to an allowed element.
@@ -554,19 +624,35 @@ class Graph:
     # -- feeding and fetching rules -------------------------------------------------------
 
     def prevent_feeding(self, tensor: Tensor) -> None:
-        """Marks ``tensor`` as not feedable."""
+        """Marks ``tensor`` as not feedable.
+
+        Args:
+            tensor: The tensor that may not be fed.
+        """
         self._unfeedable.add(tensor)
 
     def is_feedable(self, tensor: Tensor) -> bool:
-        """True if ``tensor`` may be fed."""
+        """True if ``tensor`` may be fed.
+
+        Args:
+            tensor: The tensor to ask about.
+        """
         return tensor not in self._unfeedable
 
     def prevent_fetching(self, op: Operation) -> None:
-        """Marks ``op`` as not fetchable."""
+        """Marks ``op`` as not fetchable.
+
+        Args:
+            op: The op that may not be fetched (nor its outputs).
+        """
         self._unfetchable.add(op)
 
-    def is_fetchable(self, tensor_or_op) -> bool:
-        """True if ``tensor_or_op`` may be fetched."""
+    def is_fetchable(self, tensor_or_op: Tensor | Operation) -> bool:
+        """True if ``tensor_or_op`` may be fetched.
+
+        Args:
+            tensor_or_op: The `Tensor` or `Operation` to ask about.
+        """
         op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
         return op not in self._unfetchable
 
@@ -577,7 +663,13 @@ class Graph:
         return self._name_stack
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
-        """Returns ``name`` under the current scope, made unique with ``_1``, ``_2``, ..."""
+        """Returns ``name`` under the current scope, made unique by a ``_<n>`` suffix.
+
+        Args:
+            name: The name to prefix with the current scope.
+            mark_as_used: Whether to reserve the returned name, so that the next
+                call with the same ``name`` gives another one.
+        """
         if self._name_stack:
             name = self._name_stack + "/" + name
         # Case-insensitive, like TF: "A" and "a" must not collide on some file systems.
@@ -601,6 +693,12 @@ class Graph:
 
         ``None`` or ``""`` resets to the root scope; a name ending in ``/`` re-enters
         an existing scope verbatim; any other name is made unique.
+
+        Args:
+            name: The scope name.
+
+        Raises:
+            ValueError: if ``name`` is not a valid scope name.
         """
         if name:
             pattern = _VALID_SCOPE_NAME if self._name_stack else _VALID_OP_NAME
@@ -623,8 +721,20 @@ class Graph:
     # -- devices, colocation, control dependencies ----------------------------------------
 
     @contextlib.contextmanager
-    def device(self, device_name_or_function) -> Iterator[None]:
-        """Pushes a device string, `DeviceSpec`, device function or None for a block."""
+    def device(
+        self, device_name_or_function: str | pydev.DeviceSpec | Callable | None
+    ) -> Iterator[None]:
+        """Pushes a device string, `DeviceSpec`, device function or None for a block.
+
+        Args:
+            device_name_or_function: A device string or `DeviceSpec` to merge
+                into the device of each new op, a function ``op -> device``, or
+                None to ignore every outer device scope.
+
+        Raises:
+            TypeError: if ``device_name_or_function`` is none of these.
+            RuntimeError: if the scopes are exited out of order.
+        """
         entry = _DeviceEntry(device_name_or_function)
         stack = self._device_function_stack
         stack.append(entry)
@@ -648,11 +758,19 @@ class Graph:
             op._set_device(device, None if device == before else entry.describe())
 
     @contextlib.contextmanager
-    def colocate_with(self, op, ignore_existing: bool = False) -> Iterator[None]:
+    def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
         """Places ops created in the block on the device of ``op``.
 
         The device-function stack is emptied for the block: colocation beats
         every outer ``tf.device`` scope (and, when ``op`` has a device, inner ones).
+
+        Args:
+            op: The `Operation`, `Tensor` or `Variable` to colocate with, or
+                None (with ``ignore_existing``) to clear the colocation stack.
+            ignore_existing: Whether to drop the enclosing colocations.
+
+        Raises:
+            ValueError: if ``op`` is None and ``ignore_existing`` is False.
         """
         if op is None and not ignore_existing:
             raise ValueError(
@@ -689,8 +807,16 @@ class Graph:
                 device_set = True
         op._set_attr("_class", sorted(groups))
 
-    def control_dependencies(self, control_inputs) -> _ControlDependencies:
-        """Makes ops created in the block depend on ``control_inputs`` (None clears)."""
+    def control_dependencies(
+        self, control_inputs: Iterable[Operation | Tensor] | None
+    ) -> _ControlDependencies:
+        """Makes ops created in the block depend on ``control_inputs`` (None clears).
+
+        Args:
+            control_inputs: The `Operation` or `Tensor` objects that must run
+                before the ops created in the block, or None to clear every
+                enclosing control dependency for the block.
+        """
         if control_inputs is None:
             return _ControlDependencies(self, None)
         current = {op for block in self._control_dependencies_stack for op in block.control_inputs}
@@ -723,7 +849,15 @@ class Graph:
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
-        """Uses other registered gradient functions for ops created in the block."""
+        """Uses other registered gradient functions for ops created in the block.
+
+        Args:
+            op_type_map: Maps an op type to the op type whose gradient function
+                its ops use instead.
+
+        Raises:
+            TypeError: if ``op_type_map`` does not map strings to strings.
+        """
         for key, value in op_type_map.items():
             if not (isinstance(key, str) and isinstance(value, str)):
                 raise TypeError("op_type_map must be a dictionary mapping strings to strings")
@@ -740,11 +874,11 @@ class Graph:
         self,
         op_type: str,
         inputs: list[Tensor],
-        dtypes=None,
-        input_types=None,
+        dtypes: list | None = None,
+        input_types: list | None = None,
         name: str | None = None,
         attrs: dict | None = None,
-        op_def=None,
+        op_def: Any = None,
         compute_shapes: bool = True,
         compute_device: bool = True,
         shapes: list | None = None,
@@ -765,6 +899,10 @@ class Graph:
 
         Returns:
             The new `Operation`.
+
+        Raises:
+            TypeError: if an input is not a Tensor.
+            ValueError: if an input comes from another graph.
         """
         del input_types, op_def, compute_shapes
         self._check_not_finalized()
@@ -847,25 +985,45 @@ class Graph:
 
     # -- collections ---------------------------------------------------------------------
 
-    def add_to_collection(self, name: str, value) -> None:
-        """Appends ``value`` to the collection ``name``."""
+    def add_to_collection(self, name: str, value: Any) -> None:
+        """Appends ``value`` to the collection ``name``.
+
+        Args:
+            name: The collection's key.
+            value: The value to add.
+        """
         self._check_not_finalized()
         with self._lock:
             self._collections.setdefault(name, []).append(value)
 
-    def add_to_collections(self, names, value) -> None:
-        """Appends ``value`` to each collection in ``names`` (a name or an iterable)."""
+    def add_to_collections(self, names: str | Iterable[str], value: Any) -> None:
+        """Appends ``value`` to each collection in ``names`` (a name or an iterable).
+
+        Args:
+            names: A collection key, or an iterable of them (each used once).
+            value: The value to add.
+        """
         names = (names,) if isinstance(names, str) else set(names)
         for name in names:
             self.add_to_collection(name, value)
 
     def get_collection_ref(self, name: str) -> list:
-        """Returns the collection list itself (mutations change the collection)."""
+        """Returns the collection list itself (mutations change the collection).
+
+        Args:
+            name: The collection's key; an empty collection is created if needed.
+        """
         with self._lock:
             return self._collections.setdefault(name, [])
 
     def get_collection(self, name: str, scope: str | None = None) -> list:
-        """Returns a copy of collection ``name``, filtered by ``scope`` (a regex on names)."""
+        """Returns a copy of collection ``name``, filtered by ``scope`` (a regex on names).
+
+        Args:
+            name: The collection's key.
+            scope: If given, keep only the items with a ``name`` that
+                ``re.match`` matches (items without a name are dropped).
+        """
         with self._lock:
             items = list(self._collections.get(name, []))
         if scope is None:
@@ -883,7 +1041,11 @@ class Graph:
             return [k for k in self._collections if isinstance(k, str)]
 
     def clear_collection(self, name: str) -> None:
-        """Removes collection ``name``."""
+        """Removes collection ``name``.
+
+        Args:
+            name: The collection's key.
+        """
         self._check_not_finalized()
         with self._lock:
             self._collections.pop(name, None)
@@ -1067,11 +1229,24 @@ def _get_graph_from_inputs(values) -> Graph:
 
 
 @contextlib.contextmanager
-def name_scope(name, default_name=None, values=None) -> Iterator[str]:
-    """``tf.name_scope(name, default_name=None, values=None)`` (TF1 signature).
+def name_scope(
+    name: str | None, default_name: str | None = None, values: list | None = None
+) -> Iterator[str]:
+    """Opens a name scope in the graph of ``values`` (TF1's ``tf.name_scope``).
 
     Enters the graph of ``values`` (or the default graph) and opens
-    ``name`` (``default_name`` if ``name`` is None) in it.
+    ``name`` (``default_name`` if ``name`` is None) in it; yields the scope
+    string with a trailing ``/``.
+
+    Args:
+        name: The scope name (see `Graph.name_scope`).
+        default_name: The name to use if ``name`` is None.
+        values: The tensors passed to the op function; their graph is entered.
+
+    Raises:
+        ValueError: if ``values`` are given but neither ``name`` nor
+            ``default_name``, if ``values`` come from different graphs, or if
+            the name is not a valid scope name.
     """
     scope_name = default_name if name is None else name
     if scope_name is None and values is not None:
@@ -1083,38 +1258,74 @@ def name_scope(name, default_name=None, values=None) -> Iterator[str]:
         yield scope
 
 
-def device(device_name_or_function):
-    """``tf.device``: a context manager for the default graph's device stack."""
+def device(device_name_or_function: str | pydev.DeviceSpec | Callable | None):
+    """``tf.device``: a context manager for the default graph's device stack.
+
+    Args:
+        device_name_or_function: A device string, `DeviceSpec`, device function
+            or None; see `Graph.device`.
+    """
     return get_default_graph().device(device_name_or_function)
 
 
-def colocate_with(op, ignore_existing: bool = False):
-    """``tf.colocate_with``: places new ops in the block with ``op``."""
+def colocate_with(op: Any, ignore_existing: bool = False):
+    """``tf.colocate_with``: places new ops in the block with ``op``.
+
+    Args:
+        op: The op (or tensor, or variable) to colocate with; see
+            `Graph.colocate_with`.
+        ignore_existing: Whether to drop the enclosing colocations.
+    """
     return get_default_graph().colocate_with(op, ignore_existing)
 
 
-def control_dependencies(control_inputs):
-    """``tf.control_dependencies``: new ops in the block depend on ``control_inputs``."""
+def control_dependencies(control_inputs: Iterable[Operation | Tensor] | None):
+    """``tf.control_dependencies``: new ops in the block depend on ``control_inputs``.
+
+    Args:
+        control_inputs: The ops or tensors to depend on, or None to clear the
+            enclosing control dependencies; see `Graph.control_dependencies`.
+    """
     return get_default_graph().control_dependencies(control_inputs)
 
 
-def add_to_collection(name: str, value) -> None:
-    """Adds ``value`` to collection ``name`` of the default graph."""
+def add_to_collection(name: str, value: Any) -> None:
+    """Adds ``value`` to collection ``name`` of the default graph.
+
+    Args:
+        name: The collection's key.
+        value: The value to add.
+    """
     get_default_graph().add_to_collection(name, value)
 
 
-def add_to_collections(names, value) -> None:
-    """Adds ``value`` to each of the collections ``names`` of the default graph."""
+def add_to_collections(names: str | Iterable[str], value: Any) -> None:
+    """Adds ``value`` to each of the collections ``names`` of the default graph.
+
+    Args:
+        names: A collection key, or an iterable of them.
+        value: The value to add.
+    """
     get_default_graph().add_to_collections(names, value)
 
 
 def get_collection(key: str, scope: str | None = None) -> list:
-    """Returns a copy of collection ``key`` of the default graph."""
+    """Returns a copy of collection ``key`` of the default graph.
+
+    Args:
+        key: The collection's key, e.g. ``tf.GraphKeys.GLOBAL_VARIABLES``.
+        scope: If given, keep only the items whose ``name`` ``re.match``
+            matches it.
+    """
     return get_default_graph().get_collection(key, scope)
 
 
 def get_collection_ref(key: str) -> list:
-    """Returns collection ``key`` of the default graph (mutable)."""
+    """Returns collection ``key`` of the default graph (mutable).
+
+    Args:
+        key: The collection's key; an empty collection is created if needed.
+    """
     return get_default_graph().get_collection_ref(key)
 
 
@@ -1134,8 +1345,22 @@ def register_tensor_conversion_function(base_type, conversion_func, priority: in
     _conversion_functions.sort(key=lambda entry: entry[0])
 
 
-def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
+def convert_to_tensor(
+    value: Any,
+    dtype: dtypes.DType | None = None,
+    name: str | None = None,
+    preferred_dtype: dtypes.DType | None = None,
+    dtype_hint: dtypes.DType | None = None,
+) -> Tensor:
     """Converts ``value`` (a Tensor, Variable, numpy array, Python number or list) to a Tensor.
+
+    Args:
+        value: The object to convert.
+        dtype: The dtype the result must have; None infers it from ``value``.
+        name: The name of a new constant, if one is created.
+        preferred_dtype: The dtype to try first when ``dtype`` is None; if the
+            conversion to it fails, the inferred dtype is used.
+        dtype_hint: TF 2's name for ``preferred_dtype``.
 
     Raises:
         ValueError: if ``value`` is None, or a tensor of another dtype than ``dtype``.

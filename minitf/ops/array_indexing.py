@@ -37,9 +37,18 @@ def gather(params, indices, validate_indices=None, name=None, axis=0, batch_dims
     axis 0 is an `IndexedSlices`. A resource variable reads only the rows it
     needs (its ``sparse_read``).
 
+    Args:
+        params: The tensor (or variable) to gather from; at least 1-D.
+        indices: An int32 or int64 tensor of indices into dimension ``axis``.
+        validate_indices: Deprecated and ignored, as in TF.
+        name: A name for the operation (optional).
+        axis: The dimension of ``params`` to gather along.
+        batch_dims: Must be 0 (batched gathers are not supported).
+
     Raises:
         TypeError: if ``indices`` is not int32 or int64.
         ValueError: if ``params`` is a scalar or ``axis`` is out of range.
+        NotImplementedError: if ``batch_dims`` is not 0.
     """
     del validate_indices
     if batch_dims != 0:
@@ -103,6 +112,12 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None) -> ops.Tens
     output has shape ``[num_segments] + data.shape[segment_ids.rank:]``, rows
     without any id are zero and negative ids are dropped.
 
+    Args:
+        data: A numeric tensor.
+        segment_ids: An integer tensor whose shape is a prefix of ``data``'s.
+        num_segments: The number of segments, a scalar integer.
+        name: A name for the operation (optional).
+
     Raises:
         TypeError: if ``segment_ids`` is not an integer tensor.
         ValueError: if ``segment_ids``' shape is not a prefix of ``data``'s shape.
@@ -149,6 +164,15 @@ def one_hot(
     The new dimension of size ``depth`` goes at ``axis`` (default: last). The
     dtype comes from ``dtype``, else ``on_value``/``off_value``, else float32.
     Indices outside ``[0, depth)`` give a row of ``off_value``. (Op ``OneHot``.)
+
+    Args:
+        indices: A uint8, int32 or int64 tensor of indices.
+        depth: The size of the one-hot dimension.
+        on_value: The value where ``indices[j] == i`` (default 1).
+        off_value: The value elsewhere (default 0).
+        axis: Where the new dimension goes (default -1, the last).
+        dtype: The dtype of the result.
+        name: A name for the operation (optional).
 
     Raises:
         TypeError: if the dtypes of ``on_value``, ``off_value`` and ``dtype`` disagree.
@@ -227,6 +251,12 @@ def where(condition, x=None, y=None, name=None) -> ops.Tensor:
     ``Where``), the result is the ``[num_true, rank]`` int64 matrix of the
     coordinates of the true elements of ``condition``.
 
+    Args:
+        condition: A bool tensor.
+        x: The values where ``condition`` is true (optional).
+        y: The values where ``condition`` is false, same shape and dtype as ``x`` (optional).
+        name: A name for the operation (optional).
+
     Raises:
         ValueError: if only one of ``x`` and ``y`` is given, or the shapes do not fit.
         TypeError: if ``condition`` is not bool or ``x`` and ``y`` dtypes differ.
@@ -299,6 +329,13 @@ def dynamic_partition(data, partitions, num_partitions, name=None) -> list[ops.T
 
     ``outputs[i]`` holds, in order, the slices ``data[j...]`` with
     ``partitions[j...] == i`` (op ``DynamicPartition``).
+
+    Args:
+        data: A tensor.
+        partitions: An int32 tensor whose shape is a prefix of ``data``'s, each entry in ``[0,
+            num_partitions)``.
+        num_partitions: The number of outputs, a Python int.
+        name: A name for the operation (optional).
     """
     with ops.name_scope(name, "DynamicPartition", [data, partitions]) as scope:
         data_t = ops.convert_to_tensor(data, name="data")
@@ -345,6 +382,11 @@ def dynamic_stitch(indices, data, name=None) -> ops.Tensor:
 
     The inverse of `dynamic_partition` (op ``DynamicStitch``); later entries win
     when an index repeats.
+
+    Args:
+        indices: A list of int32 tensors.
+        data: A list of tensors, ``data[m]`` shaped ``indices[m].shape + constant``.
+        name: A name for the operation (optional).
     """
     return _stitch("DynamicStitch", indices, data, name)
 
@@ -363,6 +405,11 @@ def unique(x, out_idx=dtypes.int32, name=None) -> UniqueOutput:
     Returns a named tuple ``(y, idx)`` with ``x == gather(y, idx)``: ``y`` holds
     each distinct value once and ``idx[i]`` is the position of ``x[i]`` in
     ``y``. ``out_idx`` (``tf.int32`` or ``tf.int64``) is the dtype of ``idx``.
+
+    Args:
+        x: A 1-D tensor.
+        out_idx: The dtype of ``idx``: int32 (the default) or int64.
+        name: A name for the operation (optional).
 
     Raises:
         ValueError: if ``x`` is statically known not to be a vector.

@@ -71,6 +71,11 @@ def concat(values, axis, name="concat") -> ops.Tensor:
 
     A single value is returned through ``identity``, as in TF.
 
+    Args:
+        values: A list of tensors (or a single one).
+        axis: The dimension to concatenate along (a 0-D int32).
+        name: A name for the operation.
+
     Raises:
         ValueError: if the ranks differ, the non-axis dimensions do not match,
             ``axis`` is out of range or the values are scalars.
@@ -127,6 +132,11 @@ def stack(values, axis=0, name="stack") -> ops.Tensor:
 
     As in TF, a list of constants with ``axis=0`` becomes one ``Const``.
 
+    Args:
+        values: A list of tensors of one shape and dtype.
+        axis: The dimension to stack along, in ``[-(R+1), R+1)``.
+        name: A name for the operation.
+
     Raises:
         ValueError: if ``axis`` is out of range or the shapes differ.
     """
@@ -175,6 +185,12 @@ def pack(values, axis: int, name) -> ops.Tensor:
 
 def unstack(value, num=None, axis=0, name="unstack") -> list[ops.Tensor]:
     """Splits ``value`` along ``axis`` into ``num`` tensors of one less rank (op ``Unpack``).
+
+    Args:
+        value: A tensor of rank R > 0.
+        num: The length of dimension ``axis``; None infers it from the static shape.
+        axis: The dimension to unstack along, in ``[-R, R)``.
+        name: A name for the operation.
 
     Raises:
         ValueError: if ``num`` is None and cannot be inferred, or ``axis`` is out of range.
@@ -331,6 +347,11 @@ def _split_v(value, size_splits, axis, num: int, name) -> list[ops.Tensor]:
 def tile(input, multiples, name=None) -> ops.Tensor:  # noqa: A002
     """Repeats ``input`` ``multiples[i]`` times along dimension ``i`` (op ``Tile``).
 
+    Args:
+        input: A tensor.
+        multiples: A 1-D int32 or int64 tensor, one entry per dimension of ``input``.
+        name: A name for the operation (optional).
+
     Raises:
         ValueError: if ``multiples`` does not have one entry per dimension.
     """
@@ -364,6 +385,13 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0) -> ops.
 
     ``CONSTANT`` mode is op ``Pad`` (``PadV2`` for a non-zero ``constant_values``);
     ``REFLECT`` and ``SYMMETRIC`` are ``MirrorPad``.
+
+    Args:
+        tensor: A tensor.
+        paddings: An int32 tensor of shape ``[rank, 2]``.
+        mode: ``"CONSTANT"``, ``"REFLECT"`` or ``"SYMMETRIC"`` (any case).
+        name: A name for the operation (optional).
+        constant_values: The value to pad with in ``CONSTANT`` mode.
 
     Raises:
         ValueError: on an unknown mode or a ``paddings`` of the wrong shape.

@@ -135,6 +135,9 @@ def placeholder_with_default(input, shape, name=None) -> ops.Tensor:  # noqa: A0
         shape: The (possibly partial) shape of the tensor; must be compatible
             with ``input``'s shape.
         name: The op name.
+
+    Raises:
+        ValueError: if ``shape`` is not compatible with the shape of ``input``.
     """
     with ops.name_scope(name, "PlaceholderWithDefault", [input]) as scope:
         value = ops.convert_to_tensor(input, name="input")
@@ -156,7 +159,12 @@ def placeholder_with_default(input, shape, name=None) -> ops.Tensor:  # noqa: A0
 
 
 def identity(input, name=None) -> ops.Tensor:  # noqa: A002 - TF's name
-    """Returns a tensor with the same value as ``input``."""
+    """Returns a tensor with the same value as ``input``.
+
+    Args:
+        input: A tensor (or a value convertible to one).
+        name: A name for the operation (optional).
+    """
     with ops.name_scope(name, "Identity", [input]) as scope:
         value = ops.convert_to_tensor(input, name="input")
         op = ops.get_default_graph().create_op(
@@ -171,7 +179,12 @@ def identity(input, name=None) -> ops.Tensor:  # noqa: A002 - TF's name
 
 
 def stop_gradient(input, name=None) -> ops.Tensor:  # noqa: A002
-    """Returns ``input``, but ``tf.gradients`` treats it as a constant (op ``StopGradient``)."""
+    """Returns ``input``, but ``tf.gradients`` treats it as a constant (op ``StopGradient``).
+
+    Args:
+        input: A tensor (or a value convertible to one).
+        name: A name for the operation (optional).
+    """
     with ops.name_scope(name, "StopGradient", [input]) as scope:
         value = ops.convert_to_tensor(input, name="input")
         op = create_op(
@@ -227,18 +240,35 @@ def _filled(value, shape, dtype, name, default_name) -> ops.Tensor:
 
 
 def zeros(shape, dtype=dtypes.float32, name=None) -> ops.Tensor:  # noqa: F811
-    """A tensor of ``shape`` filled with zeros (a ``Const`` when small, else ``Fill``)."""
+    """A tensor of ``shape`` filled with zeros (a ``Const`` when small, else ``Fill``).
+
+    Args:
+        shape: The shape: a list of integers, a `TensorShape` or a 1-D int32 tensor.
+        dtype: The dtype of the elements.
+        name: A name for the operation (optional).
+    """
     return _filled(_zero_of(dtypes.as_dtype(dtype).base_dtype), shape, dtype, name, "zeros")
 
 
 def ones(shape, dtype=dtypes.float32, name=None) -> ops.Tensor:  # noqa: F811
-    """A tensor of ``shape`` filled with ones (a ``Const`` when small, else ``Fill``)."""
+    """A tensor of ``shape`` filled with ones (a ``Const`` when small, else ``Fill``).
+
+    Args:
+        shape: The shape: a list of integers, a `TensorShape` or a 1-D int32 tensor.
+        dtype: The dtype of the elements.
+        name: A name for the operation (optional).
+    """
     one = True if dtypes.as_dtype(dtype).base_dtype == dtypes.bool else 1
     return _filled(one, shape, dtype, name, "ones")
 
 
 def fill(dims, value, name=None) -> ops.Tensor:
     """A tensor of shape ``dims`` whose elements are all the scalar ``value`` (op ``Fill``).
+
+    Args:
+        dims: The shape: a 1-D int32 or int64 tensor.
+        value: The 0-D value to fill with.
+        name: A name for the operation (optional).
 
     Raises:
         ValueError: if ``value`` is not a scalar or ``dims`` not a vector.
@@ -266,6 +296,12 @@ def zeros_like(tensor, dtype=None, name=None, optimize=True) -> ops.Tensor:
     With ``optimize`` and a fully defined static shape the result is a constant,
     independent of ``tensor``'s value; otherwise it is a ``ZerosLike`` op (or a
     ``Fill`` of ``tf.shape(tensor)`` when the dtype changes), as in TF.
+
+    Args:
+        tensor: A tensor.
+        dtype: The dtype of the result; None keeps ``tensor``'s.
+        name: A name for the operation (optional).
+        optimize: Whether to build a constant when the static shape is fully defined.
     """
     with ops.name_scope(name, "zeros_like", [tensor]) as scope:
         value = ops.convert_to_tensor(tensor, name="tensor")
@@ -289,7 +325,15 @@ def zeros_like(tensor, dtype=None, name=None, optimize=True) -> ops.Tensor:
 
 
 def ones_like(tensor, dtype=None, name=None, optimize=True) -> ops.Tensor:
-    """A tensor of ones with the shape of ``tensor`` (a ``Fill`` of its shape, as in TF)."""
+    """A tensor of ones with the shape of ``tensor`` (a ``Fill`` of its shape, as in TF).
+
+    Args:
+        tensor: A tensor.
+        dtype: The dtype of the result; None keeps ``tensor``'s.
+        name: A name for the operation (optional).
+        optimize: Whether to read the shape statically when it is fully defined
+            (``tf.shape(tensor)`` is used otherwise).
+    """
     with ops.name_scope(name, "ones_like", [tensor]) as scope:
         value = ops.convert_to_tensor(tensor, name="tensor")
         ones_shape = shape_internal(value) if optimize else shape(value)

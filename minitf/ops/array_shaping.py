@@ -21,7 +21,13 @@ from minitf.ops.op_def_library import convert_list, create_op, index_tensor
 
 
 def shape(input, name=None, out_type=dtypes.int32) -> ops.Tensor:  # noqa: A002 - TF's name
-    """Returns the shape of ``input`` as a 1-D tensor of ``out_type``."""
+    """Returns the shape of ``input`` as a 1-D tensor of ``out_type``.
+
+    Args:
+        input: A tensor.
+        name: A name for the operation (optional).
+        out_type: The dtype of the result: int32 (the default) or int64.
+    """
     with ops.name_scope(name, "Shape", [input]) as scope:
         value = ops.convert_to_tensor(input, name="input")
         out_type = dtypes.as_dtype(out_type)
@@ -38,7 +44,13 @@ def shape(input, name=None, out_type=dtypes.int32) -> ops.Tensor:  # noqa: A002 
 
 
 def shape_n(input, out_type=dtypes.int32, name=None) -> list[ops.Tensor]:  # noqa: A002
-    """Returns the shapes of the tensors in ``input``, one 1-D tensor each (op ``ShapeN``)."""
+    """Returns the shapes of the tensors in ``input``, one 1-D tensor each (op ``ShapeN``).
+
+    Args:
+        input: A list of tensors.
+        out_type: The dtype of the results: int32 (the default) or int64.
+        name: A name for the operation (optional).
+    """
     with ops.name_scope(name, "ShapeN", list(input)) as scope:
         values = convert_list(list(input), "ShapeN", "input")
         out_type = dtypes.as_dtype(out_type)
@@ -58,6 +70,11 @@ def size(input, name=None, out_type=dtypes.int32) -> ops.Tensor:  # noqa: A002
     """Returns the number of elements of ``input``.
 
     Like TF, a fully defined static shape gives a constant; otherwise a ``Size`` op.
+
+    Args:
+        input: A tensor.
+        name: A name for the operation (optional).
+        out_type: The dtype of the result: int32 (the default) or int64.
     """
     with ops.name_scope(name, "Size", [input]) as scope:
         value = ops.convert_to_tensor(input)
@@ -82,6 +99,10 @@ def rank(input, name=None) -> ops.Tensor:  # noqa: A002
     """Returns the number of dimensions of ``input`` (int32).
 
     Like TF, a known static rank gives a constant; otherwise a ``Rank`` op.
+
+    Args:
+        input: A tensor.
+        name: A name for the operation (optional).
     """
     return rank_internal(input, name)
 
@@ -174,8 +195,14 @@ def _reshaped_static_shape(input_shape, new_shape, where: str) -> tensor_shape.T
 def reshape(tensor, shape, name=None) -> ops.Tensor:  # noqa: F811 - TF's argument name
     """Returns ``tensor`` with its elements rearranged into ``shape`` (one entry may be -1).
 
+    Args:
+        tensor: A tensor.
+        shape: The new shape, a 1-D int32 or int64 tensor (one entry may be -1).
+        name: A name for the operation (optional).
+
     Raises:
         ValueError: if the element counts are known and differ.
+        TypeError: if ``shape`` is not an integer tensor.
     """
     with ops.name_scope(name, "Reshape", [tensor, shape]) as scope:
         value = ops.convert_to_tensor(tensor, name="tensor")
@@ -200,6 +227,12 @@ def reshape(tensor, shape, name=None) -> ops.Tensor:  # noqa: F811 - TF's argume
 
 def expand_dims(input, axis=None, name=None, dim=None) -> ops.Tensor:  # noqa: A002
     """Inserts a dimension of size 1 at index ``axis`` (op ``ExpandDims``).
+
+    Args:
+        input: A tensor.
+        axis: The index at which to insert the dimension; in ``[-rank-1, rank]``.
+        name: A name for the operation (optional).
+        dim: Deprecated alias of ``axis``.
 
     Raises:
         ValueError: if neither or both of ``axis`` and the deprecated ``dim`` are
@@ -242,6 +275,13 @@ def expand_dims(input, axis=None, name=None, dim=None) -> ops.Tensor:  # noqa: A
 
 def squeeze(input, axis=None, name=None, squeeze_dims=None) -> ops.Tensor:  # noqa: A002
     """Removes dimensions of size 1 (all of them, or those in ``axis``) (op ``Squeeze``).
+
+    Args:
+        input: A tensor.
+        axis: The dimensions to remove (an int or a list); empty or None removes every size-1
+            dimension.
+        name: A name for the operation (optional).
+        squeeze_dims: Deprecated alias of ``axis``.
 
     Raises:
         ValueError: if a dimension in ``axis`` is known and is not 1.
@@ -301,8 +341,15 @@ def _squeezed_shape(value, axis: list[int], scope) -> tensor_shape.TensorShape:
 def transpose(a, perm=None, name="transpose", conjugate=False) -> ops.Tensor:
     """Permutes the dimensions of ``a`` by ``perm`` (default: reversed) (op ``Transpose``).
 
+    Args:
+        a: A tensor.
+        perm: A permutation of the dimensions of ``a``; None reverses them.
+        name: A name for the operation.
+        conjugate: Whether to also conjugate a complex ``a`` (not supported for complex tensors).
+
     Raises:
         ValueError: if ``perm`` is known and is not a permutation of ``range(rank)``.
+        NotImplementedError: if ``conjugate`` is set for a complex ``a``.
     """
     with ops.name_scope(name, "transpose", [a]) as scope:
         a = ops.convert_to_tensor(a, name="a")
@@ -353,7 +400,12 @@ def _transpose(a, perm, scope) -> ops.Tensor:
 
 
 def invert_permutation(x, name=None) -> ops.Tensor:
-    """Returns ``y`` with ``y[x[i]] = i`` (op ``InvertPermutation``)."""
+    """Returns ``y`` with ``y[x[i]] = i`` (op ``InvertPermutation``).
+
+    Args:
+        x: A 1-D int32 or int64 tensor holding a permutation of ``0..n-1``.
+        name: A name for the operation (optional).
+    """
     with ops.name_scope(name, "InvertPermutation", [x]) as scope:
         x = index_tensor(x, "x", "InvertPermutation")
         check_rank(x, 1, scope, "InvertPermutation", [x])

@@ -29,6 +29,12 @@ def slice(input_, begin, size, name=None) -> ops.Tensor:  # noqa: A001
 
     A ``size`` entry of -1 takes every element from ``begin`` to the end of that dimension.
 
+    Args:
+        input_: A tensor.
+        begin: An int32 or int64 tensor, the start of the block in each dimension.
+        size: The size of the block in each dimension (-1: to the end).
+        name: A name for the operation (optional).
+
     Raises:
         ValueError: if the block is known not to fit in ``input_``.
     """
@@ -109,6 +115,19 @@ def strided_slice(
     makes it ``...``, ``new_axis_mask`` makes it ``tf.newaxis`` and
     ``shrink_axis_mask`` makes it the single index ``begin[i]`` (the dimension
     is removed). This is what ``tensor[...]`` builds.
+
+    Args:
+        input_: A tensor.
+        begin: A 1-D int32 or int64 tensor of start indices.
+        end: A 1-D tensor of end indices (exclusive).
+        strides: A 1-D tensor of strides (default 1).
+        begin_mask: A bitmask; see above.
+        end_mask: A bitmask; see above.
+        ellipsis_mask: A bitmask; see above.
+        new_axis_mask: A bitmask; see above.
+        shrink_axis_mask: A bitmask; see above.
+        var: Unused; TF uses it to assign to a slice of a variable.
+        name: A name for the operation (optional).
 
     Raises:
         ValueError: if an index is known to be out of range, a stride is 0, or

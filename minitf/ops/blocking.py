@@ -36,11 +36,14 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from minitf.framework import errors, ops
+
+if TYPE_CHECKING:
+    from minitf.runtime.executor import StepContext
 
 
 class RunResult(enum.Enum):
@@ -121,7 +124,7 @@ class BlockingResource:
     def try_attempt(
         self,
         direction: int,
-        ctx,
+        ctx: StepContext | None,
         done: Callable[[Any], None],
         run: Callable[[Attempt], RunResult],
         cancel_message: str,

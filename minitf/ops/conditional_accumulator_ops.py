@@ -38,7 +38,12 @@ class ConditionalAccumulatorBase:
         accumulator_ref: The accumulator's handle tensor.
     """
 
-    def __init__(self, dtype, shape, accumulator_ref: ops.Tensor):
+    def __init__(
+        self,
+        dtype: _dtypes.DType,
+        shape: tensor_shape.TensorShape | list | None,
+        accumulator_ref: ops.Tensor,
+    ):
         self._dtype = _dtypes.as_dtype(dtype)
         self._shape = (
             tensor_shape.unknown_shape() if shape is None else tensor_shape.as_shape(shape)
@@ -71,8 +76,12 @@ class ConditionalAccumulatorBase:
     def _resource(self) -> bool:
         return self._accumulator_ref.dtype == _dtypes.resource
 
-    def num_accumulated(self, name=None) -> ops.Tensor:
-        """An int32 scalar: how many gradients have been accepted since the last take."""
+    def num_accumulated(self, name: str | None = None) -> ops.Tensor:
+        """An int32 scalar: how many gradients have been accepted since the last take.
+
+        Args:
+            name: A name for the op.
+        """
         op_type = (
             "ResourceAccumulatorNumAccumulated"
             if self._resource()
@@ -85,10 +94,16 @@ class ConditionalAccumulatorBase:
             name or f"{self._name}_NumAccumulated",
         ).outputs[0]
 
-    def set_global_step(self, new_global_step, name=None) -> ops.Operation:
+    def set_global_step(
+        self, new_global_step: int | ops.Tensor, name: str | None = None
+    ) -> ops.Operation:
         """Sets the accumulator's global step (a smaller value only logs a warning).
 
         Gradients with a ``local_step`` below it are dropped as stale.
+
+        Args:
+            new_global_step: The new global step (an int64 scalar).
+            name: A name for the op.
         """
         op_type = (
             "ResourceAccumulatorSetGlobalStep" if self._resource() else ("AccumulatorSetGlobalStep")
@@ -118,11 +133,11 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
 
     def __init__(
         self,
-        dtype,
-        shape=None,
-        shared_name=None,
-        name="conditional_accumulator",
-        reduction_type="MEAN",
+        dtype: _dtypes.DType,
+        shape: tensor_shape.TensorShape | list | None = None,
+        shared_name: str | None = None,
+        name: str = "conditional_accumulator",
+        reduction_type: str = "MEAN",
     ):
         dtype = check_dtype(
             "dtype", _dtypes.as_dtype(dtype), NUMERIC, "ResourceConditionalAccumulator"
@@ -146,10 +161,17 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
             )
         super().__init__(dtype, shape, op.outputs[0])
 
-    def apply_grad(self, grad, local_step=0, name=None) -> ops.Operation:
+    def apply_grad(
+        self, grad: ops.Tensor, local_step: int | ops.Tensor = 0, name: str | None = None
+    ) -> ops.Operation:
         """Offers a gradient; when run it is added if ``local_step >=`` the global step.
 
         A stale gradient (an older ``local_step``) is dropped silently.
+
+        Args:
+            grad: The gradient, a tensor of the accumulator's dtype and shape.
+            local_step: The global step the gradient was computed at.
+            name: A name for the op.
 
         Raises:
             ValueError: if ``grad``'s static shape is incompatible with the accumulator's.
@@ -165,11 +187,15 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
             {"dtype": self._dtype},
         )
 
-    def take_grad(self, num_required, name=None) -> ops.Tensor:
+    def take_grad(self, num_required: int | ops.Tensor, name: str | None = None) -> ops.Tensor:
         """Waits for ``num_required`` accepted gradients; returns their mean (or sum).
 
         Taking resets the counter and adds one to the accumulator's global step.
         ``num_required`` is a minimum: every gradient accepted so far is aggregated.
+
+        Args:
+            num_required: The number of gradients to wait for (an int32 scalar).
+            name: A name for the op.
         """
         n = ops.convert_to_tensor(num_required, _dtypes.int32, name="num_required")
         return self._op(
@@ -188,16 +214,26 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
     With ``reduction_type="MEAN"`` each row is divided by the number of
     gradients that contained it.
 
-    Args: as `ConditionalAccumulator`.
+    Args:
+        dtype: The dtype of the gradients.
+        shape: The dense shape of the gradients; may be partial or None.
+        shared_name: If set, every accumulator op with that name on the task
+            is the same accumulator.
+        name: The name of the accumulator op.
+        reduction_type: ``"MEAN"`` (the default) or ``"SUM"``.
+
+    Raises:
+        TypeError: if ``dtype`` is not a numeric type.
+        ValueError: for another ``reduction_type``.
     """
 
     def __init__(
         self,
-        dtype,
-        shape=None,
-        shared_name=None,
-        name="sparse_conditional_accumulator",
-        reduction_type="MEAN",
+        dtype: _dtypes.DType,
+        shape: tensor_shape.TensorShape | list | None = None,
+        shared_name: str | None = None,
+        name: str = "sparse_conditional_accumulator",
+        reduction_type: str = "MEAN",
     ):
         dtype = check_dtype(
             "dtype", _dtypes.as_dtype(dtype), NUMERIC, "SparseConditionalAccumulator"
@@ -221,8 +257,16 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
             )
         super().__init__(dtype, shape, op.outputs[0])
 
-    def apply_indexed_slices_grad(self, grad: IndexedSlices, local_step=0, name=None):
-        """`apply_grad` with the indices, values and dense shape of ``grad``."""
+    def apply_indexed_slices_grad(
+        self, grad: IndexedSlices, local_step: int | ops.Tensor = 0, name: str | None = None
+    ) -> ops.Operation:
+        """`apply_grad` with the indices, values and dense shape of ``grad``.
+
+        Args:
+            grad: The gradient, an `IndexedSlices`.
+            local_step: The global step the gradient was computed at.
+            name: A name for the op.
+        """
         return self.apply_grad(
             grad_indices=grad.indices,
             grad_values=grad.values,
@@ -232,11 +276,23 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
         )
 
     def apply_grad(
-        self, grad_indices, grad_values, grad_shape=None, local_step=0, name=None
+        self,
+        grad_indices: ops.Tensor,
+        grad_values: ops.Tensor,
+        grad_shape: ops.Tensor | list | None = None,
+        local_step: int | ops.Tensor = 0,
+        name: str | None = None,
     ) -> ops.Operation:
         """Offers a sparse gradient: rows ``grad_values[i]`` at ``grad_indices[i]``.
 
         Dropped silently if ``local_step`` is older than the global step.
+
+        Args:
+            grad_indices: The row indices, a 1-D int64 tensor.
+            grad_values: The rows, one per index.
+            grad_shape: The dense shape of the gradient, or None.
+            local_step: The global step the gradient was computed at.
+            name: A name for the op.
         """
         values = ops.convert_to_tensor(grad_values, self._dtype, name="grad_values")
         shape = _int64([] if grad_shape is None else grad_shape, "grad_shape")
@@ -254,12 +310,18 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
             {"dtype": self._dtype, "has_known_shape": grad_shape is not None},
         )
 
-    def take_grad(self, num_required, name=None):
+    def take_grad(
+        self, num_required: int | ops.Tensor, name: str | None = None
+    ) -> tuple[ops.Tensor, ops.Tensor, ops.Tensor]:
         """Waits for ``num_required`` gradients; returns ``(indices, values, shape)``.
 
         Indices come sorted; the dense shape's first dimension is the declared
         one (-1 when unknown). As in TF, the three outputs have unknown static
         shapes: what the accumulator holds is only known when it runs.
+
+        Args:
+            num_required: The number of gradients to wait for (an int32 scalar).
+            name: A name for the op.
         """
         n = ops.convert_to_tensor(num_required, _dtypes.int32, name="num_required")
         unknown = tensor_shape.TensorShape(None)
@@ -273,7 +335,14 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
         )
         return tuple(op.outputs)
 
-    def take_indexed_slices_grad(self, num_required, name=None) -> IndexedSlices:
-        """`take_grad` as an `IndexedSlices`."""
+    def take_indexed_slices_grad(
+        self, num_required: int | ops.Tensor, name: str | None = None
+    ) -> IndexedSlices:
+        """`take_grad` as an `IndexedSlices`.
+
+        Args:
+            num_required: The number of gradients to wait for (an int32 scalar).
+            name: A name for the op.
+        """
         indices, values, shape = self.take_grad(num_required, name=name)
         return IndexedSlices(indices=indices, values=values, dense_shape=shape)

@@ -17,7 +17,11 @@ _tuple = tuple
 
 
 def no_op(name=None) -> ops.Operation:
-    """An op that does nothing; useful as a control-dependency anchor."""
+    """An op that does nothing; useful as a control-dependency anchor.
+
+    Args:
+        name: A name for the operation (default ``"NoOp"``).
+    """
     return ops.get_default_graph().create_op("NoOp", [], [], name=name or "NoOp")
 
 
@@ -114,7 +118,16 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
 
 
 def with_dependencies(dependencies, output_tensor, name=None):
-    """Returns ``output_tensor``'s value, produced only after ``dependencies`` ran."""
+    """Returns ``output_tensor``'s value, produced only after ``dependencies`` ran.
+
+    Args:
+        dependencies: The ops (or tensors) that must run first.
+        output_tensor: The tensor (or `IndexedSlices`) whose value to return.
+        name: A name for the operation (optional).
+
+    Returns:
+        An identity of ``output_tensor`` (an `IndexedSlices` if it is one), on its device.
+    """
     with ops.name_scope(name, "control_dependency", list(dependencies) + [output_tensor]) as scope:
         with ops.colocate_with(output_tensor):
             with ops.control_dependencies(dependencies):
@@ -182,11 +195,14 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
 
     Args:
         pred: A scalar bool tensor.
-        true_fn, false_fn: Functions of no arguments returning tensors, ops,
-            or nested lists/tuples/dicts of them, of the same structure.
+        true_fn: A function of no arguments returning tensors, ops, or nested
+            lists/tuples/dicts of them; called to build the true branch.
+        false_fn: Like ``true_fn``, for the false branch; it must return the
+            same structure.
         strict: Return a single-element list as a list (TF's ``strict``).
         name: The name scope.
-        fn1, fn2: TF's deprecated names of ``true_fn`` and ``false_fn``.
+        fn1: TF's deprecated name of ``true_fn``.
+        fn2: TF's deprecated name of ``false_fn``.
 
     Returns:
         The taken branch's results, in their structure; an op result becomes a

@@ -101,7 +101,18 @@ def compute_gradient(
 def compute_gradient_error(
     x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None, extra_feed_dict=None
 ) -> float:
-    """The largest absolute difference between the theoretical and numerical Jacobians."""
+    """The largest absolute difference between the theoretical and numerical Jacobians.
+
+    Args:
+        x: A tensor (or list of tensors) to perturb.
+        x_shape: Its shape (list of shapes for a list).
+        y: The output tensor.
+        y_shape: Its shape.
+        x_init_value: Where to evaluate (default: random values in [0, 1)).
+        delta: The finite-difference step.
+        init_targets: Ops to run first (e.g. variable initializers).
+        extra_feed_dict: More feeds for every run.
+    """
     result = compute_gradient(
         x, x_shape, y, y_shape, x_init_value, delta, init_targets, extra_feed_dict
     )

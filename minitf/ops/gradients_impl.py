@@ -10,10 +10,14 @@ which builds the ops computing the gradients of the op's inputs.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from minitf.framework import dtypes, ops
 from minitf.framework.indexed_slices import IndexedSlices
 from minitf.framework.op_registry import get_gradient_function
+
+if TYPE_CHECKING:
+    from minitf.ops.variables import Variable
 
 __all__ = ["gradients", "AggregationMethod"]
 
@@ -127,15 +131,15 @@ def _zeros_for(op: ops.Operation, index: int):
 
 
 def gradients(
-    ys,
-    xs,
-    grad_ys=None,
-    name="gradients",
-    colocate_gradients_with_ops=False,
-    gate_gradients=False,
-    aggregation_method=None,
-    stop_gradients=None,
-):
+    ys: ops.Tensor | list[ops.Tensor],
+    xs: ops.Tensor | Variable | list,
+    grad_ys: ops.Tensor | list | None = None,
+    name: str = "gradients",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: int | None = None,
+    stop_gradients: ops.Tensor | list[ops.Tensor] | None = None,
+) -> list[ops.Tensor | IndexedSlices | None]:
     """Builds the symbolic partial derivatives of ``sum(ys)`` with respect to each of ``xs``.
 
     Args:
@@ -151,7 +155,7 @@ def gradients(
 
     Returns:
         One gradient per x: a Tensor, an `IndexedSlices`, or None if x does not
-        influence ys.
+            influence ys.
 
     Raises:
         LookupError: if an op between xs and ys has no registered gradient.

@@ -77,12 +77,20 @@ class Initializer:
 
     @classmethod
     def from_config(cls, config: dict) -> Initializer:
-        """Builds an initializer from the output of `get_config`."""
+        """Builds an initializer from the output of `get_config`.
+
+        Args:
+            config: A dict returned by `get_config`.
+        """
         return cls(**config)
 
 
 class Zeros(Initializer):
-    """Initializes to zeros (``tf.zeros_initializer``)."""
+    """Initializes to zeros (``tf.zeros_initializer``).
+
+    Args:
+        dtype: The default dtype of the tensors it creates.
+    """
 
     def __init__(self, dtype=dtypes.float32):
         self.dtype = dtypes.as_dtype(dtype)
@@ -95,7 +103,11 @@ class Zeros(Initializer):
 
 
 class Ones(Initializer):
-    """Initializes to ones (``tf.ones_initializer``)."""
+    """Initializes to ones (``tf.ones_initializer``).
+
+    Args:
+        dtype: The default dtype of the tensors it creates.
+    """
 
     def __init__(self, dtype=dtypes.float32):
         self.dtype = dtypes.as_dtype(dtype)
@@ -380,22 +392,38 @@ class GlorotNormal(VarianceScaling):
 
 
 def lecun_normal(seed=None) -> VarianceScaling:
-    """LeCun normal: truncated normal with stddev ``sqrt(1 / fan_in)``."""
+    """LeCun normal: truncated normal with stddev ``sqrt(1 / fan_in)``.
+
+    Args:
+        seed: The op-level seed of the random op.
+    """
     return VarianceScaling(scale=1.0, mode="fan_in", distribution="truncated_normal", seed=seed)
 
 
 def lecun_uniform(seed=None) -> VarianceScaling:
-    """LeCun uniform: uniform in ``±sqrt(3 / fan_in)``."""
+    """LeCun uniform: uniform in ``±sqrt(3 / fan_in)``.
+
+    Args:
+        seed: The op-level seed of the random op.
+    """
     return VarianceScaling(scale=1.0, mode="fan_in", distribution="uniform", seed=seed)
 
 
 def he_normal(seed=None) -> VarianceScaling:
-    """He normal: truncated normal with stddev ``sqrt(2 / fan_in)``."""
+    """He normal: truncated normal with stddev ``sqrt(2 / fan_in)``.
+
+    Args:
+        seed: The op-level seed of the random op.
+    """
     return VarianceScaling(scale=2.0, mode="fan_in", distribution="truncated_normal", seed=seed)
 
 
 def he_uniform(seed=None) -> VarianceScaling:
-    """He uniform: uniform in ``±sqrt(6 / fan_in)``."""
+    """He uniform: uniform in ``±sqrt(6 / fan_in)``.
+
+    Args:
+        seed: The op-level seed of the random op.
+    """
     return VarianceScaling(scale=2.0, mode="fan_in", distribution="uniform", seed=seed)
 
 

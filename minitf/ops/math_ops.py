@@ -217,12 +217,32 @@ def _add_v2(x, y, name=None) -> ops.Tensor:
 
 
 def subtract(x, y, name=None) -> ops.Tensor:
-    """Returns ``x - y`` element-wise, with numpy broadcasting (op type ``Sub``)."""
+    """Returns ``x - y`` element-wise, with numpy broadcasting (op type ``Sub``).
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("Sub", x, y, name)
 
 
 def multiply(x, y, name=None) -> ops.Tensor:
-    """Returns ``x * y`` element-wise, with numpy broadcasting (op type ``Mul``)."""
+    """Returns ``x * y`` element-wise, with numpy broadcasting (op type ``Mul``).
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("Mul", x, y, name)
 
 
@@ -232,6 +252,11 @@ mul = multiply
 
 def scalar_mul(scalar, x, name=None):
     """Multiplies a tensor or `IndexedSlices` ``x`` by the scalar ``scalar``.
+
+    Args:
+        scalar: A 0-D value, converted to ``x``'s dtype.
+        x: A tensor or `IndexedSlices`.
+        name: A name for the operation (optional).
 
     Raises:
         ValueError: if ``scalar`` is not 0-D.
@@ -245,17 +270,47 @@ def scalar_mul(scalar, x, name=None):
 
 
 def realdiv(x, y, name=None) -> ops.Tensor:
-    """Returns ``x / y`` element-wise (op type ``RealDiv``; integers truncate)."""
+    """Returns ``x / y`` element-wise (op type ``RealDiv``; integers truncate).
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("RealDiv", x, y, name)
 
 
 def floor_div(x, y, name=None) -> ops.Tensor:
-    """Returns ``floor(x / y)`` element-wise (op type ``FloorDiv``)."""
+    """Returns ``floor(x / y)`` element-wise (op type ``FloorDiv``).
+
+    Args:
+        x: A real-valued tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("FloorDiv", x, y, name)
 
 
 def floormod(x, y, name=None) -> ops.Tensor:
-    """Returns ``x - floor(x / y) * y`` element-wise, like Python's ``%`` (op type ``FloorMod``)."""
+    """Returns ``x - floor(x / y) * y`` element-wise, like Python's ``%`` (op type ``FloorMod``).
+
+    Args:
+        x: A float, int32 or int64 tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("FloorMod", x, y, name)
 
 
@@ -266,23 +321,62 @@ def pow(x, y, name=None) -> ops.Tensor:
     """Returns ``x ** y`` element-wise (op type ``Pow``).
 
     Integer tensors raised to negative integer powers fail at run time.
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
     """
     with ops.name_scope(name, "Pow", [x]) as scope:
         return _binary_op("Pow", x, y, scope)
 
 
 def maximum(x, y, name=None) -> ops.Tensor:
-    """Returns the element-wise maximum of ``x`` and ``y`` (op type ``Maximum``)."""
+    """Returns the element-wise maximum of ``x`` and ``y`` (op type ``Maximum``).
+
+    Args:
+        x: A float, int32 or int64 tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("Maximum", x, y, name)
 
 
 def minimum(x, y, name=None) -> ops.Tensor:
-    """Returns the element-wise minimum of ``x`` and ``y`` (op type ``Minimum``)."""
+    """Returns the element-wise minimum of ``x`` and ``y`` (op type ``Minimum``).
+
+    Args:
+        x: A float, int32 or int64 tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("Minimum", x, y, name)
 
 
 def squared_difference(x, y, name=None) -> ops.Tensor:
-    """Returns ``(x - y) ** 2`` element-wise (op type ``SquaredDifference``)."""
+    """Returns ``(x - y) ** 2`` element-wise (op type ``SquaredDifference``).
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("SquaredDifference", x, y, name)
 
 
@@ -340,6 +434,11 @@ def truediv(x, y, name=None) -> ops.Tensor:
     float32, int32/int64 to float64 (as numpy does). The op is a ``RealDiv``
     named ``"truediv"`` by default.
 
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``.
+        name: A name for the operation (optional).
+
     Raises:
         TypeError: if ``x`` and ``y`` have different dtypes.
     """
@@ -351,6 +450,11 @@ def div(x, y, name=None) -> ops.Tensor:
 
     Floats give a ``RealDiv``, integers a ``FloorDiv``; the op is named ``"div"``.
 
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``.
+        name: A name for the operation (optional).
+
     Raises:
         TypeError: if ``x`` and ``y`` have different dtypes.
     """
@@ -358,7 +462,13 @@ def div(x, y, name=None) -> ops.Tensor:
 
 
 def divide(x, y, name=None):
-    """Computes Python-style division ``x / y`` (the ``/`` operator of tensors)."""
+    """Computes Python-style division ``x / y`` (the ``/`` operator of tensors).
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``.
+        name: A name for the operation (optional).
+    """
     if name is not None:
         return _truediv_python3(x, y, name)
     return x / y
@@ -368,43 +478,113 @@ def floordiv(x, y, name=None) -> ops.Tensor:
     """Divides ``x / y`` rounding towards minus infinity (op ``FloorDiv`` named ``"floordiv"``).
 
     Integer division by zero fails at run time with InvalidArgumentError.
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``.
+        name: A name for the operation (optional).
     """
     with ops.name_scope(name, "floordiv", [x, y]) as scope:
         return floor_div(x, y, name=scope)
 
 
 def equal(x, y, name=None) -> ops.Tensor:
-    """Returns the bool tensor ``x == y`` element-wise (op type ``Equal``)."""
+    """Returns the bool tensor ``x == y`` element-wise (op type ``Equal``).
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("Equal", x, y, name, dtypes.bool)
 
 
 def not_equal(x, y, name=None) -> ops.Tensor:
-    """Returns the bool tensor ``x != y`` element-wise (op type ``NotEqual``)."""
+    """Returns the bool tensor ``x != y`` element-wise (op type ``NotEqual``).
+
+    Args:
+        x: A tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("NotEqual", x, y, name, dtypes.bool)
 
 
 def less(x, y, name=None) -> ops.Tensor:
-    """Returns the bool tensor ``x < y`` element-wise (op type ``Less``)."""
+    """Returns the bool tensor ``x < y`` element-wise (op type ``Less``).
+
+    Args:
+        x: A real-valued tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("Less", x, y, name, dtypes.bool)
 
 
 def less_equal(x, y, name=None) -> ops.Tensor:
-    """Returns the bool tensor ``x <= y`` element-wise (op type ``LessEqual``)."""
+    """Returns the bool tensor ``x <= y`` element-wise (op type ``LessEqual``).
+
+    Args:
+        x: A real-valued tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("LessEqual", x, y, name, dtypes.bool)
 
 
 def greater(x, y, name=None) -> ops.Tensor:
-    """Returns the bool tensor ``x > y`` element-wise (op type ``Greater``)."""
+    """Returns the bool tensor ``x > y`` element-wise (op type ``Greater``).
+
+    Args:
+        x: A real-valued tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("Greater", x, y, name, dtypes.bool)
 
 
 def greater_equal(x, y, name=None) -> ops.Tensor:
-    """Returns the bool tensor ``x >= y`` element-wise (op type ``GreaterEqual``)."""
+    """Returns the bool tensor ``x >= y`` element-wise (op type ``GreaterEqual``).
+
+    Args:
+        x: A real-valued tensor (or a value convertible to one).
+        y: A tensor of the same dtype as ``x``, broadcastable with it.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtypes differ or the op does not support them.
+        ValueError: if the static shapes cannot be broadcast.
+    """
     return _binary_op("GreaterEqual", x, y, name, dtypes.bool)
 
 
 def logical_and(x, y, name=None) -> ops.Tensor:
     """Returns ``x AND y`` for bool tensors (op type ``LogicalAnd``).
+
+    Args:
+        x: A bool tensor.
+        y: A bool tensor, broadcastable with ``x``.
+        name: A name for the operation (optional).
 
     Raises:
         TypeError: if an operand is not bool.
@@ -415,6 +595,11 @@ def logical_and(x, y, name=None) -> ops.Tensor:
 def logical_or(x, y, name=None) -> ops.Tensor:
     """Returns ``x OR y`` for bool tensors (op type ``LogicalOr``).
 
+    Args:
+        x: A bool tensor.
+        y: A bool tensor, broadcastable with ``x``.
+        name: A name for the operation (optional).
+
     Raises:
         TypeError: if an operand is not bool.
     """
@@ -422,12 +607,24 @@ def logical_or(x, y, name=None) -> ops.Tensor:
 
 
 def logical_xor(x, y, name="LogicalXor") -> ops.Tensor:
-    """Returns ``x XOR y`` for bool tensors, built as ``(x | y) & ~(x & y)`` like TF1."""
+    """Returns ``x XOR y`` for bool tensors, built as ``(x | y) & ~(x & y)`` like TF1.
+
+    Args:
+        x: A bool tensor.
+        y: A bool tensor, broadcastable with ``x``.
+        name: The name of the final ``LogicalAnd`` op.
+    """
     return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=name)
 
 
 def saturate_cast(value, dtype, name=None) -> ops.Tensor:
-    """Casts ``value`` to ``dtype``, first clamping it to the range ``dtype`` can hold."""
+    """Casts ``value`` to ``dtype``, first clamping it to the range ``dtype`` can hold.
+
+    Args:
+        value: A tensor (or a value convertible to one).
+        dtype: The `DType` to cast to.
+        name: A name for the operation (optional).
+    """
     with ops.name_scope(name, "saturate_cast", [value]) as scope:
         value = ops.convert_to_tensor(value, name="value")
         dtype = dtypes.as_dtype(dtype).base_dtype

@@ -188,7 +188,18 @@ def reduce_mean(
     """Averages ``input_tensor`` over ``axis`` (op type ``Mean``).
 
     The mean of an integer tensor is an integer (the sum divided by the count,
-    truncated), as in TF. Arguments as for `reduce_sum`.
+    truncated), as in TF.
+
+    Args:
+        input_tensor: A numeric tensor.
+        axis: The axes to reduce (negative counts from the end); None reduces all.
+        keepdims: Keep the reduced axes with length 1.
+        name: The op name.
+        reduction_indices: Deprecated alias of ``axis``.
+        keep_dims: Deprecated alias of ``keepdims``.
+
+    Raises:
+        ValueError: if an axis is out of range, or both an argument and its alias are given.
     """
     return _reduction(
         "Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims, NUMERIC
@@ -198,7 +209,19 @@ def reduce_mean(
 def reduce_prod(
     input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
 ) -> ops.Tensor:
-    """Multiplies ``input_tensor`` over ``axis`` (op type ``Prod``); see `reduce_sum`."""
+    """Multiplies ``input_tensor`` over ``axis`` (op type ``Prod``); see `reduce_sum`.
+
+    Args:
+        input_tensor: A numeric tensor.
+        axis: The axes to reduce (negative counts from the end); None reduces all.
+        keepdims: Keep the reduced axes with length 1.
+        name: The op name.
+        reduction_indices: Deprecated alias of ``axis``.
+        keep_dims: Deprecated alias of ``keepdims``.
+
+    Raises:
+        ValueError: if an axis is out of range, or both an argument and its alias are given.
+    """
     return _reduction(
         "Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims, NUMERIC
     )
@@ -207,28 +230,76 @@ def reduce_prod(
 def reduce_max(
     input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
 ) -> ops.Tensor:
-    """The maximum of ``input_tensor`` over ``axis`` (op type ``Max``); see `reduce_sum`."""
+    """The maximum of ``input_tensor`` over ``axis`` (op type ``Max``); see `reduce_sum`.
+
+    Args:
+        input_tensor: A real numeric tensor.
+        axis: The axes to reduce (negative counts from the end); None reduces all.
+        keepdims: Keep the reduced axes with length 1.
+        name: The op name.
+        reduction_indices: Deprecated alias of ``axis``.
+        keep_dims: Deprecated alias of ``keepdims``.
+
+    Raises:
+        ValueError: if an axis is out of range, or both an argument and its alias are given.
+    """
     return _reduction("Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims, REAL)
 
 
 def reduce_min(
     input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
 ) -> ops.Tensor:
-    """The minimum of ``input_tensor`` over ``axis`` (op type ``Min``); see `reduce_sum`."""
+    """The minimum of ``input_tensor`` over ``axis`` (op type ``Min``); see `reduce_sum`.
+
+    Args:
+        input_tensor: A real numeric tensor.
+        axis: The axes to reduce (negative counts from the end); None reduces all.
+        keepdims: Keep the reduced axes with length 1.
+        name: The op name.
+        reduction_indices: Deprecated alias of ``axis``.
+        keep_dims: Deprecated alias of ``keepdims``.
+
+    Raises:
+        ValueError: if an axis is out of range, or both an argument and its alias are given.
+    """
     return _reduction("Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims, REAL)
 
 
 def reduce_any(
     input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
 ) -> ops.Tensor:
-    """Logical OR of a bool tensor over ``axis`` (op type ``Any``); see `reduce_sum`."""
+    """Logical OR of a bool tensor over ``axis`` (op type ``Any``); see `reduce_sum`.
+
+    Args:
+        input_tensor: A bool tensor.
+        axis: The axes to reduce (negative counts from the end); None reduces all.
+        keepdims: Keep the reduced axes with length 1.
+        name: The op name.
+        reduction_indices: Deprecated alias of ``axis``.
+        keep_dims: Deprecated alias of ``keepdims``.
+
+    Raises:
+        ValueError: if an axis is out of range, or both an argument and its alias are given.
+    """
     return _reduction("Any", input_tensor, axis, keepdims, name, reduction_indices, keep_dims, BOOL)
 
 
 def reduce_all(
     input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None
 ) -> ops.Tensor:
-    """Logical AND of a bool tensor over ``axis`` (op type ``All``); see `reduce_sum`."""
+    """Logical AND of a bool tensor over ``axis`` (op type ``All``); see `reduce_sum`.
+
+    Args:
+        input_tensor: A bool tensor.
+        axis: The axes to reduce (negative counts from the end); None reduces all.
+        keepdims: Keep the reduced axes with length 1.
+        name: The op name.
+        reduction_indices: Deprecated alias of ``axis``.
+        keep_dims: Deprecated alias of ``keepdims``.
+
+    Raises:
+        ValueError: if an axis is out of range, or both an argument and its alias are given.
+    """
     return _reduction("All", input_tensor, axis, keepdims, name, reduction_indices, keep_dims, BOOL)
 
 
@@ -270,7 +341,12 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
 def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64) -> ops.Tensor:
     """The index of the smallest value of ``input`` along ``axis`` (op type ``ArgMin``).
 
-    Arguments as for `argmax`.
+    Args:
+        input: A real numeric tensor.
+        axis: A scalar axis; TF1 defaults to 0.
+        name: The op name.
+        dimension: Deprecated alias of ``axis``.
+        output_type: int32 or int64 (the default).
     """
     axis = _deprecated_argument_lookup("axis", axis, "dimension", dimension)
     return _arg_reduce("ArgMin", input, 0 if axis is None else axis, name, output_type)

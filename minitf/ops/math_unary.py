@@ -52,12 +52,28 @@ def _unary_op(op_type: str, x, name) -> ops.Tensor:
 
 
 def abs(x, name=None) -> ops.Tensor:
-    """Returns ``|x|`` element-wise (op type ``Abs``)."""
+    """Returns ``|x|`` element-wise (op type ``Abs``).
+
+    Args:
+        x: A float or signed integer tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Abs", x, name)
 
 
 def negative(x, name=None) -> ops.Tensor:
-    """Returns ``-x`` element-wise (op type ``Neg``)."""
+    """Returns ``-x`` element-wise (op type ``Neg``).
+
+    Args:
+        x: A numeric tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Neg", x, name)
 
 
@@ -65,72 +81,184 @@ neg = negative
 
 
 def sign(x, name=None) -> ops.Tensor:
-    """Returns -1, 0 or 1 element-wise by the sign of ``x`` (op type ``Sign``)."""
+    """Returns -1, 0 or 1 element-wise by the sign of ``x`` (op type ``Sign``).
+
+    Args:
+        x: A float, int32, int64 or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Sign", x, name)
 
 
 def square(x, name=None) -> ops.Tensor:
-    """Returns ``x * x`` element-wise (op type ``Square``)."""
+    """Returns ``x * x`` element-wise (op type ``Square``).
+
+    Args:
+        x: A numeric tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Square", x, name)
 
 
 def sqrt(x, name=None) -> ops.Tensor:
-    """Returns the square root of ``x`` element-wise (op type ``Sqrt``)."""
+    """Returns the square root of ``x`` element-wise (op type ``Sqrt``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Sqrt", x, name)
 
 
 def rsqrt(x, name=None) -> ops.Tensor:
-    """Returns ``1 / sqrt(x)`` element-wise (op type ``Rsqrt``)."""
+    """Returns ``1 / sqrt(x)`` element-wise (op type ``Rsqrt``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Rsqrt", x, name)
 
 
 def exp(x, name=None) -> ops.Tensor:
-    """Returns ``e ** x`` element-wise (op type ``Exp``)."""
+    """Returns ``e ** x`` element-wise (op type ``Exp``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Exp", x, name)
 
 
 def log(x, name=None) -> ops.Tensor:
-    """Returns the natural logarithm of ``x`` element-wise (op type ``Log``)."""
+    """Returns the natural logarithm of ``x`` element-wise (op type ``Log``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Log", x, name)
 
 
 def log1p(x, name=None) -> ops.Tensor:
-    """Returns ``log(1 + x)`` element-wise, accurate for small ``x`` (op type ``Log1p``)."""
+    """Returns ``log(1 + x)`` element-wise, accurate for small ``x`` (op type ``Log1p``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Log1p", x, name)
 
 
 def reciprocal(x, name=None) -> ops.Tensor:
-    """Returns ``1 / x`` element-wise (op type ``Reciprocal``)."""
+    """Returns ``1 / x`` element-wise (op type ``Reciprocal``).
+
+    Args:
+        x: A float, int32, int64 or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Reciprocal", x, name)
 
 
 def sigmoid(x, name=None) -> ops.Tensor:
-    """Returns ``1 / (1 + exp(-x))`` element-wise (op type ``Sigmoid``; also ``tf.nn.sigmoid``)."""
+    """Returns ``1 / (1 + exp(-x))`` element-wise (op type ``Sigmoid``; also ``tf.nn.sigmoid``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Sigmoid", x, name)
 
 
 def tanh(x, name=None) -> ops.Tensor:
-    """Returns ``tanh(x)`` element-wise (op type ``Tanh``; also ``tf.nn.tanh``)."""
+    """Returns ``tanh(x)`` element-wise (op type ``Tanh``; also ``tf.nn.tanh``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Tanh", x, name)
 
 
 def sin(x, name=None) -> ops.Tensor:
-    """Returns the sine of ``x`` element-wise (op type ``Sin``)."""
+    """Returns the sine of ``x`` element-wise (op type ``Sin``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Sin", x, name)
 
 
 def cos(x, name=None) -> ops.Tensor:
-    """Returns the cosine of ``x`` element-wise (op type ``Cos``)."""
+    """Returns the cosine of ``x`` element-wise (op type ``Cos``).
+
+    Args:
+        x: A float or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Cos", x, name)
 
 
 def floor(x, name=None) -> ops.Tensor:
-    """Returns the largest integer not greater than ``x``, element-wise (op type ``Floor``)."""
+    """Returns the largest integer not greater than ``x``, element-wise (op type ``Floor``).
+
+    Args:
+        x: A float tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Floor", x, name)
 
 
 def ceil(x, name=None) -> ops.Tensor:
-    """Returns the smallest integer not less than ``x``, element-wise (op type ``Ceil``)."""
+    """Returns the smallest integer not less than ``x``, element-wise (op type ``Ceil``).
+
+    Args:
+        x: A float tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
+    """
     return _unary_op("Ceil", x, name)
 
 
@@ -138,6 +266,13 @@ def round(x, name=None) -> ops.Tensor:
     """Rounds ``x`` to the nearest integer, halves to even (op type ``Round``).
 
     Integer tensors are returned unchanged, as in TF1.
+
+    Args:
+        x: A float, int32, int64 or complex tensor.
+        name: A name for the operation (optional).
+
+    Raises:
+        TypeError: if the dtype of ``x`` is not supported.
     """
     x = ops.convert_to_tensor(x, name="x")
     if x.dtype.is_integer:
@@ -147,6 +282,10 @@ def round(x, name=None) -> ops.Tensor:
 
 def logical_not(x, name=None) -> ops.Tensor:
     """Returns ``NOT x`` for a bool tensor (op type ``LogicalNot``).
+
+    Args:
+        x: A bool tensor.
+        name: A name for the operation (optional).
 
     Raises:
         TypeError: if ``x`` is not bool.
@@ -162,6 +301,11 @@ def cast(x, dtype, name=None):
 
     A tensor that already has ``dtype`` is returned unchanged. Floats cast to
     integers truncate towards zero.
+
+    Args:
+        x: A tensor, `IndexedSlices`, or a value convertible to a tensor.
+        dtype: The `DType` to cast to.
+        name: A name for the operation (optional).
 
     Raises:
         TypeError: if either type cannot be cast.
@@ -182,20 +326,52 @@ def cast(x, dtype, name=None):
 
 
 def to_float(x, name="ToFloat"):
-    """Casts ``x`` to float32 (TF1 helper)."""
+    """Casts ``x`` to float32 (TF1 helper).
+
+    Args:
+        x: A tensor or `IndexedSlices`.
+        name: A name for the operation.
+
+    Raises:
+        TypeError: if ``x`` cannot be cast to float32.
+    """
     return cast(x, dtypes.float32, name=name)
 
 
 def to_double(x, name="ToDouble"):
-    """Casts ``x`` to float64 (TF1 helper)."""
+    """Casts ``x`` to float64 (TF1 helper).
+
+    Args:
+        x: A tensor or `IndexedSlices`.
+        name: A name for the operation.
+
+    Raises:
+        TypeError: if ``x`` cannot be cast to float64.
+    """
     return cast(x, dtypes.float64, name=name)
 
 
 def to_int32(x, name="ToInt32"):
-    """Casts ``x`` to int32 (TF1 helper)."""
+    """Casts ``x`` to int32 (TF1 helper).
+
+    Args:
+        x: A tensor or `IndexedSlices`.
+        name: A name for the operation.
+
+    Raises:
+        TypeError: if ``x`` cannot be cast to int32.
+    """
     return cast(x, dtypes.int32, name=name)
 
 
 def to_int64(x, name="ToInt64"):
-    """Casts ``x`` to int64 (TF1 helper)."""
+    """Casts ``x`` to int64 (TF1 helper).
+
+    Args:
+        x: A tensor or `IndexedSlices`.
+        name: A name for the operation.
+
+    Raises:
+        TypeError: if ``x`` cannot be cast to int64.
+    """
     return cast(x, dtypes.int64, name=name)

@@ -80,6 +80,9 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
 
     Returns:
         A pair ``(mean, variance)`` of tensors.
+
+    Raises:
+        ValueError: if both ``keep_dims`` and ``keepdims`` are given.
     """
     del shift
     if keep_dims is not None and keepdims is not None:

@@ -276,6 +276,10 @@ def softmax_cross_entropy_with_logits_v2(
 
     Returns:
         The loss, with the shape of ``logits`` without ``axis``.
+
+    Raises:
+        TypeError: if ``logits`` is not a float tensor.
+        ValueError: if ``axis`` is not the last dimension and the rank of ``logits`` is unknown.
     """
     axis = _axis_argument(axis, dim)
     with ops.name_scope(name, "softmax_cross_entropy_with_logits", [logits, labels]) as scope:

@@ -17,12 +17,21 @@ shards get one more (``[5, 3]`` in 2 → ``[3, 3]`` and ``[2, 3]``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from minitf.framework import dtypes, ops, tensor_shape
 
 
-def fixed_size_partitioner(num_shards: int, axis: int = 0):
-    """A partitioner that cuts ``axis`` into ``num_shards`` (fewer if the axis is shorter)."""
+def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list[int]]:
+    """A partitioner that cuts ``axis`` into ``num_shards`` (fewer if the axis is shorter).
+
+    Args:
+        num_shards: The number of shards to cut ``axis`` into.
+        axis: The axis to partition along.
+
+    Returns:
+        A partitioner: ``(shape, **kwargs) -> list of partitions per axis``.
+    """
 
     def _partitioner(shape, **unused_args):
         partitions = [1] * len(shape)
@@ -41,11 +50,20 @@ def min_max_variable_partitioner(
     axis: int = 0,
     min_slice_size: int = 256 << 10,
     bytes_per_string_element: int = 16,
-):
+) -> Callable[..., list[int]]:
     """A partitioner for shards of at least ``min_slice_size`` bytes, at most ``max_partitions``.
 
-    Raises (when called):
-        ValueError: if ``axis`` is not an axis of the variable.
+    The returned partitioner raises ValueError if ``axis`` is not an axis of
+    the variable.
+
+    Args:
+        max_partitions: The most shards to cut ``axis`` into.
+        axis: The axis to partition along.
+        min_slice_size: The smallest shard, in bytes (256K by default).
+        bytes_per_string_element: The size assumed for one string element.
+
+    Returns:
+        A partitioner: ``(shape, dtype) -> list of partitions per axis``.
     """
 
     def _partitioner(shape, dtype):
@@ -65,9 +83,22 @@ def min_max_variable_partitioner(
 
 
 def variable_axis_size_partitioner(
-    max_shard_bytes: int, axis: int = 0, bytes_per_string_element: int = 16, max_shards=None
-):
+    max_shard_bytes: int,
+    axis: int = 0,
+    bytes_per_string_element: int = 16,
+    max_shards: int | None = None,
+) -> Callable[..., list[int]]:
     """A partitioner for shards of at most ``max_shard_bytes`` (at most ``max_shards`` of them).
+
+    Args:
+        max_shard_bytes: The largest shard, in bytes (a shard holds at least
+            one slice along ``axis``, whatever its size).
+        axis: The axis to partition along.
+        bytes_per_string_element: The size assumed for one string element.
+        max_shards: The most shards, or None for no limit.
+
+    Returns:
+        A partitioner: ``(shape, dtype) -> list of partitions per axis``.
 
     Raises:
         ValueError: if a size or count is not positive (and, when called, for

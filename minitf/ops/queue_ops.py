@@ -66,9 +66,18 @@ class QueueBase:
         shapes: The declared shape of each component, or None.
         names: The name of each component, or None.
         queue_ref: The queue's ``resource`` handle tensor.
+
+    Raises:
+        ValueError: if ``shapes`` or ``names`` is not one per dtype.
     """
 
-    def __init__(self, dtypes, shapes, names, queue_ref: ops.Tensor):
+    def __init__(
+        self,
+        dtypes: list[_dtypes.DType],
+        shapes: list | None,
+        names: list[str] | None,
+        queue_ref: ops.Tensor,
+    ):
         self._dtypes = list(dtypes)
         if shapes is not None:
             if len(shapes) != len(self._dtypes):
@@ -155,7 +164,9 @@ class QueueBase:
             return tensors[0]
         return list(tensors)
 
-    def enqueue(self, vals, name=None) -> ops.Operation:
+    def enqueue(
+        self, vals: ops.Tensor | list | tuple | dict, name: str | None = None
+    ) -> ops.Operation:
         """Enqueues one element; when run, waits while the queue is full.
 
         Args:
@@ -180,7 +191,9 @@ class QueueBase:
                 {"Tcomponents": [t.dtype for t in tensors], "timeout_ms": -1},
             )
 
-    def enqueue_many(self, vals, name=None) -> ops.Operation:
+    def enqueue_many(
+        self, vals: ops.Tensor | list | tuple | dict, name: str | None = None
+    ) -> ops.Operation:
         """Enqueues the slices of ``vals`` along dimension 0 as separate elements.
 
         Args:
@@ -210,12 +223,18 @@ class QueueBase:
                 {"Tcomponents": [t.dtype for t in tensors], "timeout_ms": -1},
             )
 
-    def dequeue(self, name=None):
+    def dequeue(
+        self, name: str | None = None
+    ) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
         """Dequeues one element; when run, waits while the queue is empty.
 
+        Args:
+            name: A name for the op.
+
         Returns:
-            The element: one tensor, a list of tensors, or a dict (queues with names).
-            Running it on a closed, empty queue raises ``OutOfRangeError``.
+            The element: one tensor, a list of tensors, or a dict (queues with
+                names). Running it on a closed, empty queue raises
+                ``OutOfRangeError``.
         """
         op = self._create_op(
             "QueueDequeueV2",
@@ -227,23 +246,35 @@ class QueueBase:
         )
         return self._dequeue_return_value(op.outputs)
 
-    def dequeue_many(self, n, name=None):
+    def dequeue_many(
+        self, n: int | ops.Tensor, name: str | None = None
+    ) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
         """Dequeues ``n`` elements, concatenated along a new dimension 0.
 
         Waits until ``n`` elements have arrived; if the queue is closed first,
         the elements taken are put back and running it raises
         ``OutOfRangeError``. The queue must have declared shapes.
+
+        Args:
+            n: The number of elements to dequeue (an int32 scalar).
+            name: A name for the op.
         """
         n_t = ops.convert_to_tensor(n, dtype=_dtypes.int32, name="n")
         batch = tensor_util.constant_value(n_t)
         batch_dim = tensor_shape.Dimension(None if batch is None else int(batch))
         return self._dequeue_batch("QueueDequeueManyV2", "DequeueMany", n_t, batch_dim, name)
 
-    def dequeue_up_to(self, n, name=None):
+    def dequeue_up_to(
+        self, n: int | ops.Tensor, name: str | None = None
+    ) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
         """Dequeues up to ``n`` elements: ``n`` while the queue is open, what is left once closed.
 
         Running it on a closed, empty queue raises ``OutOfRangeError``. The
         queue must have declared shapes.
+
+        Args:
+            n: The most elements to dequeue (an int32 scalar).
+            name: A name for the op.
         """
         n_t = ops.convert_to_tensor(n, dtype=_dtypes.int32, name="n")
         return self._dequeue_batch(
@@ -262,13 +293,20 @@ class QueueBase:
         )
         return self._dequeue_return_value(op.outputs)
 
-    def close(self, cancel_pending_enqueues=False, name=None) -> ops.Operation:
+    def close(
+        self, cancel_pending_enqueues: bool = False, name: str | None = None
+    ) -> ops.Operation:
         """Closes the queue: no more enqueues; dequeues drain what is left.
 
         A plain close waits behind the enqueues already waiting. With
         ``cancel_pending_enqueues=True`` it closes at once and the waiting
         enqueues fail with ``CancelledError``. Closing a closed queue with a
         plain close raises ``CancelledError``.
+
+        Args:
+            cancel_pending_enqueues: Whether to cancel the waiting enqueues instead of letting them
+                finish.
+            name: A name for the op.
         """
         return self._create_op(
             "QueueCloseV2",
@@ -278,15 +316,23 @@ class QueueBase:
             {"cancel_pending_enqueues": bool(cancel_pending_enqueues)},
         )
 
-    def is_closed(self, name=None) -> ops.Tensor:
-        """A bool scalar: whether the queue is closed."""
+    def is_closed(self, name: str | None = None) -> ops.Tensor:
+        """A bool scalar: whether the queue is closed.
+
+        Args:
+            name: A name for the op.
+        """
         op = self._create_op(
             "QueueIsClosedV2", [self._queue_ref], [_dtypes.bool], name or f"{self._name}_IsClosed"
         )
         return op.outputs[0]
 
-    def size(self, name=None) -> ops.Tensor:
-        """An int32 scalar: the number of elements in the queue."""
+    def size(self, name: str | None = None) -> ops.Tensor:
+        """An int32 scalar: the number of elements in the queue.
+
+        Args:
+            name: A name for the op.
+        """
         op = self._create_op(
             "QueueSizeV2", [self._queue_ref], [_dtypes.int32], name or f"{self._name}_Size"
         )
@@ -319,7 +365,13 @@ class FIFOQueue(QueueBase):
     """
 
     def __init__(
-        self, capacity, dtypes, shapes=None, names=None, shared_name=None, name="fifo_queue"
+        self,
+        capacity: int,
+        dtypes: _dtypes.DType | list[_dtypes.DType],
+        shapes: tensor_shape.TensorShape | list | None = None,
+        names: str | list[str] | None = None,
+        shared_name: str | None = None,
+        name: str = "fifo_queue",
     ):
         dtypes = _as_type_list(dtypes)
         shapes = _as_shape_list(shapes)

@@ -245,7 +245,18 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) ->
 
 
 def categorical(logits, num_samples, dtype=None, seed=None, name=None) -> ops.Tensor:
-    """``tf.random.categorical``: `multinomial` with the argument named ``dtype``."""
+    """``tf.random.categorical``: `multinomial` with the argument named ``dtype``.
+
+    Args:
+        logits: A ``[batch_size, num_classes]`` tensor of unnormalized log-probabilities.
+        num_samples: The number of samples to draw per row (a scalar).
+        dtype: int32 or int64 (default) class indices.
+        seed: The op-level seed.
+        name: A name for the operation.
+
+    Returns:
+        A ``[batch_size, num_samples]`` tensor of class indices.
+    """
     with ops.name_scope(name, "categorical", [logits]):
         return _multinomial(logits, num_samples, dtype, seed)
 

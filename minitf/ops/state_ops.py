@@ -226,7 +226,17 @@ def _value_for(op_type: str, ref_t: ops.Tensor, value) -> ops.Tensor:
 
 
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
-    """Assigns ``value`` to the variable ``ref``; returns ``ref`` after the assignment."""
+    """Assigns ``value`` to the variable ``ref``; returns ``ref`` after the assignment.
+
+    Args:
+        ref: A variable (or a mutable ``Ref`` tensor); a resource variable uses its own method.
+        value: The new value, of the variable's dtype.
+        validate_shape: Whether ``value``'s shape must match the variable's (default True); if False
+            the variable takes ``value``'s shape.
+        use_locking: TF's locking flag (default True), kept as the op's attribute (minitf's kernels
+            always hold the variable's lock).
+        name: A name for the operation (optional).
+    """
     if not _is_ref_tensor_like(ref):
         return ref.assign(value, name=name)
     validate = True if validate_shape is None else bool(validate_shape)
@@ -242,14 +252,30 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
 
 
 def assign_add(ref, value, use_locking=None, name=None):
-    """Adds ``value`` to the variable ``ref``; returns ``ref`` after the update."""
+    """Adds ``value`` to the variable ``ref``; returns ``ref`` after the update.
+
+    Args:
+        ref: A variable (or a mutable ``Ref`` tensor); a resource variable uses its own method.
+        value: The value to add, of the variable's dtype and shape.
+        use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold the
+            variable's lock).
+        name: A name for the operation (optional).
+    """
     if not _is_ref_tensor_like(ref):
         return ref.assign_add(value, name=name)
     return _ref_update_op("AssignAdd", ref, value, bool(use_locking), name)
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
-    """Subtracts ``value`` from the variable ``ref``; returns ``ref`` after the update."""
+    """Subtracts ``value`` from the variable ``ref``; returns ``ref`` after the update.
+
+    Args:
+        ref: A variable (or a mutable ``Ref`` tensor); a resource variable uses its own method.
+        value: The value to subtract, of the variable's dtype and shape.
+        use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold the
+            variable's lock).
+        name: A name for the operation (optional).
+    """
     if not _is_ref_tensor_like(ref):
         return ref.assign_sub(value, name=name)
     return _ref_update_op("AssignSub", ref, value, bool(use_locking), name)
@@ -307,7 +333,11 @@ NotDifferentiable("AssignSub")
 
 
 def is_variable_initialized(variable) -> ops.Tensor:
-    """Returns a bool tensor: whether ``variable`` has been initialized."""
+    """Returns a bool tensor: whether ``variable`` has been initialized.
+
+    Args:
+        variable: A variable.
+    """
     if not _is_ref_tensor_like(variable):
         return variable.is_initialized()
     ref = ops.internal_convert_to_tensor(variable, as_ref=True)
@@ -371,17 +401,44 @@ def _scatter_op(op_type, ref, indices, updates, use_locking, name):
 
 
 def scatter_update(ref, indices, updates, use_locking=True, name=None):
-    """Sets ``ref[indices[i]] = updates[i]``."""
+    """Sets ``ref[indices[i]] = updates[i]``.
+
+    Args:
+        ref: A reference variable (or ``Ref`` tensor).
+        indices: An int32 or int64 tensor of indices into its first dimension.
+        updates: The new rows, shaped ``indices.shape + ref.shape[1:]`` (or a scalar).
+        use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold the
+            variable's lock).
+        name: A name for the operation (optional).
+    """
     return _scatter_op("ScatterUpdate", ref, indices, updates, use_locking, name)
 
 
 def scatter_add(ref, indices, updates, use_locking=False, name=None):
-    """Adds ``updates[i]`` to ``ref[indices[i]]`` (duplicate indices accumulate)."""
+    """Adds ``updates[i]`` to ``ref[indices[i]]`` (duplicate indices accumulate).
+
+    Args:
+        ref: A reference variable (or ``Ref`` tensor).
+        indices: An int32 or int64 tensor of indices into its first dimension.
+        updates: The rows to add, shaped ``indices.shape + ref.shape[1:]`` (or a scalar).
+        use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold the
+            variable's lock).
+        name: A name for the operation (optional).
+    """
     return _scatter_op("ScatterAdd", ref, indices, updates, use_locking, name)
 
 
 def scatter_sub(ref, indices, updates, use_locking=False, name=None):
-    """Subtracts ``updates[i]`` from ``ref[indices[i]]`` (duplicate indices accumulate)."""
+    """Subtracts ``updates[i]`` from ``ref[indices[i]]`` (duplicate indices accumulate).
+
+    Args:
+        ref: A reference variable (or ``Ref`` tensor).
+        indices: An int32 or int64 tensor of indices into its first dimension.
+        updates: The rows to subtract, shaped ``indices.shape + ref.shape[1:]`` (or a scalar).
+        use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold the
+            variable's lock).
+        name: A name for the operation (optional).
+    """
     return _scatter_op("ScatterSub", ref, indices, updates, use_locking, name)
 
 

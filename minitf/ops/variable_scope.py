@@ -14,7 +14,8 @@ import contextlib
 import enum
 import functools
 import inspect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.graph_keys import GraphKeys
@@ -325,23 +326,30 @@ class VariableScope:
     Args:
         reuse: True, False/None (inherit), or `AUTO_REUSE`.
         name: The scope's full name.
-        initializer, regularizer, caching_device, partitioner, custom_getter,
-        name_scope, dtype, use_resource, constraint: the defaults it carries.
+        initializer: The default initializer of its variables.
+        regularizer: The default regularizer.
+        caching_device: The default caching device.
+        partitioner: The default partitioner.
+        custom_getter: The custom getter wrapping variable creation.
+        name_scope: The name scope opened when the scope was created.
+        dtype: The default dtype.
+        use_resource: The default for ``use_resource``.
+        constraint: The default constraint.
     """
 
     def __init__(
         self,
-        reuse,
-        name="",
-        initializer=None,
-        regularizer=None,
-        caching_device=None,
-        partitioner=None,
-        custom_getter=None,
-        name_scope="",
-        dtype=dtypes.float32,
-        use_resource=None,
-        constraint=None,
+        reuse: bool | _ReuseMode | None,
+        name: str = "",
+        initializer: Any = None,
+        regularizer: Callable | None = None,
+        caching_device: str | None = None,
+        partitioner: Callable | None = None,
+        custom_getter: Callable | None = None,
+        name_scope: str = "",
+        dtype: dtypes.DType = dtypes.float32,
+        use_resource: bool | None = None,
+        constraint: Callable | None = None,
     ):
         self._name = name
         self._reuse = reuse
@@ -373,55 +381,110 @@ class VariableScope:
         """Makes this scope (and scopes opened inside it) reuse variables."""
         self._reuse = True
 
-    def set_initializer(self, initializer) -> None:
-        """Sets the default initializer."""
+    def set_initializer(self, initializer: Any) -> None:
+        """Sets the default initializer.
+
+        Args:
+            initializer: An initializer, or a tensor or value.
+        """
         self._initializer = initializer
 
-    def set_dtype(self, dtype) -> None:
-        """Sets the default dtype."""
+    def set_dtype(self, dtype: dtypes.DType) -> None:
+        """Sets the default dtype.
+
+        Args:
+            dtype: The new default dtype.
+        """
         self._dtype = dtype
 
-    def set_use_resource(self, use_resource) -> None:
-        """Sets the default for use_resource."""
+    def set_use_resource(self, use_resource: bool | None) -> None:
+        """Sets the default for use_resource.
+
+        Args:
+            use_resource: Whether new variables are resource variables.
+        """
         self._use_resource = use_resource
 
-    def set_regularizer(self, regularizer) -> None:
-        """Sets the default regularizer."""
+    def set_regularizer(self, regularizer: Callable | None) -> None:
+        """Sets the default regularizer.
+
+        Args:
+            regularizer: A function ``variable -> loss tensor``, or None.
+        """
         self._regularizer = regularizer
 
-    def set_caching_device(self, caching_device) -> None:
-        """Sets the default caching device."""
+    def set_caching_device(self, caching_device: str | None) -> None:
+        """Sets the default caching device.
+
+        Args:
+            caching_device: The device of the variables' read snapshots, or None.
+        """
         self._caching_device = caching_device
 
-    def set_partitioner(self, partitioner) -> None:
-        """Sets the default partitioner."""
+    def set_partitioner(self, partitioner: Callable | None) -> None:
+        """Sets the default partitioner.
+
+        Args:
+            partitioner: A partitioner (see `get_variable`), or None.
+        """
         self._partitioner = partitioner
 
-    def set_custom_getter(self, custom_getter) -> None:
-        """Sets the custom getter."""
+    def set_custom_getter(self, custom_getter: Callable | None) -> None:
+        """Sets the custom getter.
+
+        Args:
+            custom_getter: A function ``(getter, name, *args, **kwargs)``, or None.
+        """
         self._custom_getter = custom_getter
 
     def get_variable(
         self,
-        var_store,
-        name,
-        shape=None,
-        dtype=None,
-        initializer=None,
-        regularizer=None,
-        reuse=None,
-        trainable=None,
-        collections=None,
-        caching_device=None,
-        partitioner=None,
-        validate_shape=True,
-        use_resource=None,
-        custom_getter=None,
-        constraint=None,
-        synchronization=None,
-        aggregation=None,
+        var_store: _VariableStore,
+        name: str,
+        shape: tensor_shape.TensorShape | list | None = None,
+        dtype: dtypes.DType | None = None,
+        initializer: Any = None,
+        regularizer: Callable | None = None,
+        reuse: bool | _ReuseMode | None = None,
+        trainable: bool | None = None,
+        collections: list | None = None,
+        caching_device: str | None = None,
+        partitioner: Callable | None = None,
+        validate_shape: bool = True,
+        use_resource: bool | None = None,
+        custom_getter: Callable | None = None,
+        constraint: Callable | None = None,
+        synchronization: Any = None,
+        aggregation: Any = None,
     ):
-        """Gets or creates ``<scope name>/<name>`` with this scope's defaults."""
+        """Gets or creates ``<scope name>/<name>`` with this scope's defaults.
+
+        Arguments left None take this scope's defaults; the others are as in
+        the module-level `get_variable`.
+
+        Args:
+            var_store: The graph's variable store.
+            name: The name, relative to this scope.
+            shape: The shape of a new variable.
+            dtype: The dtype; None means the scope's.
+            initializer: An initializer or a tensor/value; None means the scope's.
+            regularizer: None means the scope's.
+            reuse: True or `AUTO_REUSE`; None or False means the scope's mode.
+            trainable: Whether a new variable is trainable (default True).
+            collections: Collections for a new variable.
+            caching_device: None means the scope's.
+            partitioner: None means the scope's.
+            validate_shape: As in `Variable`.
+            use_resource: None means the scope's.
+            custom_getter: None means the scope's.
+            constraint: None means the scope's.
+            synchronization: Accepted for compatibility.
+            aggregation: Accepted for compatibility.
+
+        Raises:
+            ValueError: if a value ``initializer`` and ``dtype`` disagree, and
+                on reuse mismatches (see `get_variable`).
+        """
         if regularizer is None:
             regularizer = self._regularizer
         if caching_device is None:
@@ -483,21 +546,21 @@ def get_variable_scope() -> VariableScope:
 
 
 def get_variable(
-    name,
-    shape=None,
-    dtype=None,
-    initializer=None,
-    regularizer=None,
-    trainable=None,
-    collections=None,
-    caching_device=None,
-    partitioner=None,
-    validate_shape=True,
-    use_resource=None,
-    custom_getter=None,
-    constraint=None,
-    synchronization=None,
-    aggregation=None,
+    name: str,
+    shape: tensor_shape.TensorShape | list | None = None,
+    dtype: dtypes.DType | None = None,
+    initializer: Any = None,
+    regularizer: Callable | None = None,
+    trainable: bool | None = None,
+    collections: list | None = None,
+    caching_device: str | None = None,
+    partitioner: Callable | None = None,
+    validate_shape: bool = True,
+    use_resource: bool | None = None,
+    custom_getter: Callable | None = None,
+    constraint: Callable | None = None,
+    synchronization: Any = None,
+    aggregation: Any = None,
 ):
     """Gets an existing variable or creates a new one (TF1 ``tf.get_variable``).
 
@@ -547,23 +610,41 @@ def get_variable(
 
 
 def get_local_variable(
-    name,
-    shape=None,
-    dtype=None,
-    initializer=None,
-    regularizer=None,
-    trainable=False,
-    collections=None,
-    caching_device=None,
-    partitioner=None,
-    validate_shape=True,
-    use_resource=None,
-    custom_getter=None,
-    constraint=None,
-    synchronization=None,
-    aggregation=None,
+    name: str,
+    shape: tensor_shape.TensorShape | list | None = None,
+    dtype: dtypes.DType | None = None,
+    initializer: Any = None,
+    regularizer: Callable | None = None,
+    trainable: bool = False,
+    collections: list | None = None,
+    caching_device: str | None = None,
+    partitioner: Callable | None = None,
+    validate_shape: bool = True,
+    use_resource: bool | None = None,
+    custom_getter: Callable | None = None,
+    constraint: Callable | None = None,
+    synchronization: Any = None,
+    aggregation: Any = None,
 ):
-    """`get_variable` for a local variable: in ``LOCAL_VARIABLES``, never trainable."""
+    """`get_variable` for a local variable: in ``LOCAL_VARIABLES``, never trainable.
+
+    Args:
+        name: The name, relative to the current variable scope.
+        shape: As in `get_variable`.
+        dtype: As in `get_variable`.
+        initializer: As in `get_variable`.
+        regularizer: As in `get_variable`.
+        trainable: Ignored: a local variable is never trainable.
+        collections: Collections besides ``LOCAL_VARIABLES``.
+        caching_device: As in `get_variable`.
+        partitioner: As in `get_variable`.
+        validate_shape: As in `get_variable`.
+        use_resource: As in `get_variable`.
+        custom_getter: As in `get_variable`.
+        constraint: As in `get_variable`.
+        synchronization: Accepted for compatibility.
+        aggregation: Accepted for compatibility.
+    """
     del trainable
     return get_variable(
         name,
@@ -616,19 +697,19 @@ def _close_subscopes(store: _VariableStore, name: str) -> None:
 
 @contextlib.contextmanager
 def variable_scope(
-    name_or_scope,
-    default_name=None,
-    values=None,
-    initializer=None,
-    regularizer=None,
-    caching_device=None,
-    partitioner=None,
-    custom_getter=None,
-    reuse=None,
-    dtype=None,
-    use_resource=None,
-    constraint=None,
-    auxiliary_name_scope=True,
+    name_or_scope: str | VariableScope | None,
+    default_name: str | None = None,
+    values: list | None = None,
+    initializer: Any = None,
+    regularizer: Callable | None = None,
+    caching_device: str | None = None,
+    partitioner: Callable | None = None,
+    custom_getter: Callable | None = None,
+    reuse: bool | _ReuseMode | None = None,
+    dtype: dtypes.DType | None = None,
+    use_resource: bool | None = None,
+    constraint: Callable | None = None,
+    auxiliary_name_scope: bool = True,
 ) -> Iterator[VariableScope]:
     """Opens a variable scope (and a name scope) for `get_variable` (TF1 semantics).
 
@@ -637,9 +718,16 @@ def variable_scope(
             ``default_name`` made unique is used).
         default_name: The name to use, uniquified, when ``name_or_scope`` is None.
         values: Tensors the scope's ops use (to find their graph).
+        initializer: The default initializer for `get_variable` in the scope.
+        regularizer: The default regularizer.
+        caching_device: The default caching device.
+        partitioner: The default partitioner.
+        custom_getter: A custom getter; it gets the enclosing scope's getter as
+            its ``getter``.
         reuse: True, `AUTO_REUSE`, or None/False to inherit the enclosing mode.
-        initializer, regularizer, caching_device, partitioner, custom_getter,
-        dtype, use_resource, constraint: defaults for `get_variable` in the scope.
+        dtype: The default dtype.
+        use_resource: The default for ``use_resource``.
+        constraint: The default constraint.
         auxiliary_name_scope: If False, do not open a name scope.
 
     Raises:

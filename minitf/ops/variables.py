@@ -9,12 +9,19 @@ runs the variable op.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.meta_graph import in_name_scope, prepend_name_scope, strip_name_scope
 from minitf.ops import array_ops, array_shaping, control_flow_ops, state_ops
+
+if TYPE_CHECKING:
+    from minitf.framework.indexed_slices import IndexedSlices
+    from minitf.runtime.session import BaseSession
 
 __all__ = [
     "Variable",
@@ -80,7 +87,10 @@ class Variable:
             (with ``validate_shape=False``).
 
     Raises:
-        ValueError: if ``initial_value`` is None or has no fully defined shape.
+        ValueError: if ``initial_value`` is None or has no fully defined shape,
+            if both ``initial_value`` and ``variable_def`` are given, if
+            ``constraint`` is not callable, or if ``collections`` is not a
+            list, tuple or set.
     """
 
     _is_ref_variable = True
@@ -93,21 +103,21 @@ class Variable:
 
     def __init__(
         self,
-        initial_value=None,
-        trainable=None,
-        collections=None,
-        validate_shape=True,
-        caching_device=None,
-        name=None,
-        variable_def=None,
-        dtype=None,
-        expected_shape=None,
-        import_scope=None,
-        constraint=None,
-        use_resource=None,
-        synchronization=None,
-        aggregation=None,
-        shape=None,
+        initial_value: Any = None,
+        trainable: bool | None = None,
+        collections: list | tuple | set | None = None,
+        validate_shape: bool = True,
+        caching_device: str | None = None,
+        name: str | None = None,
+        variable_def: dict | None = None,
+        dtype: dtypes.DType | None = None,
+        expected_shape: tensor_shape.TensorShape | None = None,
+        import_scope: str | None = None,
+        constraint: Callable | None = None,
+        use_resource: bool | None = None,
+        synchronization: Any = None,
+        aggregation: Any = None,
+        shape: tensor_shape.TensorShape | list | None = None,
     ):
         del expected_shape, use_resource, synchronization, aggregation
         if variable_def is not None:
@@ -171,7 +181,12 @@ class Variable:
 
     @staticmethod
     def from_proto(variable_def: dict, import_scope: str | None = None) -> Variable:
-        """The variable a ``VariableDef`` dict describes (TF's ``Variable.from_proto``)."""
+        """The variable a ``VariableDef`` dict describes (TF's ``Variable.from_proto``).
+
+        Args:
+            variable_def: A ``VariableDef`` dict, as `to_proto` returns.
+            import_scope: The name scope the graph was imported into, or None.
+        """
         cls = ResourceVariable if variable_def.get("is_resource") else Variable
         return cls(variable_def=variable_def, import_scope=import_scope)
 
@@ -324,8 +339,12 @@ class Variable:
                 self._variable, self._initial_value, name=f"{self._shared_name}/initialized_value"
             )
 
-    def eval(self, session=None):
-        """The current value, computed in ``session`` or the default session."""
+    def eval(self, session: BaseSession | None = None):
+        """The current value, computed in ``session`` or the default session.
+
+        Args:
+            session: The session to use; None means the default session.
+        """
         return self._variable.eval(session=session)
 
     def _ref(self) -> ops.Tensor:
@@ -340,47 +359,131 @@ class Variable:
     def _AsTensor(self) -> ops.Tensor:  # noqa: N802 - TF's name
         return self._snapshot
 
-    def is_initialized(self, name=None) -> ops.Tensor:
-        """A bool tensor: whether the variable has been initialized."""
+    def is_initialized(self, name: str | None = None) -> ops.Tensor:
+        """A bool tensor: whether the variable has been initialized.
+
+        Args:
+            name: Unused; the op is named ``IsVariableInitialized``.
+        """
         return state_ops.is_variable_initialized(self._variable)
 
     # -- writing -------------------------------------------------------------------------
 
-    def assign(self, value, use_locking=False, name=None, read_value=True):
-        """Assigns ``value``; returns the variable's ref after the assignment."""
+    def assign(
+        self,
+        value: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ):
+        """Assigns ``value``; returns the variable's ref after the assignment.
+
+        Args:
+            value: The new value, of the variable's dtype.
+            use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold
+                the variable's lock).
+            name: A name for the operation (optional).
+            read_value: If True, return the variable's ref after the update; if False, the update
+                op.
+        """
         result = state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
-    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
-        """Adds ``delta``; returns the variable's ref after the update."""
+    def assign_add(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ):
+        """Adds ``delta``; returns the variable's ref after the update.
+
+        Args:
+            delta: The value to add.
+            use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold
+                the variable's lock).
+            name: A name for the operation (optional).
+            read_value: If True, return the variable's ref after the update; if False, the update
+                op.
+        """
         result = state_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
-    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
-        """Subtracts ``delta``; returns the variable's ref after the update."""
+    def assign_sub(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ):
+        """Subtracts ``delta``; returns the variable's ref after the update.
+
+        Args:
+            delta: The value to subtract.
+            use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold
+                the variable's lock).
+            name: A name for the operation (optional).
+            read_value: If True, return the variable's ref after the update; if False, the update
+                op.
+        """
         result = state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
         return result if read_value else result.op
 
-    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
-        """Subtracts an `IndexedSlices` from rows of the variable."""
+    def scatter_sub(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ):
+        """Subtracts an `IndexedSlices` from rows of the variable.
+
+        Args:
+            sparse_delta: An `IndexedSlices`: the rows to subtract and their indices.
+            use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold
+                the variable's lock).
+            name: A name for the operation (optional).
+        """
         return state_ops.scatter_sub(
             self._variable, sparse_delta.indices, sparse_delta.values, use_locking, name
         )
 
-    def scatter_add(self, sparse_delta, use_locking=False, name=None):
-        """Adds an `IndexedSlices` to rows of the variable."""
+    def scatter_add(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ):
+        """Adds an `IndexedSlices` to rows of the variable.
+
+        Args:
+            sparse_delta: An `IndexedSlices`: the rows to add and their indices.
+            use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold
+                the variable's lock).
+            name: A name for the operation (optional).
+        """
         return state_ops.scatter_add(
             self._variable, sparse_delta.indices, sparse_delta.values, use_locking, name
         )
 
-    def scatter_update(self, sparse_delta, use_locking=False, name=None):
-        """Writes an `IndexedSlices` into rows of the variable."""
+    def scatter_update(
+        self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
+    ):
+        """Writes an `IndexedSlices` into rows of the variable.
+
+        Args:
+            sparse_delta: An `IndexedSlices`: the new rows and their indices.
+            use_locking: TF's locking flag, kept as the op's attribute (minitf's kernels always hold
+                the variable's lock).
+            name: A name for the operation (optional).
+        """
         return state_ops.scatter_update(
             self._variable, sparse_delta.indices, sparse_delta.values, use_locking, name
         )
 
-    def load(self, value, session=None) -> None:
-        """Writes ``value`` into the variable by feeding its initializer's value."""
+    def load(self, value: Any, session: BaseSession | None = None) -> None:
+        """Writes ``value`` into the variable by feeding its initializer's value.
+
+        Args:
+            value: The new value (a numpy array or a Python value).
+            session: The session to use; None means the default session.
+
+        Raises:
+            ValueError: if no session is given and there is no default session.
+        """
         if session is None:
             session = ops.get_default_session()
             if session is None:
@@ -390,8 +493,12 @@ class Variable:
                 )
         session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
 
-    def set_shape(self, shape) -> None:
-        """Refines the static shape."""
+    def set_shape(self, shape: tensor_shape.TensorShape | list) -> None:
+        """Refines the static shape.
+
+        Args:
+            shape: A `TensorShape` (or list) compatible with the current shape.
+        """
         self._variable.set_shape(shape)
         self._snapshot.set_shape(shape)
 
@@ -555,8 +662,12 @@ ops.register_tensor_conversion_function(Variable, _variable_conversion, 10)
 # -- collections and initializers ---------------------------------------------------------
 
 
-def global_variables(scope=None) -> list:
-    """The variables in ``GLOBAL_VARIABLES`` (filtered by ``scope``)."""
+def global_variables(scope: str | None = None) -> list:
+    """The variables in ``GLOBAL_VARIABLES`` (filtered by ``scope``).
+
+    Args:
+        scope: If given, keep only the variables whose name ``re.match`` matches it.
+    """
     return ops.get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
 
@@ -565,36 +676,62 @@ def all_variables() -> list:
     return global_variables()
 
 
-def local_variables(scope=None) -> list:
-    """The variables in ``LOCAL_VARIABLES``."""
+def local_variables(scope: str | None = None) -> list:
+    """The variables in ``LOCAL_VARIABLES``.
+
+    Args:
+        scope: If given, keep only the variables whose name ``re.match`` matches it.
+    """
     return ops.get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 
-def trainable_variables(scope=None) -> list:
-    """The variables in ``TRAINABLE_VARIABLES``."""
+def trainable_variables(scope: str | None = None) -> list:
+    """The variables in ``TRAINABLE_VARIABLES``.
+
+    Args:
+        scope: If given, keep only the variables whose name ``re.match`` matches it.
+    """
     return ops.get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
 
 
-def model_variables(scope=None) -> list:
-    """The variables in ``MODEL_VARIABLES``."""
+def model_variables(scope: str | None = None) -> list:
+    """The variables in ``MODEL_VARIABLES``.
+
+    Args:
+        scope: If given, keep only the variables whose name ``re.match`` matches it.
+    """
     return ops.get_collection(GraphKeys.MODEL_VARIABLES, scope)
 
 
-def moving_average_variables(scope=None) -> list:
-    """The variables in ``MOVING_AVERAGE_VARIABLES``."""
+def moving_average_variables(scope: str | None = None) -> list:
+    """The variables in ``MOVING_AVERAGE_VARIABLES``.
+
+    Args:
+        scope: If given, keep only the variables whose name ``re.match`` matches it.
+    """
     return ops.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
 
-def variables_initializer(var_list, name="init") -> ops.Operation:
-    """An op running the initializers of ``var_list`` (a ``NoOp`` if empty)."""
+def variables_initializer(var_list: list, name: str = "init") -> ops.Operation:
+    """An op running the initializers of ``var_list`` (a ``NoOp`` if empty).
+
+    Args:
+        var_list: The variables to initialize.
+        name: The name of the op.
+    """
     var_list = list(var_list)
     if var_list:
         return control_flow_ops.group(*[v.initializer for v in var_list], name=name)
     return control_flow_ops.no_op(name=name)
 
 
-def initialize_variables(var_list, name="init") -> ops.Operation:
-    """Deprecated alias of `variables_initializer`."""
+def initialize_variables(var_list: list, name: str = "init") -> ops.Operation:
+    """Deprecated alias of `variables_initializer`.
+
+    Args:
+        var_list: The variables to initialize.
+        name: The name of the op.
+    """
     return variables_initializer(var_list, name)
 
 
@@ -618,13 +755,19 @@ def initialize_local_variables() -> ops.Operation:
     return local_variables_initializer()
 
 
-def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+def report_uninitialized_variables(
+    var_list: list | None = None, name: str = "report_uninitialized_variables"
+) -> ops.Tensor:
     """A 1-D string tensor with the names of the uninitialized variables of ``var_list``.
 
     Built like TF's: one ``IsVariableInitialized`` op per variable (colocated
     with it, so on a cluster each check runs where the variable lives), then a
     mask over a constant list of names, on ``/cpu:0``. Defaults to all global
     and local variables.
+
+    Args:
+        var_list: The variables to check; None means every global and local variable.
+        name: The name scope of the ops.
     """
     from minitf.ops import math_ops
     from minitf.ops.constant_op import constant
@@ -649,8 +792,15 @@ def _boolean_mask(values: ops.Tensor, mask: ops.Tensor) -> ops.Tensor:
         return array_ops.gather(values, indices)
 
 
-def assert_variables_initialized(var_list=None):
-    """An op that fails with FailedPreconditionError if a variable is uninitialized."""
+def assert_variables_initialized(var_list: list | None = None) -> ops.Tensor | None:
+    """An op that fails with FailedPreconditionError if a variable is uninitialized.
+
+    Args:
+        var_list: The variables to check; None means every global and local variable.
+
+    Returns:
+        A tensor to run (the variables' ranks), or None if there are no variables.
+    """
     if var_list is None:
         var_list = global_variables() + local_variables()
     var_list = list(var_list)

@@ -111,6 +111,11 @@ def run_script(path: str, argv: Sequence[str], env: dict[str, str] | None = None
     and sees ``env`` in ``os.environ`` (a task's ``TF_CONFIG``) where other
     threads do not; ``tf.app.run`` in it reads ``argv`` and calls the
     script's ``main``. Several threads may each run a copy at once.
+
+    Args:
+        path: The script's path.
+        argv: Its command-line arguments (without the program name).
+        env: Environment variables the script sees in ``os.environ`` (e.g. ``TF_CONFIG``).
     """
     import runpy
 

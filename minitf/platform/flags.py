@@ -41,9 +41,23 @@ class UnrecognizedFlagError(Error):
 
 
 class Flag:
-    """One defined flag: its name, parser, default, help and current value."""
+    """One defined flag: its name, parser, default, help and current value.
 
-    def __init__(self, name: str, default, help_text: str, parse: Callable[[str], Any], kind: str):
+    Args:
+        name: The flag's name.
+        default: Its default value; a string is parsed with ``parse``.
+        help_text: Its help text.
+        parse: Turns command-line text into a value (raising ValueError or
+            TypeError for bad text).
+        kind: What the value is, for messages (``"an integer"``).
+
+    Raises:
+        IllegalFlagValueError: if a string ``default`` cannot be parsed.
+    """
+
+    def __init__(
+        self, name: str, default: Any, help_text: str, parse: Callable[[str], Any], kind: str
+    ):
         self.name = name
         self.help = help_text
         self.kind = kind
@@ -55,6 +69,9 @@ class Flag:
 
     def parse(self, text: str):
         """The value ``text`` stands for.
+
+        Args:
+            text: The command-line text.
 
         Raises:
             IllegalFlagValueError: naming the flag, the text and the type wanted.
@@ -93,6 +110,9 @@ class FlagValues:
 
     def define(self, flag: Flag) -> None:
         """Adds a flag.
+
+        Args:
+            flag: The `Flag` to add.
 
         Raises:
             DuplicateFlagError: if a flag of that name exists.
@@ -247,6 +267,21 @@ def _define(kind: str, parse) -> Callable:
         flag_values.define(flag)
         return flag
 
+    define.__doc__ = f"""Defines a flag whose value is {kind}.
+
+    Args:
+        name: The flag's name (``--name`` on the command line).
+        default: Its value when the command line does not set it; a string
+            default is parsed like the command line.
+        help: Its help text.
+        flag_values: The `FlagValues` to add it to (default: ``FLAGS``).
+
+    Returns:
+        The `Flag`.
+
+    Raises:
+        DuplicateFlagError: if a flag of that name is defined already.
+    """
     return define
 
 
@@ -259,9 +294,30 @@ DEFINE_list = _define("a comma-separated list", _parse_list)
 
 
 def DEFINE_enum(  # noqa: N802 - TF's name
-    name: str, default, enum_values: Sequence[str], help: str, flag_values: FlagValues = FLAGS, **_
+    name: str,
+    default: str | None,
+    enum_values: Sequence[str],
+    help: str,
+    flag_values: FlagValues = FLAGS,
+    **_,
 ) -> Flag:  # noqa: A002
-    """A string flag that must be one of ``enum_values``."""
+    """A string flag that must be one of ``enum_values``.
+
+    Args:
+        name: The flag's name (``--name`` on the command line).
+        default: Its value when the command line does not set it (checked
+            against ``enum_values`` if it is a string).
+        enum_values: The allowed values.
+        help: Its help text.
+        flag_values: The `FlagValues` to add it to (default: ``FLAGS``).
+
+    Returns:
+        The `Flag`.
+
+    Raises:
+        DuplicateFlagError: if a flag of that name is defined already.
+        IllegalFlagValueError: if a string ``default`` is not allowed.
+    """
     allowed = list(enum_values)
 
     def parse(text: str) -> str:

@@ -30,7 +30,11 @@ def _handled() -> logging.Logger:
 
 
 def set_verbosity(level: int) -> None:
-    """Logs messages of ``level`` and above (``tf.logging.INFO``, ...)."""
+    """Logs messages of ``level`` and above (``tf.logging.INFO``, ...).
+
+    Args:
+        level: A level such as ``tf.logging.INFO`` (a `logging` level).
+    """
     _handled().setLevel(level)
 
 
@@ -40,19 +44,47 @@ def get_verbosity() -> int:
 
 
 def log(level: int, msg, *args, **kwargs) -> None:
-    """Logs ``msg % args`` at ``level``."""
+    """Logs ``msg % args`` at ``level``.
+
+    Args:
+        level: The `logging` level.
+        msg: The message, a %-format string.
+        *args: The values for the format.
+        **kwargs: Passed to `logging.Logger.log` (``exc_info``, ...).
+    """
     _handled().log(level, msg, *args, **kwargs)
 
 
 def debug(msg, *args, **kwargs) -> None:
+    """Logs ``msg % args`` at DEBUG level.
+
+    Args:
+        msg: The message, a %-format string.
+        *args: The values for the format.
+        **kwargs: Passed to `logging.Logger.log` (``exc_info``, ...).
+    """
     log(DEBUG, msg, *args, **kwargs)
 
 
 def info(msg, *args, **kwargs) -> None:
+    """Logs ``msg % args`` at INFO level.
+
+    Args:
+        msg: The message, a %-format string.
+        *args: The values for the format.
+        **kwargs: Passed to `logging.Logger.log` (``exc_info``, ...).
+    """
     log(INFO, msg, *args, **kwargs)
 
 
 def warning(msg, *args, **kwargs) -> None:
+    """Logs ``msg % args`` at WARN level.
+
+    Args:
+        msg: The message, a %-format string.
+        *args: The values for the format.
+        **kwargs: Passed to `logging.Logger.log` (``exc_info``, ...).
+    """
     log(WARN, msg, *args, **kwargs)
 
 
@@ -60,20 +92,48 @@ warn = warning
 
 
 def error(msg, *args, **kwargs) -> None:
+    """Logs ``msg % args`` at ERROR level.
+
+    Args:
+        msg: The message, a %-format string.
+        *args: The values for the format.
+        **kwargs: Passed to `logging.Logger.log` (``exc_info``, ...).
+    """
     log(ERROR, msg, *args, **kwargs)
 
 
 def fatal(msg, *args, **kwargs) -> None:
+    """Logs ``msg % args`` at FATAL level.
+
+    Args:
+        msg: The message, a %-format string.
+        *args: The values for the format.
+        **kwargs: Passed to `logging.Logger.log` (``exc_info``, ...).
+    """
     log(FATAL, msg, *args, **kwargs)
 
 
 def vlog(level: int, msg, *args, **kwargs) -> None:
-    """Logs at ``level`` (TF's verbose logging)."""
+    """Logs at ``level`` (TF's verbose logging).
+
+    Args:
+        level: The `logging` level.
+        msg: The message, a %-format string.
+        *args: The values for the format.
+        **kwargs: Passed to `logging.Logger.log`.
+    """
     log(level, msg, *args, **kwargs)
 
 
 def log_every_n(level: int, msg, n: int, *args) -> None:
-    """Logs the 1st, (n+1)th, (2n+1)th, ... time this call site runs."""
+    """Logs the 1st, (n+1)th, (2n+1)th, ... time this call site runs.
+
+    Args:
+        level: The `logging` level.
+        msg: The message, a %-format string.
+        n: Log once every this many calls.
+        *args: The values for the format.
+    """
     key = _call_site()
     count = _counts.get(key, 0)
     _counts[key] = count + 1
@@ -82,7 +142,14 @@ def log_every_n(level: int, msg, n: int, *args) -> None:
 
 
 def log_first_n(level: int, msg, n: int, *args) -> None:
-    """Logs only the first ``n`` times this call site runs."""
+    """Logs only the first ``n`` times this call site runs.
+
+    Args:
+        level: The `logging` level.
+        msg: The message, a %-format string.
+        n: How many calls log.
+        *args: The values for the format.
+    """
     key = _call_site()
     count = _counts.get(key, 0)
     _counts[key] = count + 1

@@ -23,11 +23,20 @@ class WallClock:
         return time.perf_counter_ns()
 
     def wait(self, event: threading.Event, seconds: float | None) -> bool:
-        """Waits until ``event`` is set or ``seconds`` pass; True if it was set."""
+        """Waits until ``event`` is set or ``seconds`` pass; True if it was set.
+
+        Args:
+            event: The event to wait for.
+            seconds: The longest wait; None waits until the event is set.
+        """
         return event.wait(seconds)
 
     def remaining(self, deadline: float | None) -> float | None:
-        """Seconds left until ``deadline`` (never negative), or None for no deadline."""
+        """Seconds left until ``deadline`` (never negative), or None for no deadline.
+
+        Args:
+            deadline: A `now` time, or None.
+        """
         return None if deadline is None else max(0.0, deadline - self.now())
 
 

@@ -189,6 +189,9 @@ class ClusterSpec:
     def num_tasks(self, job_name: str) -> int:
         """Returns the number of tasks defined in `job_name`.
 
+        Args:
+            job_name: The name of a job of this cluster.
+
         Raises:
           ValueError: If `job_name` does not name a job in this cluster.
         """
@@ -197,6 +200,9 @@ class ClusterSpec:
     def task_indices(self, job_name: str) -> list[int]:
         """Returns the sorted task indices defined in `job_name`.
 
+        Args:
+            job_name: The name of a job of this cluster.
+
         Raises:
           ValueError: If `job_name` does not name a job in this cluster.
         """
@@ -204,6 +210,10 @@ class ClusterSpec:
 
     def task_address(self, job_name: str, task_index: int) -> str:
         """Returns the address of task `task_index` of `job_name`.
+
+        Args:
+            job_name: The name of a job of this cluster.
+            task_index: The index of a task of that job.
 
         Raises:
           ValueError: If `job_name` does not name a job in this cluster, or the job
@@ -220,6 +230,9 @@ class ClusterSpec:
 
         For a sparse job the missing indices hold None, so the list length is
         not the number of tasks (use `num_tasks` for that).
+
+        Args:
+            job_name: The name of a job of this cluster.
 
         Raises:
           ValueError: If `job_name` does not name a job in this cluster, or (as in

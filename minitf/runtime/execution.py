@@ -39,6 +39,15 @@ class OpEvent:
 
     Kept small (the plan step, times, sizes): a traced step makes one per op,
     and `minitf.runtime.step_stats` turns them into dicts afterwards.
+
+    Args:
+        step: The op's `minitf.runtime.plan.PlanStep`.
+        start_ns: When it started, on the clock's ``now_ns``.
+        end_ns: When its outputs were taken.
+        thread: ``(ident, name)`` of the thread that drove the step.
+        output_bytes: The size of its outputs, in bytes.
+        wait_ns: How long an asynchronous op waited for its completion.
+        notes: What its kernel noted (`StepContext.note`), or None.
     """
 
     __slots__ = ("step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes")
@@ -60,7 +69,17 @@ class OpEvent:
 
     @classmethod
     def of(cls, step, start_ns: int, end_ns: int, vals: list, ctx, thread, wait_ns=0) -> OpEvent:
-        """The event of ``step``, which ran from ``start_ns`` to ``end_ns``."""
+        """The event of ``step``, which ran from ``start_ns`` to ``end_ns``.
+
+        Args:
+            step: The op's `minitf.runtime.plan.PlanStep`.
+            start_ns: When it started, on the clock's ``now_ns``.
+            end_ns: When its outputs were taken.
+            thread: ``(ident, name)`` of the thread that drove the step.
+            vals: The step's value slots (the op's outputs are measured).
+            ctx: The step's `StepContext` (its notes for the op are taken).
+            wait_ns: How long an asynchronous op waited for its completion.
+        """
         size = 0
         for slot in step.out_slots:
             size += getattr(vals[slot], "nbytes", 0)
@@ -69,7 +88,17 @@ class OpEvent:
 
 
 def as_op_error(exc: BaseException, op) -> errors.OpError:
-    """Converts an exception raised by ``op``'s kernel into a TF error naming the op."""
+    """Converts an exception raised by ``op``'s kernel into a TF error naming the op.
+
+    Args:
+        exc: The exception.
+        op: The `Operation` whose kernel raised it.
+
+    Returns:
+        ``exc`` itself if it is an `OpError` (given ``op`` if it names none), else an
+        ``InvalidArgumentError`` (for ValueError, TypeError, IndexError, KeyError,
+        ZeroDivisionError) or an ``InternalError`` naming the op.
+    """
     if isinstance(exc, errors.OpError):
         if exc.op is None:
             exc._op = op
@@ -84,7 +113,12 @@ def as_op_error(exc: BaseException, op) -> errors.OpError:
 
 
 def initial_values(plan: Plan, feed_values: list[Any]) -> list[Any]:
-    """The value slots of a new run of ``plan``: its folded constants and the feeds."""
+    """The value slots of a new run of ``plan``: its folded constants and the feeds.
+
+    Args:
+        plan: The `Plan`.
+        feed_values: The fed values, in the order of ``plan.feed_slots``.
+    """
     vals: list[Any] = [None] * plan.num_slots
     for slot, value in plan.constants:
         vals[slot] = value
@@ -95,6 +129,10 @@ def initial_values(plan: Plan, feed_values: list[Any]) -> list[Any]:
 
 def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
     """The fetched values of a finished run (a variable fetched is read now).
+
+    Args:
+        plan: The `Plan`.
+        vals: The run's value slots.
 
     Raises:
         InvalidArgumentError: for a fetch on a ``tf.cond`` branch that was not taken.
@@ -207,6 +245,9 @@ class StepExecution:
     def waits_for(self, i: int) -> dict:
         """What the waiting op ``i`` waits for: a queue's size, an accumulator's count, a tensor.
 
+        Args:
+            i: The index of a waiting op in the plan's steps.
+
         Returns:
             For a ``_Recv``: ``{"kind": "tensor", "key", "from"}``; for a queue
             or accumulator op: its state (``size``/``capacity``, or ``count``
@@ -236,6 +277,9 @@ class StepExecution:
 
     def run_op(self, i: int) -> None:
         """Runs the ready op ``i``.
+
+        Args:
+            i: The index of a ready op in the plan's steps.
 
         Raises:
             OpError: the TF error of its kernel, naming the op.
@@ -297,6 +341,9 @@ class StepExecution:
     def deliver(self, i: int) -> None:
         """Hands the arrived completion of op ``i`` to the step.
 
+        Args:
+            i: The index of an op whose completion has arrived.
+
         Raises:
             OpError: if the op finished with an error.
         """
@@ -340,7 +387,11 @@ class StepExecution:
             self._take(inbox.get_nowait())
 
     def wait_for_arrival(self, timeout: float | None) -> bool:
-        """Blocks until a completion arrives and collects it (True), or ``timeout`` passes."""
+        """Blocks until a completion arrives and collects it (True), or ``timeout`` passes.
+
+        Args:
+            timeout: The longest wait in seconds, or None.
+        """
         try:
             item = self._inbox.get(timeout=timeout)
         except queue.Empty:
@@ -382,7 +433,11 @@ class StepExecution:
 
 
 def describe_wait(waits: dict) -> str:
-    """What a waiting op waits for, in words (from `StepExecution.waits_for`)."""
+    """What a waiting op waits for, in words (from `StepExecution.waits_for`).
+
+    Args:
+        waits: What `StepExecution.waits_for` returned.
+    """
     kind = waits.get("kind")
     if kind == "queue":
         return f"queue {waits['name']} holds {waits['size']}, needs {waits.get('required', 1)}"

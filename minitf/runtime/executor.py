@@ -67,7 +67,11 @@ class CancellationManager:
         return self._cancelled
 
     def register(self, callback: Callable[[], None]) -> int | None:
-        """Registers ``callback``; returns a token, or None if already cancelled."""
+        """Registers ``callback``; returns a token, or None if already cancelled.
+
+        Args:
+            callback: Called with no arguments when the step is cancelled.
+        """
         with self._lock:
             if self._cancelled:
                 return None
@@ -76,7 +80,11 @@ class CancellationManager:
             return token
 
     def deregister(self, token: int | None) -> None:
-        """Forgets a callback (the kernel finished normally)."""
+        """Forgets a callback (the kernel finished normally).
+
+        Args:
+            token: What `register` returned (None is ignored).
+        """
         if token is None:
             return
         with self._lock:
@@ -135,12 +143,17 @@ class StepContext:
         self.trace: list | None = None
         self.notes: dict[str, dict] = {}
 
-    def note(self, op_name: str, field: str, value) -> None:
+    def note(self, op_name: str, field: str, value: Any) -> None:
         """Adds ``field`` to the traced stats of ``op_name`` (only while tracing).
 
         Kernels use it to say what the trace cannot see from outside: what a
         waiting op waited on, which peer a tensor went to, which queue
         elements moved (`minitf.runtime.step_stats`).
+
+        Args:
+            op_name: The op's name.
+            field: The stats field.
+            value: Its value (JSON-able).
         """
         if self.trace is not None:
             self.notes.setdefault(op_name, {})[field] = value
@@ -153,6 +166,7 @@ class Executor:
         scheduler: Chooses every move of the dataflow driver (default: `FifoScheduler`).
         observe_ops: If True, always use the dataflow driver (a stepper or a
             tracer wants to see every op in turn).
+        task: The task's name, for the log of waiting steps.
     """
 
     def __init__(
@@ -165,6 +179,11 @@ class Executor:
 
     def run(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
         """Runs ``plan`` with the fed values; returns the fetched values.
+
+        Args:
+            plan: The `Plan` of the step.
+            ctx: The step's `StepContext`.
+            feed_values: The fed values, in the order of the plan's feeds.
 
         Raises:
             OpError: the TF error of the first failing op (the step is cancelled).
@@ -181,6 +200,9 @@ class Executor:
 
     def drive(self, execution: StepExecution) -> None:
         """Makes the scheduler's moves until the step is done; waits when none can be made.
+
+        Args:
+            execution: The `StepExecution` of the step.
 
         Raises:
             OpError: the first failing op's error, or ``DeadlineExceededError``

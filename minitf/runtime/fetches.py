@@ -16,6 +16,13 @@ from minitf.framework import ops
 IndexedSlicesValue = collections.namedtuple(
     "IndexedSlicesValue", ["values", "indices", "dense_shape"]
 )
+IndexedSlicesValue.__doc__ = """What ``Session.run`` returns for a fetched `IndexedSlices`.
+
+Attributes:
+    values: The rows, a numpy array.
+    indices: Their indices in the first dimension, a numpy array.
+    dense_shape: The dense shape, or None if the `IndexedSlices` has none.
+"""
 
 
 class FetchMapper:
@@ -38,7 +45,11 @@ class FetchMapper:
         self._build = self._map(fetches)
 
     def build(self, values: list[Any]):
-        """Returns the fetched values in the structure of ``fetches``."""
+        """Returns the fetched values in the structure of ``fetches``.
+
+        Args:
+            values: The value of each of `tensors`, in order (ops fetch None).
+        """
         return self._build(values)
 
     def _map(self, fetch) -> Callable[[list], Any]:

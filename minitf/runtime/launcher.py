@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from minitf.framework import errors
 from minitf.platform import formats
@@ -78,6 +79,11 @@ def free_ports(n: int, host: str = "127.0.0.1", rng: random.Random | None = None
     ports from, so no client connection can hold one while its task is down.
     Another program may still bind one before its task does.
 
+    Args:
+        n: How many ports.
+        host: The address to check them on.
+        rng: The random order to try ports in (default: a system random source).
+
     Raises:
         OSError: if ``n`` free ports cannot be found.
     """
@@ -119,6 +125,9 @@ class LocalCluster:
             are done. ``minitf step --replay FILE`` (`Stepper.replay`) makes
             the same moves again, with the same values.
 
+    Raises:
+        ValueError: if a job has fewer than one task.
+
     Example::
 
         with LocalCluster({"ps": 1, "worker": 2}) as cluster:
@@ -133,7 +142,7 @@ class LocalCluster:
         args: Sequence[str] = (),
         host: str = "127.0.0.1",
         env: dict[str, str] | None = None,
-        output=sys.stdout,
+        output: TextIO | None = sys.stdout,
         record: str | None = None,
     ):
         if not tasks or any(int(n) < 1 for n in tasks.values()):
@@ -197,7 +206,12 @@ class LocalCluster:
         self._pumps.append(pump)
 
     def role_arguments(self, job: str, index: int) -> list[str]:
-        """The TF1 command-line arguments of one task."""
+        """The TF1 command-line arguments of one task.
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+        """
         spec = self.cluster_spec.as_dict()
         hosts = {j: ",".join(spec[j]) for j in spec}
         args = [f"--job_name={job}", f"--task_index={index}"]
@@ -214,11 +228,21 @@ class LocalCluster:
     # -- using ---------------------------------------------------------------------------
 
     def target(self, job: str, index: int = 0) -> str:
-        """The session target of one task."""
+        """The session target of one task.
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+        """
         return "grpc://" + self.cluster_spec.task_address(job, index)
 
     def pid(self, job: str, index: int) -> int:
-        """The process id of one task."""
+        """The process id of one task.
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+        """
         return self._procs[(job, index)].pid
 
     def restart(
@@ -230,7 +254,8 @@ class LocalCluster:
         a cluster manager would. `wait` follows the new process.
 
         Args:
-            job, index: The task.
+            job: The task's job.
+            index: The task's index.
             sig: The signal that ends it.
             while_down: Called once it is dead, before it starts again.
 
@@ -255,7 +280,13 @@ class LocalCluster:
         return code
 
     def wait_task(self, job: str, index: int, timeout: float = 0.0) -> int | None:
-        """One task's exit code, waiting up to ``timeout`` seconds for it; None if it runs."""
+        """One task's exit code, waiting up to ``timeout`` seconds for it; None if it runs.
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+            timeout: Seconds to wait; 0 only looks.
+        """
         with self._lock:
             proc = self._procs[(job, index)]
         try:
@@ -270,6 +301,9 @@ class LocalCluster:
 
     def wait(self, timeout: float | None = None) -> int:
         """Waits for every non-ps task to exit, then stops the ps tasks.
+
+        Args:
+            timeout: Seconds to wait, or None for no limit.
 
         Returns:
             0 if every waited-for task succeeded, else the first non-zero exit code.
@@ -315,6 +349,9 @@ class LocalCluster:
         A task still running (a ps) is asked for its moves; one that ended
         left them in a file at its exit.
 
+        Args:
+            path: The file to write.
+
         Raises:
             FailedPreconditionError: if a task's moves cannot be had (it was killed).
         """
@@ -345,7 +382,11 @@ class LocalCluster:
         return os.path.join(self._record_dir, f"{job}-{index}.json")
 
     def stop(self, grace: float = 5.0) -> None:
-        """Stops every task process: SIGTERM, then SIGKILL after ``grace`` seconds."""
+        """Stops every task process: SIGTERM, then SIGKILL after ``grace`` seconds.
+
+        Args:
+            grace: Seconds each task has to exit after SIGTERM.
+        """
         with self._lock:
             procs = list(self._procs.values())
         for proc in procs:
@@ -394,6 +435,9 @@ def write_recording(
 def load_recording(path: str) -> dict:
     """A recording `write_recording` wrote (a `LocalCluster`'s or a `SimulatedCluster`'s).
 
+    Args:
+        path: The file.
+
     Raises:
         ValueError: if the file is not one.
     """
@@ -412,6 +456,12 @@ def launch(
 
     Ctrl-C (or SIGTERM) stops every task. With ``record``, the run's
     schedule is written there (`LocalCluster`).
+
+    Args:
+        script: The TF1-style script every task runs.
+        tasks: ``{"ps": 1, "worker": 2}``: how many tasks per job.
+        args: Extra arguments passed to the script after its role arguments.
+        record: A file to record the run's schedule to, or None.
     """
     cluster = LocalCluster(tasks, script=script, args=args, record=record)
 

@@ -53,6 +53,9 @@ _DEADLINE_GRACE = 2.0  # seconds to let a task past the step's deadline say what
 def target_address(target: str) -> str:
     """``"grpc://host:port"`` or ``"minitf://host:port"`` → ``"host:port"``.
 
+    Args:
+        target: A session target.
+
     Raises:
         InvalidArgumentError: for another scheme.
     """
@@ -135,7 +138,13 @@ class StepIds:
         self._lock = threading.Lock()
 
     def next(self, fetches, targets, feeds) -> int:
-        """The next id of a run of this signature (what it fetches, runs and feeds)."""
+        """The next id of a run of this signature (what it fetches, runs and feeds).
+
+        Args:
+            fetches: The tensors the run fetches.
+            targets: The ops it runs.
+            feeds: The tensors it feeds.
+        """
         signature = "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
         counter = self._counters.get(signature)
         if counter is None:
@@ -170,7 +179,12 @@ class _Call:
 
 
 class Channel:
-    """A client connection to one task; a reader thread hands replies to their callers."""
+    """A client connection to one task; a reader thread hands replies to their callers.
+
+    Args:
+        wire: The connection to the task.
+        task: The task's name.
+    """
 
     def __init__(self, wire: Wire, task: str):
         self.task = task
@@ -182,7 +196,12 @@ class Channel:
         threading.Thread(target=self._read, name=f"minitf-channel{task}", daemon=True).start()
 
     def call(self, build, notify: threading.Event | None = None) -> _Call:
-        """Sends ``build(call_id)``; returns the pending call (``notify`` is set when it ends)."""
+        """Sends ``build(call_id)``; returns the pending call (``notify`` is set when it ends).
+
+        Args:
+            build: ``build(call_id) -> message``: the request to send.
+            notify: An event to set too when the reply comes (one event may serve many calls).
+        """
         pending = _Call(notify)
         with self._lock:
             call_id = next(self._ids)
@@ -198,14 +217,27 @@ class Channel:
         return pending
 
     def send(self, message: tuple) -> None:
-        """Sends a one-way message (an abort); a broken connection is ignored."""
+        """Sends a one-way message (an abort); a broken connection is ignored.
+
+        Args:
+            message: The message.
+        """
         try:
             self._wire.send(message)
         except OSError:
             pass
 
     def request(self, build, timeout: float) -> Any:
-        """A call that waits for its reply; returns the payload or raises its error."""
+        """A call that waits for its reply; returns the payload or raises its error.
+
+        Args:
+            build: ``build(call_id) -> message``: the request to send.
+            timeout: Seconds to wait for the reply.
+
+        Raises:
+            UnavailableError: if the task does not answer in time.
+            OpError: the TF error the task replied with.
+        """
         pending = self.call(build)
         if not pending.event.wait(timeout):
             raise errors.UnavailableError(None, None, f"{self.task} did not answer in {timeout} s")
@@ -243,14 +275,30 @@ class Channel:
 
 
 def unpack(reply: tuple, graph: ops.Graph | None) -> Any:
-    """The payload of an ``ok`` reply, or raises the TF error of an ``error`` reply."""
+    """The payload of an ``ok`` reply, or raises the TF error of an ``error`` reply.
+
+    Args:
+        reply: A reply from a task: ``("ok", call id, payload)`` or ``("error", call id, code,
+            message, op name)``.
+        graph: The client graph, whose op the error names, or None.
+
+    Raises:
+        OpError: the TF error of an ``error`` reply.
+    """
     if reply[0] == "ok":
         return reply[2]
     raise rebuild_error(reply[2], reply[3], reply[4], graph)
 
 
 def rebuild_error(code: int, message: str, op_name: str | None, graph) -> errors.OpError:
-    """The TF error a task reported, naming the client graph's op when it can."""
+    """The TF error a task reported, naming the client graph's op when it can.
+
+    Args:
+        code: The TF error code.
+        message: The error message.
+        op_name: The failing op's name, or None.
+        graph: The client graph to find the op in, or None.
+    """
     op = None
     if op_name is not None and graph is not None:
         try:
@@ -263,6 +311,15 @@ def rebuild_error(code: int, message: str, op_name: str | None, graph) -> errors
 
 def partition_step(fetches, targets, feeds, cluster, job, task, config):
     """Places and partitions one run signature of a client on ``/job:<job>/task:<task>``.
+
+    Args:
+        fetches: The tensors the run fetches.
+        targets: The ops it runs.
+        feeds: The tensors it feeds.
+        cluster: The `ClusterSpec`.
+        job: The client's job.
+        task: The client's task index.
+        config: The session's `ConfigProto` (its ``allow_soft_placement``).
 
     Returns:
         ``(partitions by task, fetch_from)``: where each fetch comes from,
@@ -334,6 +391,10 @@ class Master:
             task: The task name.
             connect_timeout: Seconds to keep trying to connect (default:
                 ``MINITF_CONNECT_TIMEOUT``).
+
+        Raises:
+            CancelledError: if the session has been closed.
+            UnavailableError: if the task cannot be reached.
         """
         with self._channels_lock:
             if self._closed:
@@ -413,6 +474,14 @@ class Master:
 
         The step stats have one ``dev_stats`` entry per task, on this
         process's clock (`clock_offset`).
+
+        Args:
+            fetches: The tensors the run fetches.
+            targets: The ops it runs.
+            feeds: The tensors it feeds.
+            feed_values: The fed values, one per feed.
+            timeout_ms: The step's deadline in milliseconds (0: none).
+            trace: Whether to trace the step.
 
         Raises:
             OpError: the root-cause TF error of a failing task, or
@@ -521,6 +590,9 @@ class Master:
         Measured once per task, NTP-style: of three round trips, the one with
         the shortest round trip time gives ``(send + receive) / 2 - task's time``.
         On one machine it is about zero; across machines it lines traces up.
+
+        Args:
+            task: The task's name.
         """
         offset = self._clock_offsets.get(task)
         if offset is None:
@@ -543,7 +615,12 @@ class Master:
         ]
 
     def accumulators(self, since: dict | None = None, job: str | None = None) -> dict:
-        """Every task's accumulators (only ``job``'s tasks if given), by task name."""
+        """Every task's accumulators (only ``job``'s tasks if given), by task name.
+
+        Args:
+            since: ``{task: {shared name: event number}}``: only newer history.
+            job: Only the tasks of this job, or None for all.
+        """
         since = since or {}
         return {
             task: self.channel(task).request(
@@ -570,6 +647,9 @@ class Master:
         A task that has gone since (a worker that finished and exited) took its
         recording with it: its ops are left out, with a warning, and the other
         tasks' are returned.
+
+        Args:
+            recordings: What `start_recording` returned: ``{task: recording id}``.
         """
         per_task, dropped, gone = {}, 0, []
         for task, rid in recordings.items():

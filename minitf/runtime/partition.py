@@ -43,7 +43,12 @@ def task_of(device: str) -> str:
 
 
 def full_device(job: str, task: int) -> str:
-    """The one device of a task: ``/job:<job>/replica:0/task:<task>/device:CPU:0``."""
+    """The one device of a task: ``/job:<job>/replica:0/task:<task>/device:CPU:0``.
+
+    Args:
+        job: The job's name.
+        task: The task's index.
+    """
     return f"/job:{job}/replica:0/task:{task}/device:CPU:0"
 
 
@@ -58,7 +63,9 @@ def place(
 
     Args:
         ops: The ops of the step, producers before consumers.
-        default_job, default_task: The session's task; fills unset fields.
+        default_job: The session's job; fills an unset job.
+        default_task: The session's task index; fills an unset task in the
+            session's job (in another job, an unset task is 0).
         tasks: ``{job: number of tasks}`` of the cluster.
         allow_soft_placement: Put ops whose device does not exist on the
             default task instead of failing.
@@ -145,7 +152,18 @@ def _resource_producer(op: Operation) -> Operation | None:
 
 @dataclass
 class NodeDesc:
-    """A picklable description of one op of a partition."""
+    """A picklable description of one op of a partition.
+
+    Args:
+        name: The op's name.
+        op: Its type.
+        inputs: ``(producer name, output index)`` of each input.
+        control_inputs: The names of its control inputs.
+        device: Its full device.
+        attrs: Its attributes.
+        dtypes: The dtype of each output.
+        shapes: The static shape of each output.
+    """
 
     name: str
     op: str
@@ -350,7 +368,11 @@ def _tag(task: str) -> str:
 
 
 def full_device_of(task: str) -> str:
-    """The CPU device of a task string."""
+    """The CPU device of a task string.
+
+    Args:
+        task: A task string, ``/job:<job>/replica:0/task:<index>``.
+    """
     return task + "/device:CPU:0"
 
 
@@ -359,7 +381,11 @@ def _ph(t: Tensor) -> dict:
 
 
 def import_partition(nodes: list[NodeDesc]) -> Graph:
-    """Rebuilds a partition's ops in a new `Graph` (on the task that runs it)."""
+    """Rebuilds a partition's ops in a new `Graph` (on the task that runs it).
+
+    Args:
+        nodes: The partition's ops, producers first.
+    """
     graph = Graph()
     for node in nodes:
         inputs = [graph.get_tensor_by_name(f"{name}:{index}") for name, index in node.inputs]
@@ -371,6 +397,10 @@ def import_partition(nodes: list[NodeDesc]) -> Graph:
 
 
 def parse_task(task: str) -> tuple[str, int]:
-    """``"/job:ps/replica:0/task:1"`` → ``("ps", 1)``."""
+    """``"/job:ps/replica:0/task:1"`` → ``("ps", 1)``.
+
+    Args:
+        task: A task string, ``/job:<job>/replica:0/task:<index>``.
+    """
     spec = pydev.DeviceSpec.from_string(task)
     return spec.job, spec.task

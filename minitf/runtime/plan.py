@@ -101,6 +101,11 @@ def prune(fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) 
 
     Walks data and control edges backwards; a fed tensor cuts its edge (its
     producer is only needed if something else needs it).
+
+    Args:
+        fetches: The tensors to compute.
+        targets: The ops to run.
+        feeds: The fed tensors.
     """
     fed = set(feeds)
     needed: set[Operation] = set()
@@ -123,6 +128,10 @@ def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operatio
     """Kahn's algorithm over data and control edges among ``ops``.
 
     Ties are broken by creation order, so the order is deterministic.
+
+    Args:
+        ops: The ops to order.
+        feeds: Fed tensors: their edges are cut.
 
     Raises:
         InvalidArgumentError: if the ops contain a cycle.
@@ -159,7 +168,14 @@ def _predecessors(op: Operation, in_set: set[Operation], feeds: set[Tensor]) -> 
 
 @dataclass(frozen=True)
 class KernelInfo:
-    """What the plan needs to know of an op's kernel."""
+    """What the plan needs to know of an op's kernel.
+
+    Args:
+        compute: The kernel's function: ``compute(ctx, *inputs)``, or ``compute(ctx, done,
+            *inputs)`` for an asynchronous one.
+        is_async: Whether the kernel may wait (it calls ``done`` when finished).
+        stateful: Whether the kernel has effects beyond its outputs (it is never folded).
+    """
 
     compute: Callable
     is_async: bool
@@ -175,6 +191,9 @@ def reads_variable(t: Tensor) -> bool:
     the variable has when the *consumer* runs. ``fill([n], global_step)``
     placed after an update sees the new step because of this; a read with no
     control dependency on an assign races with it, exactly as in TF1.
+
+    Args:
+        t: A tensor.
     """
     while not t.dtype._is_ref_dtype:
         if t.op.type != "Identity":
@@ -184,7 +203,11 @@ def reads_variable(t: Tensor) -> bool:
 
 
 def dereference(value):
-    """The value of a variable now; any other value (a fed array, a dead one) unchanged."""
+    """The value of a variable now; any other value (a fed array, a dead one) unchanged.
+
+    Args:
+        value: A slot's value: a variable, an array, or `DEAD`.
+    """
     return value if isinstance(value, np.ndarray) or value is DEAD else value.read()
 
 
@@ -196,6 +219,9 @@ def bind_kernel(op: Operation) -> KernelInfo:
     declares as references (``Assign``'s ``ref``, an optimizer's ``var``),
     which receive the variable, and the input of an ``Identity``, which
     forwards it.
+
+    Args:
+        op: The op.
 
     Raises:
         InvalidArgumentError: if no kernel is registered for the op type.

@@ -35,7 +35,16 @@ class Rendezvous:
         self._aborted: OrderedDict[int, errors.OpError] = OrderedDict()
 
     def send(self, step_id: int, key: str, value: Any) -> None:
-        """Files ``value`` for the ``_Recv`` of ``key`` in step ``step_id`` (or hands it over)."""
+        """Files ``value`` for the ``_Recv`` of ``key`` in step ``step_id`` (or hands it over).
+
+        Args:
+            step_id: The step.
+            key: The tensor's rendezvous key.
+            value: The tensor's value.
+
+        Raises:
+            InternalError: if a value was already sent for ``key`` in the step.
+        """
         with self._lock:
             if step_id in self._aborted:
                 return
@@ -49,7 +58,14 @@ class Rendezvous:
         waiting.deliver(value)
 
     def recv(self, step_id: int, key: str, ctx, done: Callable[[Any], None]) -> None:
-        """Calls ``done(value)`` when ``key`` arrives (maybe at once), or ``done(error)``."""
+        """Calls ``done(value)`` when ``key`` arrives (maybe at once), or ``done(error)``.
+
+        Args:
+            step_id: The step.
+            key: The tensor's rendezvous key.
+            ctx: The receiving step's `StepContext` (a cancelled step fails the receive).
+            done: Called once with the value, or with the error that ended the wait.
+        """
         with self._lock:
             error = self._aborted.get(step_id)
             if error is None:
@@ -63,7 +79,12 @@ class Rendezvous:
         done(error if error is not None else value)
 
     def abort(self, step_id: int, error: errors.OpError) -> None:
-        """Fails the step's waiting receives with ``error``; later sends are dropped."""
+        """Fails the step's waiting receives with ``error``; later sends are dropped.
+
+        Args:
+            step_id: The step.
+            error: The error the waiting receives get.
+        """
         with self._lock:
             self._aborted[step_id] = error
             while len(self._aborted) > 1024:
@@ -74,12 +95,20 @@ class Rendezvous:
                 entry.deliver(error)
 
     def aborted(self, step_id: int) -> errors.OpError | None:
-        """The error a step was aborted with, if it was (recently)."""
+        """The error a step was aborted with, if it was (recently).
+
+        Args:
+            step_id: The step.
+        """
         with self._lock:
             return self._aborted.get(step_id)
 
     def cleanup(self, step_id: int) -> None:
-        """Forgets what is left of a finished step."""
+        """Forgets what is left of a finished step.
+
+        Args:
+            step_id: The step.
+        """
         with self._lock:
             self._steps.pop(step_id, None)
 

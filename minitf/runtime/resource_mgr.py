@@ -20,7 +20,11 @@ DEFAULT_CONTAINER = "localhost"
 
 
 class ResourceMgr:
-    """A thread-safe map ``(container, name) -> resource`` owned by one task."""
+    """A thread-safe map ``(container, name) -> resource`` owned by one task.
+
+    Args:
+        default_container: The container used when an op's ``container`` attribute is empty.
+    """
 
     def __init__(self, default_container: str = DEFAULT_CONTAINER):
         self._default_container = default_container
@@ -36,12 +40,23 @@ class ResourceMgr:
         return container or self._default_container
 
     def lookup(self, container: str, name: str) -> Any | None:
-        """Returns the resource ``(container, name)`` or None."""
+        """Returns the resource ``(container, name)`` or None.
+
+        Args:
+            container: The container (empty: the default container).
+            name: The resource's name in it.
+        """
         with self._lock:
             return self._containers.get(self._container(container), {}).get(name)
 
     def lookup_or_create(self, container: str, name: str, creator: Callable[[], Any]) -> Any:
-        """Returns the resource, creating it with ``creator()`` if it does not exist."""
+        """Returns the resource, creating it with ``creator()`` if it does not exist.
+
+        Args:
+            container: The container (empty: the default container).
+            name: The resource's name in it.
+            creator: Called with no arguments to make the resource.
+        """
         key = self._container(container)
         # The common case, a resource that exists, needs no lock: dict reads are
         # atomic, and resources are only added under the lock.
@@ -59,6 +74,11 @@ class ResourceMgr:
     def create(self, container: str, name: str, resource: Any) -> None:
         """Adds a new resource.
 
+        Args:
+            container: The container (empty: the default container).
+            name: The resource's name in it.
+            resource: The resource.
+
         Raises:
             AlreadyExistsError: if ``(container, name)`` already exists.
         """
@@ -72,6 +92,10 @@ class ResourceMgr:
     def delete(self, container: str, name: str) -> None:
         """Removes a resource.
 
+        Args:
+            container: The container (empty: the default container).
+            name: The resource's name in it.
+
         Raises:
             NotFoundError: if it does not exist.
         """
@@ -82,7 +106,11 @@ class ResourceMgr:
             del self._containers[key][name]
 
     def cleanup(self, container: str) -> None:
-        """Removes every resource of ``container`` (``tf.Session.reset`` does this)."""
+        """Removes every resource of ``container`` (``tf.Session.reset`` does this).
+
+        Args:
+            container: The container (empty: the default container).
+        """
         with self._lock:
             self._containers.pop(self._container(container), None)
 
@@ -134,6 +162,9 @@ class ResourceMgr:
         Queues give their size, capacity and first ``limit`` elements;
         accumulators their count and global step; variables their value (or
         only their shape when they hold more than ``limit`` numbers).
+
+        Args:
+            limit: The most queue elements, or variable elements, to show.
         """
         described = []
         for container, name, resource in self.items():

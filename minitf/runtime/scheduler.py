@@ -39,10 +39,18 @@ class Scheduler:
     """True if every op must go through `next_move` (no straight-line walk)."""
 
     def started(self, execution) -> None:
-        """Called once before the first move of ``execution``."""
+        """Called once before the first move of ``execution``.
+
+        Args:
+            execution: The step's `minitf.runtime.execution.StepExecution`.
+        """
 
     def finished(self, execution) -> None:
-        """Called once when ``execution`` is done (or failed)."""
+        """Called once when ``execution`` is done (or failed).
+
+        Args:
+            execution: The step's `minitf.runtime.execution.StepExecution`.
+        """
 
     def next_move(self, execution) -> Move | None:
         """The next move, or None if nothing can move now (the driver then waits).
@@ -79,6 +87,7 @@ class HeldScheduler(Scheduler):
 
     Args:
         held: Start held (the default) or free-running.
+        task: The task's name, which a breakpoint pattern may name.
     """
 
     observes_ops = True
@@ -101,7 +110,11 @@ class HeldScheduler(Scheduler):
         return self._held
 
     def hold(self, held: bool = True) -> None:
-        """Holds (True) or releases (False) every step on this task."""
+        """Holds (True) or releases (False) every step on this task.
+
+        Args:
+            held: True to hold, False to release.
+        """
         with self._cond:
             self._held = held
             self._cond.notify_all()
@@ -111,6 +124,9 @@ class HeldScheduler(Scheduler):
 
         A pattern matches an op whose name contains it, whose type equals it,
         or whose task it names (``worker:1``, ``/job:worker/task:1``).
+
+        Args:
+            patterns: The patterns (see `matches`).
         """
         with self._cond:
             self._breakpoints = list(patterns)
@@ -122,6 +138,10 @@ class HeldScheduler(Scheduler):
 
     def grant(self, step_id: int, move: Move) -> None:
         """Lets step ``step_id`` make ``move`` (it is made by the step's own thread).
+
+        Args:
+            step_id: The step.
+            move: ``(RUN or DELIVER, plan step index)``.
 
         Raises:
             ValueError: if no such step runs here, or the move is not possible now.
@@ -141,12 +161,20 @@ class HeldScheduler(Scheduler):
             self._cond.notify_all()
 
     def settle(self, timeout: float) -> bool:
-        """Waits until every running step is parked with no move pending; False on timeout."""
+        """Waits until every running step is parked with no move pending; False on timeout.
+
+        Args:
+            timeout: Seconds to wait.
+        """
         with self._cond:
             return self._cond.wait_for(self._settled, timeout)
 
     def wait_for_step(self, timeout: float) -> bool:
-        """Waits until a step is running here and settled (False on timeout)."""
+        """Waits until a step is running here and settled (False on timeout).
+
+        Args:
+            timeout: Seconds to wait.
+        """
         with self._cond:
             return self._cond.wait_for(lambda: self._executions and self._settled(), timeout)
 
@@ -154,6 +182,11 @@ class HeldScheduler(Scheduler):
         return all(s in self._parked for s in self._executions) and not self._grants
 
     def started(self, execution) -> None:
+        """Registers ``execution`` so that moves can be granted to it.
+
+        Args:
+            execution: The step's `minitf.runtime.execution.StepExecution`.
+        """
         with self._cond:
             self._executions[execution.ctx.step_id] = execution
             execution.on_arrival = self._wake
@@ -164,6 +197,11 @@ class HeldScheduler(Scheduler):
         execution.ctx.cancellation.register(self._wake)
 
     def finished(self, execution) -> None:
+        """Forgets ``execution`` and its pending grant.
+
+        Args:
+            execution: The step's `minitf.runtime.execution.StepExecution`.
+        """
         step_id = execution.ctx.step_id
         with self._cond:
             self._executions.pop(step_id, None)
@@ -177,6 +215,14 @@ class HeldScheduler(Scheduler):
             self._cond.notify_all()
 
     def next_move(self, execution) -> Move | None:
+        """The granted move (parking until there is one), or the free-running one when released.
+
+        Args:
+            execution: The `StepExecution` asking.
+
+        Raises:
+            CancelledError: if the step is cancelled while it is held.
+        """
         step_id = execution.ctx.step_id
         with self._cond:
             self._in_flight.discard(step_id)
@@ -224,6 +270,12 @@ def matches(pattern: str, op_name: str, op_type: str, task: str) -> bool:
     """Whether a stepper pattern names this op: part of its name, its type, or its task.
 
     ``worker:1`` and ``/job:worker/task:1`` both name ``/job:worker/replica:0/task:1``.
+
+    Args:
+        pattern: The pattern.
+        op_name: The op's name.
+        op_type: The op's type.
+        task: The op's task (``/job:worker/replica:0/task:1``), or empty.
     """
     if pattern == op_type or pattern in op_name:
         return True

@@ -46,7 +46,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +57,10 @@ from minitf.runtime.cluster_spec import ClusterSpec, server_def
 from minitf.runtime.scheduler import HeldScheduler
 from minitf.runtime.wire import MalformedMessage, Wire, WireListener
 from minitf.runtime.worker import Worker
+
+if TYPE_CHECKING:
+    from minitf.runtime.config import ConfigProto
+    from minitf.runtime.scheduler import Scheduler
 
 logger = logging.getLogger("minitf")
 
@@ -160,13 +164,22 @@ def connect_timeout() -> float:
 
 
 def parse_address(address: str) -> tuple[str, int]:
-    """``"host:port"`` → ``("host", port)``."""
+    """``"host:port"`` → ``("host", port)``.
+
+    Args:
+        address: A ``host:port`` address (an empty host means localhost).
+    """
     host, _, port = address.rpartition(":")
     return host or "localhost", int(port)
 
 
 def connect_with_retry(address: str, what: str, timeout: float | None = None) -> Wire:
     """Connects to a task, retrying while it starts up, for at most ``timeout`` seconds.
+
+    Args:
+        address: The task's ``host:port``.
+        what: Names the task in messages.
+        timeout: Seconds to keep trying (default: `connect_timeout`).
 
     Raises:
         UnavailableError: if the task cannot be reached in time, or refuses the secret.
@@ -207,7 +220,11 @@ def connect_with_retry(address: str, what: str, timeout: float | None = None) ->
 
 
 def error_message(exc: BaseException) -> tuple[int, str, str | None]:
-    """``(code, message, op name)`` of an error, for the wire."""
+    """``(code, message, op name)`` of an error, for the wire.
+
+    Args:
+        exc: The error; one that is not an `OpError` becomes ``INTERNAL``.
+    """
     if isinstance(exc, errors.OpError):
         return exc.error_code, exc.message, exc.op.name if exc.op is not None else None
     return errors.INTERNAL, f"{type(exc).__name__}: {exc}", None
@@ -274,8 +291,19 @@ def _write_moves(path: str, scheduler: HeldScheduler) -> None:
         json.dump([list(move) for move in scheduler.log], f)
 
 
-def resolve_role(server_or_cluster_def, job_name, task_index, protocol=None):
+def resolve_role(
+    server_or_cluster_def: ClusterSpec | dict,
+    job_name: str | None,
+    task_index: int | None,
+    protocol: str | None = None,
+) -> tuple[ClusterSpec, str, int]:
     """``(ClusterSpec, job, task index)`` of a server, from `Server`'s arguments.
+
+    Args:
+        server_or_cluster_def: As for `Server`.
+        job_name: As for `Server`.
+        task_index: As for `Server`.
+        protocol: As for `Server`.
 
     Raises:
         ValueError: if the job or task is missing or ambiguous, or the protocol unknown.
@@ -329,14 +357,14 @@ class Server:
 
     def __init__(
         self,
-        server_or_cluster_def,
-        job_name=None,
-        task_index=None,
-        protocol=None,
-        config=None,
-        start=True,
+        server_or_cluster_def: ClusterSpec | dict,
+        job_name: str | None = None,
+        task_index: int | None = None,
+        protocol: str | None = None,
+        config: ConfigProto | None = None,
+        start: bool = True,
         *,
-        scheduler=None,
+        scheduler: Scheduler | None = None,
     ):
         cluster, job_name, task_index = resolve_role(
             server_or_cluster_def, job_name, task_index, protocol
@@ -490,8 +518,13 @@ class Server:
             self._peers.close()
 
     @staticmethod
-    def create_local_server(config=None, start=True) -> Server:
-        """A single-task cluster on a free local port (``tf.train.Server.create_local_server``)."""
+    def create_local_server(config: ConfigProto | None = None, start: bool = True) -> Server:
+        """A single-task cluster on a free local port (``tf.train.Server.create_local_server``).
+
+        Args:
+            config: A ``tf.ConfigProto`` default for sessions on the server.
+            start: Start listening now.
+        """
         return Server({"localhost": ["localhost:0"]}, protocol="grpc", config=config, start=start)
 
     @property

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +30,10 @@ from minitf.runtime.plan import KernelInfo, Plan, bind_kernel, build_plan
 from minitf.runtime.resource_mgr import ResourceMgr
 from minitf.runtime.scheduler import HeldScheduler
 from minitf.runtime.worker import Stepping
+
+if TYPE_CHECKING:
+    from minitf.runtime.config import RunMetadata
+    from minitf.runtime.scheduler import Scheduler
 
 logger = logging.getLogger("minitf")
 
@@ -60,7 +65,7 @@ _held: _HeldSessions | None = None
 _held_lock = threading.Lock()
 
 
-def hold_local_sessions(breakpoints=()) -> list:
+def hold_local_sessions(breakpoints: Iterable[str] = ()) -> list:
     """Every local session made from now on holds its steps for a stepper in this process.
 
     ``minitf step SCRIPT`` without a cluster runs the script in its own
@@ -68,6 +73,10 @@ def hold_local_sessions(breakpoints=()) -> list:
     waits for the stepper's moves (running free until one of
     ``breakpoints`` when there are some). A session given a ``scheduler=``
     keeps it.
+
+    Args:
+        breakpoints: Op-name patterns (see `HeldScheduler.set_breakpoints`);
+            with some, the sessions run free until an op matches one.
 
     Returns:
         The list the sessions are appended to, in the order they are made.
@@ -86,10 +95,29 @@ def release_local_sessions() -> None:
 
 
 class BaseSession:
-    """The machinery shared by `Session` and `InteractiveSession`."""
+    """The machinery shared by `Session` and `InteractiveSession`.
+
+    Args:
+        target: Where to run: ``""`` in this process, a server's target
+            (``grpc://host:port``) for a task of a cluster, or a task of a
+            simulated cluster (`SimulatedCluster.target`).
+        graph: The graph to run (default: the default graph).
+        config: A `ConfigProto`.
+        scheduler: minitf's: a `minitf.runtime.scheduler.Scheduler` that
+            chooses every move of the session's local steps (default:
+            free-running, or held for a stepper after `hold_local_sessions`).
+
+    Raises:
+        TypeError: if ``graph`` is not a `Graph` or ``config`` not a `ConfigProto`.
+    """
 
     def __init__(
-        self, target: str = "", graph: ops.Graph | None = None, config=None, *, scheduler=None
+        self,
+        target: str = "",
+        graph: ops.Graph | None = None,
+        config: ConfigProto | None = None,
+        *,
+        scheduler: Scheduler | None = None,
     ):
         if graph is None:
             graph = ops.get_default_graph()
@@ -181,7 +209,7 @@ class BaseSession:
             _held.sessions.append(self)
         return scheduler
 
-    def start_recording(self):
+    def start_recording(self) -> int | dict[str, int]:
         """Starts recording every step that this session's tasks run (minitf's, for `Tracer`).
 
         A local session records its own steps. A cluster session asks every
@@ -196,8 +224,11 @@ class BaseSession:
             return self._master.start_recording()
         return self.recorders.start()
 
-    def stop_recording(self, token) -> tuple[dict, int]:
+    def stop_recording(self, token: int | dict[str, int]) -> tuple[dict, int]:
         """Ends a recording.
+
+        Args:
+            token: What `start_recording` returned.
 
         Returns:
             ``(step_stats, dropped)``: the recorded ops as ``StepStats``
@@ -234,7 +265,13 @@ class BaseSession:
 
     # -- running -------------------------------------------------------------------------
 
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
         """Runs the ops and evaluates the tensors in ``fetches``.
 
         Args:
@@ -249,7 +286,8 @@ class BaseSession:
 
         Raises:
             RuntimeError: if the session is closed or the graph is empty.
-            TypeError, ValueError: for fetches or feeds that are not valid.
+            TypeError: for fetches or feeds of a type that is not valid.
+            ValueError: for fetches or feeds that are not valid.
             OpError: the TF error of a failing op.
         """
         self._check_open()
@@ -264,11 +302,24 @@ class BaseSession:
         )
         return mapper.build(values)
 
-    def make_callable(self, fetches, feed_list=None, accept_options=False):
+    def make_callable(
+        self, fetches: Any, feed_list: list | None = None, accept_options: bool = False
+    ) -> Callable:
         """Returns a function that runs ``fetches`` with positional feed values.
 
         The run signature and its plan are prepared once, so a training loop pays
         no per-call fetch/feed parsing.
+
+        Args:
+            fetches: What to fetch, as for `run`.
+            feed_list: The tensors (or names) fed, in the order the function
+                takes their values.
+            accept_options: Whether the function takes ``options`` and
+                ``run_metadata`` keyword arguments.
+
+        Returns:
+            ``f(*feed_values)`` returning the values of ``fetches``; it raises
+                ValueError for the wrong number of feed values.
         """
         self._check_open()
         mapper = fetch_lib.FetchMapper(self._graph, fetches)
@@ -523,10 +574,23 @@ class Session(BaseSession):
 
 
 class InteractiveSession(BaseSession):
-    """A session that makes itself the default session when created (for shells)."""
+    """A session that makes itself the default session when created (for shells).
+
+    Args:
+        target: As for `Session`.
+        graph: The graph to run (default: the default graph); it also becomes
+            the default graph.
+        config: A `ConfigProto`.
+        scheduler: As for `Session` (minitf's).
+    """
 
     def __init__(
-        self, target: str = "", graph: ops.Graph | None = None, config=None, *, scheduler=None
+        self,
+        target: str = "",
+        graph: ops.Graph | None = None,
+        config: ConfigProto | None = None,
+        *,
+        scheduler: Scheduler | None = None,
     ):
         super().__init__(target, graph, config, scheduler=scheduler)
         self._default_session_context = self.as_default()

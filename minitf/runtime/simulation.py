@@ -38,8 +38,8 @@ import itertools
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,10 @@ from minitf.runtime.rendezvous import Rendezvous
 from minitf.runtime.resource_mgr import ResourceMgr
 from minitf.runtime.scheduler import DELIVER, RUN
 from minitf.runtime.worker import RegisteredGraph
+
+if TYPE_CHECKING:
+    from minitf.cluster.delays import DelayModel
+    from minitf.runtime.config import ConfigProto
 
 SCHEME = "sim://"
 _simulations: weakref.WeakValueDictionary[int, Simulation] = weakref.WeakValueDictionary()
@@ -74,11 +78,23 @@ class VirtualClock:
         return int(self.seconds * 1e9)
 
     def wait(self, event: threading.Event, seconds: float | None) -> bool:
-        """Never waits: virtual time does not pass while something waits on it."""
+        """Never waits: virtual time does not pass while something waits on it.
+
+        Args:
+            event: The event.
+            seconds: Ignored.
+
+        Returns:
+            Whether ``event`` is set now.
+        """
         return event.is_set()
 
     def remaining(self, deadline: float | None) -> float | None:
-        """Virtual seconds left until ``deadline``, or None for no deadline."""
+        """Virtual seconds left until ``deadline``, or None for no deadline.
+
+        Args:
+            deadline: A `now` time, or None.
+        """
         return None if deadline is None else max(0.0, deadline - self.seconds)
 
 
@@ -174,9 +190,19 @@ class Simulation:
     Attributes:
         cluster_spec: The cluster, with an address per task that names it.
         clock: The `VirtualClock`.
+
+    Raises:
+        ValueError: if a job has no tasks, or not a whole number of them.
+        TypeError: if ``worker_delay`` or ``op_cost`` is none of the above.
     """
 
-    def __init__(self, tasks: dict[str, int], seed: int = 0, worker_delay=None, op_cost=None):
+    def __init__(
+        self,
+        tasks: dict[str, int],
+        seed: int = 0,
+        worker_delay: DelayModel | dict[int | str, DelayModel] | None = None,
+        op_cost: dict[str, float] | Callable[[ops.Operation], float] | None = None,
+    ):
         if not tasks or any(not isinstance(n, int) or n < 1 for n in tasks.values()):
             raise ValueError(
                 f"a simulated cluster needs a whole number of tasks, at least one, per job: "
@@ -236,12 +262,21 @@ class Simulation:
     # -- what clients see ------------------------------------------------------------------
 
     def target(self, job: str, index: int = 0) -> str:
-        """The session target of one task."""
+        """The session target of one task.
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+        """
         self.cluster_spec.task_address(job, index)  # raises for a task not in the cluster
         return f"{SCHEME}{self.id}/{job}/{index}"
 
     def task(self, name: str) -> _Task:
-        """A task's state by name (``/job:ps/replica:0/task:0``)."""
+        """A task's state by name (``/job:ps/replica:0/task:0``).
+
+        Args:
+            name: The task's name.
+        """
         return self._tasks[name]
 
     def tasks(self) -> list[str]:
@@ -253,6 +288,10 @@ class Simulation:
 
         Clients are numbered in the order they are made, which is the order
         ties between their steps go.
+
+        Args:
+            name: The thread's name.
+            target: What the thread runs.
         """
         with self._cond:
             parent = getattr(_current, "client", None)
@@ -267,6 +306,10 @@ class Simulation:
         """Wraps ``target`` for a thread a client starts (a queue runner's) to be a client too.
 
         Outside a simulation's client, returns ``target`` unchanged.
+
+        Args:
+            target: What the new thread runs.
+            name: Its name, under the parent client's.
         """
         parent = getattr(_current, "client", None)
         if parent is None:
@@ -299,6 +342,9 @@ class Simulation:
         ``ready`` is checked only when every client is parked, so when the
         client wakes does not depend on thread timing.
 
+        Args:
+            ready: A condition, checked under the simulation's lock.
+
         Returns:
             True once ``ready()`` holds; False if the cluster deadlocked first
             (every client waits and nothing can move).
@@ -321,8 +367,12 @@ class Simulation:
             self._joining.add(client)
         self.park_until(lambda: all(not c.alive or c in self._joining for c in self._clients))
 
-    def ended(self, threads) -> bool:
-        """Whether every one of ``threads`` has ended (a client's end is the simulation's)."""
+    def ended(self, threads: Iterable[threading.Thread]) -> bool:
+        """Whether every one of ``threads`` has ended (a client's end is the simulation's).
+
+        Args:
+            threads: Threads, clients of this simulation or not.
+        """
         with self._cond:
             for thread in threads:
                 client = self._by_thread.get(thread)
@@ -352,7 +402,7 @@ class Simulation:
                 woke = True
         return woke
 
-    def submit(self, step_plan, feed_values: list, step_id: int | None = None) -> list:
+    def submit(self, step_plan: _SimPlan, feed_values: list, step_id: int | None = None) -> list:
         """Runs one step for the calling client; returns its fetched values.
 
         Args:
@@ -399,8 +449,13 @@ class Simulation:
             raise step.error
         return step.values
 
-    def note_loss(self, task: str, value) -> None:
-        """Records a loss a client fetched, at its client's virtual time."""
+    def note_loss(self, task: str, value: Any) -> None:
+        """Records a loss a client fetched, at its client's virtual time.
+
+        Args:
+            task: The client's task.
+            value: The fetched value; only a scalar is recorded.
+        """
         if np.ndim(value) == 0:
             self.losses.append((self._caller().time, task, float(value)))
 
@@ -717,6 +772,12 @@ class SimulatedServer:
     task until every client that is not joining has ended (a ps task's script
     waits there, as it waits for ever on a real cluster).
 
+    Args:
+        simulation: The `Simulation`.
+        cluster: The cluster the script gave ``tf.train.Server``.
+        job: The task's job.
+        task: The task's index.
+
     Raises:
         ValueError: if the cluster is not the simulation's.
     """
@@ -758,9 +819,14 @@ class SimulatedMaster:
     """A session's master on a `Simulation`: plans each run signature, hands each run over.
 
     Has the methods of `minitf.runtime.master.Master` that a session uses.
+
+    Args:
+        target: The session's target, a task of the simulation.
+        graph: The session's graph.
+        config: The session's `ConfigProto`.
     """
 
-    def __init__(self, target: str, graph: ops.Graph, config):
+    def __init__(self, target: str, graph: ops.Graph, config: ConfigProto):
         simulation, job, task = _parse_target(target)
         self._simulation = simulation
         self._graph = graph
@@ -780,8 +846,29 @@ class SimulatedMaster:
         """Every device of the cluster (each task's one CPU)."""
         return [partition_lib.full_device_of(t) for t in self._simulation.tasks()]
 
-    def run(self, fetches, targets, feeds, feed_values, timeout_ms: int, trace: bool = False):
-        """Runs one step on the simulation; returns ``(values, None)``."""
+    def run(
+        self,
+        fetches: list[ops.Tensor],
+        targets: list[ops.Operation],
+        feeds: list[ops.Tensor],
+        feed_values: list,
+        timeout_ms: int,
+        trace: bool = False,
+    ) -> tuple[list, None]:
+        """Runs one step on the simulation; returns ``(values, None)``.
+
+        Args:
+            fetches: The tensors the run fetches.
+            targets: The ops it runs.
+            feeds: The tensors it feeds.
+            feed_values: The fed values, one per feed.
+            timeout_ms: Ignored: virtual time has no deadline.
+            trace: Ignored: a simulation's trace is its event log.
+
+        Raises:
+            CancelledError: if the session has been closed.
+            OpError: the step's error.
+        """
         if self._closed:
             raise errors.CancelledError(None, None, "Session has been closed.")
         key = (tuple(fetches), tuple(targets), tuple(feeds), self._graph.version)
@@ -816,8 +903,13 @@ class SimulatedMaster:
         )
         return plan
 
-    def accumulators(self, since=None, job=None) -> list[dict]:
-        """Every accumulator of the cluster's tasks and what it has seen."""
+    def accumulators(self, since: dict | None = None, job: str | None = None) -> list[dict]:
+        """Every accumulator of the cluster's tasks and what it has seen.
+
+        Args:
+            since: ``{shared name: event number}``: only newer history.
+            job: Only the tasks of this job, or None for all.
+        """
         found = []
         for name in self._simulation.tasks():
             if job is None or partition_lib.parse_task(name)[0] == job:
@@ -826,6 +918,11 @@ class SimulatedMaster:
         return found
 
     def start_recording(self):
+        """Not available: a simulated cluster's trace is its event log (`Simulation.events`).
+
+        Raises:
+            UnimplementedError: always.
+        """
         raise errors.UnimplementedError(
             None, None, "traces of a simulated cluster come from its event log (Simulation.events)"
         )
@@ -851,18 +948,31 @@ def _base_name(tensor_name: str) -> str:
 
 
 def is_simulated(target: str) -> bool:
-    """Whether a session target names a task of a simulated cluster."""
+    """Whether a session target names a task of a simulated cluster.
+
+    Args:
+        target: A session target.
+    """
     return isinstance(target, str) and target.startswith(SCHEME)
 
 
 def park_until(ready: Callable[[], bool]) -> bool | None:
-    """In a simulation's client: `Simulation.park_until`; elsewhere None (wait as usual)."""
+    """In a simulation's client: `Simulation.park_until`; elsewhere None (wait as usual).
+
+    Args:
+        ready: A condition (see `Simulation.park_until`).
+    """
     simulation = current()
     return None if simulation is None else simulation.park_until(ready)
 
 
 def adopt(target: Callable[[], Any], name: str) -> Callable[[], Any]:
-    """In a simulation's client: the target of a thread it starts, made a client too."""
+    """In a simulation's client: the target of a thread it starts, made a client too.
+
+    Args:
+        target: What the new thread runs.
+        name: Its name.
+    """
     simulation = current()
     return target if simulation is None else simulation.adopt(target, name)
 

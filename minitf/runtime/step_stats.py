@@ -77,7 +77,11 @@ _WALL_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
 
 
 def wall_micros(perf_ns: int | None = None) -> int:
-    """A ``time.perf_counter_ns()`` reading (default: now) as wall-clock microseconds."""
+    """A ``time.perf_counter_ns()`` reading (default: now) as wall-clock microseconds.
+
+    Args:
+        perf_ns: A ``time.perf_counter_ns()`` reading, or None for now.
+    """
     if perf_ns is None:
         perf_ns = time.perf_counter_ns()
     return (perf_ns + _WALL_OFFSET_NS) // 1000
@@ -108,7 +112,15 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
 
 
 def delay_stats(start_ns: int, end_ns: int, thread: tuple, step_id: int, seconds: float) -> dict:
-    """The ``node_stats`` entry of a straggler's delay (`minitf.cluster.delays`): a waiting bar."""
+    """The ``node_stats`` entry of a straggler's delay (`minitf.cluster.delays`): a waiting bar.
+
+    Args:
+        start_ns: When the delay began (``perf_counter_ns``).
+        end_ns: When it ended.
+        thread: ``(ident, name)`` of the delayed thread.
+        step_id: The step it delayed.
+        seconds: The delay the straggler model drew.
+    """
     stats = _stats(STRAGGLER_DELAY, "StragglerDelay", start_ns, end_ns, thread, step_id)
     stats.update(
         wait_micros=stats["op_end_rel_micros"],
@@ -141,14 +153,23 @@ def _stats(name: str, op_type: str, start_ns: int, end_ns: int, thread: tuple, s
 
 
 def shift(stats: list[dict], micros: int) -> list[dict]:
-    """``node_stats`` entries moved by ``micros`` on the clock (a task's offset)."""
+    """``node_stats`` entries moved by ``micros`` on the clock (a task's offset).
+
+    Args:
+        stats: ``node_stats`` entries.
+        micros: Microseconds to add to their start times.
+    """
     if not micros:
         return stats
     return [Record(s, all_start_micros=s["all_start_micros"] + micros) for s in stats]
 
 
 def build(per_device: dict[str, list[dict]]) -> dict:
-    """``{"dev_stats": [...]}`` from ``{device: node_stats}``, each device's ops by start time."""
+    """``{"dev_stats": [...]}`` from ``{device: node_stats}``, each device's ops by start time.
+
+    Args:
+        per_device: ``{device: node_stats}``.
+    """
     return Record(
         dev_stats=[
             Record(device=device, node_stats=sorted(nodes, key=_start))
@@ -176,6 +197,9 @@ class Recorders:
     While any is open, every step the owner runs is traced and its ops are
     added to each. A recording keeps at most ``limit`` ops; past that it
     counts what it dropped, so a forgotten tracer cannot eat the memory.
+
+    Args:
+        limit: The most ops a recording keeps.
     """
 
     def __init__(self, limit: int = 500_000):
@@ -200,19 +224,31 @@ class Recorders:
             return rid
 
     def stop(self, rid: int) -> tuple[list[dict], int]:
-        """Closes a recording; returns its ops and how many were dropped over the limit."""
+        """Closes a recording; returns its ops and how many were dropped over the limit.
+
+        Args:
+            rid: What `start` returned.
+        """
         with self._lock:
             result = self._open.pop(rid, []), self._dropped.pop(rid, 0)
             self._closed.notify_all()
             return result
 
     def wait_until_inactive(self, timeout: float) -> bool:
-        """Waits until no recording is open; False if one still is after ``timeout`` seconds."""
+        """Waits until no recording is open; False if one still is after ``timeout`` seconds.
+
+        Args:
+            timeout: Seconds to wait.
+        """
         with self._closed:
             return self._closed.wait_for(lambda: not self._open, timeout)
 
     def record(self, nodes: list[dict]) -> None:
-        """Adds one step's ops to every open recording."""
+        """Adds one step's ops to every open recording.
+
+        Args:
+            nodes: The step's ``node_stats`` entries.
+        """
         with self._lock:
             for rid, kept in self._open.items():
                 room = self._limit - len(kept)

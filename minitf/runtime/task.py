@@ -20,6 +20,9 @@ from minitf.cli import LOG_LEVEL_ENV, configure_logging
 def parse_role(argv: list[str]) -> tuple[dict, str, int]:
     """``(cluster dict, job name, task index)`` from TF1 flags, else from ``TF_CONFIG``.
 
+    Args:
+        argv: The command line, without the program name.
+
     Raises:
         SystemExit: if neither describes a task.
     """
@@ -43,7 +46,11 @@ def parse_role(argv: list[str]) -> tuple[dict, str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs one task's server until SIGTERM/SIGINT."""
+    """Runs one task's server until SIGTERM/SIGINT.
+
+    Args:
+        argv: The command line, without the program name (default: ``sys.argv[1:]``).
+    """
     configure_logging(os.environ.get(LOG_LEVEL_ENV) or "INFO")
     cluster, job, index = parse_role(sys.argv[1:] if argv is None else argv)
     import minitf as tf

@@ -74,8 +74,14 @@ class Wire:
     ) -> Wire:
         """Connects to a task's listener and authenticates with ``secret``.
 
+        Args:
+            address: The listener's ``(host, port)``.
+            secret: The cluster's shared secret.
+            timeout: Seconds to wait for the connection and the handshake.
+            peer: Names the task in messages.
+
         Raises:
-            ConnectionError, OSError: if the task is not there (refused,
+            OSError: if the task is not there (a ``ConnectionError``: refused,
                 unreachable) or does not answer within ``timeout`` seconds.
             AuthenticationError: if the task does not accept ``secret``.
         """
@@ -112,6 +118,9 @@ class Wire:
 
     def send(self, message: Any) -> None:
         """Sends one message (any picklable object; numpy arrays go out of band).
+
+        Args:
+            message: The message.
 
         Raises:
             OSError: if the connection is broken.
@@ -262,7 +271,12 @@ class WireListener:
         return sock, f"{addr[0]}:{addr[1]}"
 
     def authenticate(self, sock: socket.socket, peer: str) -> Wire | None:
-        """Authenticates an accepted socket; None (and a log line) if the peer fails."""
+        """Authenticates an accepted socket; None (and a log line) if the peer fails.
+
+        Args:
+            sock: The accepted socket.
+            peer: Names the peer in messages.
+        """
         try:
             conn = _handshake(sock, self._secret, self._timeout, client=False, peer=peer)
             return Wire(conn, peer)

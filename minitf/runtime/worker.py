@@ -38,7 +38,13 @@ logger = logging.getLogger("minitf")
 
 
 class RegisteredGraph:
-    """A partition registered by a client: its graph, its plan and kernels."""
+    """A partition registered by a client: its graph, its plan and kernels.
+
+    Args:
+        part: The `Partition` the client sent.
+        segment: The stateful kernels already built for the client's session,
+            by op name (TF's ``OpSegment``), or None.
+    """
 
     def __init__(self, part: partition_lib.Partition, segment: dict | None = None):
         self.graph = partition_lib.import_partition(part.nodes)
@@ -117,7 +123,11 @@ class Worker:
     # -- the calls -------------------------------------------------------------------------
 
     def register_graph(self, part: partition_lib.Partition) -> int:
-        """Plans a partition once; returns the handle `run_graph` takes."""
+        """Plans a partition once; returns the handle `run_graph` takes.
+
+        Args:
+            part: The `Partition` the client sent.
+        """
         segment = self._segments.setdefault(part.session, {}) if part.session else None
         registered = RegisteredGraph(part, segment)
         handle = next(self._handles)
@@ -130,7 +140,11 @@ class Worker:
         return len(self._registered)
 
     def may_block(self, handle: int) -> bool:
-        """True if a run of ``handle`` may wait (so its caller should not hold a connection)."""
+        """True if a run of ``handle`` may wait (so its caller should not hold a connection).
+
+        Args:
+            handle: What `register_graph` returned.
+        """
         registered = self._registered.get(handle)
         return registered is not None and (
             registered.plan.has_async
@@ -197,11 +211,22 @@ class Worker:
         return values, [delay, *nodes] if delay is not None else nodes
 
     def deliver_tensor(self, step_id: int, key: str, value: Any) -> None:
-        """A ``_Send`` from another task: the tensor waits here for its ``_Recv``."""
+        """A ``_Send`` from another task: the tensor waits here for its ``_Recv``.
+
+        Args:
+            step_id: The step.
+            key: The rendezvous key of the tensor.
+            value: The tensor's value.
+        """
         self.rendezvous.send(step_id, key, value)
 
     def abort_step(self, step_id: int, error: errors.OpError) -> None:
-        """Cancels the step here, now or when it arrives."""
+        """Cancels the step here, now or when it arrives.
+
+        Args:
+            step_id: The step.
+            error: The error its waiting ops fail with.
+        """
         self.rendezvous.abort(step_id, error)
         with self._steps_lock:
             ctx = self._steps.get(step_id)
@@ -216,7 +241,11 @@ class Worker:
             ctx.cancellation.start_cancel()
 
     def accumulators(self, since: dict | None = None) -> list[dict]:
-        """The task's accumulators and what they have seen (`ResourceMgr.accumulators`)."""
+        """The task's accumulators and what they have seen (`ResourceMgr.accumulators`).
+
+        Args:
+            since: ``{shared name: event number}``: only newer history.
+        """
         return self.resource_mgr.accumulators(since)
 
     def clock_micros(self) -> int:
@@ -228,7 +257,11 @@ class Worker:
         return self.recorders.start()
 
     def stop_recording(self, recording: int):
-        """Ends a recording; returns its op stats and how many were dropped."""
+        """Ends a recording; returns its op stats and how many were dropped.
+
+        Args:
+            recording: What `start_recording` returned.
+        """
         return self.recorders.stop(recording)
 
     @property
@@ -314,17 +347,34 @@ class Stepping:
         }
 
     def grant(self, step_id: int, kind: int, index: int, timeout: float) -> bool:
-        """Lets one held step make one move; waits until it has (True) or ``timeout`` passes."""
+        """Lets one held step make one move; waits until it has (True) or ``timeout`` passes.
+
+        Args:
+            step_id: The held step.
+            kind: ``RUN`` or ``DELIVER``.
+            index: The index of the op in the step's plan.
+            timeout: Seconds to wait for the move.
+        """
         scheduler = self._held()
         scheduler.grant(step_id, (kind, index))
         return scheduler.settle(timeout)
 
     def settle(self, timeout: float) -> bool:
-        """Waits until every step here is held still (True), or ``timeout`` passes."""
+        """Waits until every step here is held still (True), or ``timeout`` passes.
+
+        Args:
+            timeout: Seconds to wait.
+        """
         return self._held().settle(timeout)
 
     def hold(self, held: bool, breakpoints: list[str] | None = None) -> None:
-        """Holds or releases every step here; released steps stop at ``breakpoints``."""
+        """Holds or releases every step here; released steps stop at ``breakpoints``.
+
+        Args:
+            held: True holds every step, False releases them.
+            breakpoints: Op-name patterns at which released steps stop, or None to keep the current
+                ones.
+        """
         scheduler = self._held()
         if breakpoints is not None:
             scheduler.set_breakpoints(breakpoints)
@@ -335,6 +385,9 @@ class Stepping:
 
         Every move is logged, free-running ones too, so a stepper can replay
         this task's part of a run move for move.
+
+        Args:
+            since: How many moves to skip (those already seen).
         """
         return list(self._held().log[since:])
 

@@ -29,6 +29,8 @@ import html
 import logging
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from minitf.framework import errors
 from minitf.runtime.launcher import LocalCluster, load_recording
@@ -36,6 +38,12 @@ from minitf.runtime.master import INCARNATION_ENV, REPLAYABLE, Channel
 from minitf.runtime.partition import parse_task
 from minitf.runtime.scheduler import DELIVER, RUN, matches
 from minitf.runtime.server import BREAK_ENV, STEPPER_ENV, connect_with_retry
+
+if TYPE_CHECKING:
+    from minitf.framework.ops import Graph
+    from minitf.runtime.cluster_spec import ClusterSpec
+    from minitf.runtime.session import BaseSession
+    from minitf.viz.render import GraphPicture
 
 MOVE_NAMES = {RUN: "run", DELIVER: "deliver"}
 
@@ -88,7 +96,13 @@ class Stepper:
         cluster: The `LocalCluster` this stepper started (`launch`), or None.
     """
 
-    def __init__(self, tasks: list, settle_timeout: float = 10.0, graph=None, discover=None):
+    def __init__(
+        self,
+        tasks: list,
+        settle_timeout: float = 10.0,
+        graph: Graph | None = None,
+        discover: Callable[[], list] | None = None,
+    ):
         self._tasks = {t.name: t for t in tasks}
         self.settle_timeout = settle_timeout
         self.events: list[dict] = []
@@ -111,9 +125,9 @@ class Stepper:
         cls,
         script: str,
         tasks: dict[str, int],
-        args=(),
-        breaks=(),
-        output=None,
+        args: Sequence[str] = (),
+        breaks: Sequence[str] = (),
+        output: TextIO | None = None,
         schedule: dict | None = None,
         break_timeout: float = 120.0,
     ) -> Stepper:
@@ -145,7 +159,11 @@ class Stepper:
 
     @classmethod
     def replay(
-        cls, recording: str, moves: int | None = 0, output=None, break_timeout: float = 120.0
+        cls,
+        recording: str,
+        moves: int | None = 0,
+        output: TextIO | None = None,
+        break_timeout: float = 120.0,
     ) -> Stepper:
         """Starts a recorded run again, held at its start, to step along the recording.
 
@@ -160,6 +178,8 @@ class Stepper:
             recording: The file.
             moves: How many recorded moves to make at once (None: all of them).
             output: Where the tasks' output goes.
+            break_timeout: Passed on to `launch`; a replay sets no breakpoints, so it
+                does not wait for one.
 
         Raises:
             ValueError: if the file is not a recording.
@@ -198,7 +218,7 @@ class Stepper:
         }
 
     @classmethod
-    def for_cluster(cls, cluster_spec, graph=None) -> Stepper:
+    def for_cluster(cls, cluster_spec: ClusterSpec, graph: Graph | None = None) -> Stepper:
         """A stepper on every task of a running ``cluster_spec`` (started held).
 
         Args:
@@ -208,8 +228,12 @@ class Stepper:
         return cls(_remote_tasks(cluster_spec), graph=graph)
 
     @classmethod
-    def for_session(cls, session) -> Stepper:
-        """A stepper on a local ``tf.Session(scheduler=HeldScheduler())``."""
+    def for_session(cls, session: BaseSession) -> Stepper:
+        """A stepper on a local ``tf.Session(scheduler=HeldScheduler())``.
+
+        Args:
+            session: The session, made with ``scheduler=HeldScheduler()``.
+        """
         return cls([_LocalTask(session.stepping)], graph=session.graph)
 
     @classmethod
@@ -217,6 +241,9 @@ class Stepper:
         """A stepper on the sessions `minitf.runtime.session.hold_local_sessions` collects.
 
         Sessions made later (the script is still running) join as they appear.
+
+        Args:
+            sessions: The list `hold_local_sessions` returned.
         """
         known: set[int] = set()
 
@@ -233,13 +260,24 @@ class Stepper:
             task.close()
 
     def wait(self, timeout: float | None = None) -> int:
-        """Waits for the script of a `launch` ed cluster to end; returns its exit code."""
+        """Waits for the script of a `launch` ed cluster to end; returns its exit code.
+
+        Args:
+            timeout: Seconds to wait, or None for no limit.
+
+        Raises:
+            ValueError: if this stepper did not start its cluster.
+            subprocess.TimeoutExpired: if the script does not end in time.
+        """
         if self.cluster is None:
             raise ValueError("this stepper did not start its cluster: nothing to wait for")
         return self.cluster.wait(timeout)
 
     def wait_for_break(self, timeout: float = 120.0) -> None:
         """Waits until a task stops at a breakpoint, then holds every task.
+
+        Args:
+            timeout: Seconds to wait.
 
         Raises:
             DeadlineExceededError: if no task stops within ``timeout`` seconds.
@@ -295,6 +333,9 @@ class Stepper:
 
         "done": ops run by the moves so far; "running": ops about to move
         (ready to run, or with a completion to deliver); "blocked": ops waiting.
+
+        Args:
+            state: A `state` (default: the current one).
         """
         state = state or self.state()
         marks = {e["op"]: "done" for e in self.events if e["move"] == "run"}
@@ -311,6 +352,10 @@ class Stepper:
 
         "done" is every op the step has finished, moves made before a
         breakpoint included.
+
+        Args:
+            task: The task's full name.
+            step: The step's state (from `state`).
         """
         marks = dict.fromkeys(step["ran"], "done")
         for op in step["ready"] + step["arrived"]:
@@ -319,8 +364,18 @@ class Stepper:
             marks[op["name"]] = "blocked"
         return marks
 
-    def step_pictures(self, state: dict | None = None, collapse=None, highlight: bool = True):
+    def step_pictures(
+        self,
+        state: dict | None = None,
+        collapse: str | list[str] | int | None = None,
+        highlight: bool = True,
+    ) -> list[dict]:
         """One picture per held step on each task: the ops it runs there, outlined.
+
+        Args:
+            state: A `state` (default: the current one).
+            collapse: Name scopes to fold (as `minitf.viz.draw`).
+            highlight: Outline what ran, what is about to move and what waits.
 
         Returns:
             ``[{"task", "step_id", "client", "picture"}]`` where ``picture`` is a
@@ -338,7 +393,13 @@ class Stepper:
             for step in task["steps"]
         ]
 
-    def step_picture(self, task: str, step, highlight: bool = True, collapse=None):
+    def step_picture(
+        self,
+        task: str,
+        step: dict | int,
+        highlight: bool = True,
+        collapse: str | list[str] | int | None = None,
+    ) -> GraphPicture:
         """The ops one held step runs on ``task``, outlined as `step_highlight` says.
 
         Args:
@@ -356,7 +417,7 @@ class Stepper:
         marks = self.step_highlight(task, step) if highlight and isinstance(step, dict) else None
         return GraphPicture(self._tasks[task].call("picture", step_id, marks, collapse))
 
-    def picture(self, view: str = "whole", **kwargs):
+    def picture(self, view: str = "whole", **kwargs: Any) -> GraphPicture:
         """The graph with the held steps highlighted; Jupyter shows it inline.
 
         Args:
@@ -385,6 +446,10 @@ class Stepper:
         Waits up to ``wait`` seconds for a move to become possible (a client
         starting its next step, a tensor arriving).
 
+        Args:
+            task: A task pattern (``worker:1``), or None for the first task that can move.
+            wait: Seconds to wait for a move to become possible.
+
         Raises:
             ValueError: for a task pattern that names no task.
         """
@@ -401,6 +466,11 @@ class Stepper:
         ``take_grad`` whose gradients have come — about to be delivered. A
         pattern matches part of an op's name, its type, or its task
         (``worker:1``). Returns the events of the moves made.
+
+        Args:
+            pattern: The op pattern.
+            max_moves: The most moves to make.
+            wait: Seconds to wait for each move to become possible.
         """
         made = []
         for _ in range(max_moves):
@@ -413,7 +483,12 @@ class Stepper:
         return made
 
     def until_blocked(self, task: str, max_moves: int = 100_000) -> list[dict]:
-        """Moves on ``task`` until nothing there can move: every step there waits."""
+        """Moves on ``task`` until nothing there can move: every step there waits.
+
+        Args:
+            task: A task pattern (``worker:1``).
+            max_moves: The most moves to make.
+        """
         name = self._task_name(task)
         made = []
         for _ in range(max_moves):
@@ -424,7 +499,13 @@ class Stepper:
         return made
 
     def step(self, global_step: int, max_moves: int = 1_000_000, wait: float = 10.0) -> list:
-        """Moves until the global step is at least ``global_step``."""
+        """Moves until the global step is at least ``global_step``.
+
+        Args:
+            global_step: The global step to reach.
+            max_moves: The most moves to make.
+            wait: Seconds to wait for each move to become possible.
+        """
         made = []
         for _ in range(max_moves):
             state = self.state()
@@ -445,6 +526,9 @@ class Stepper:
         Steps have the same ids in every run and each move is the same, so
         the tasks reach the same state: the same queue contents, counts and
         variable values.
+
+        Args:
+            moves: How many moves to undo.
 
         Raises:
             FailedPreconditionError: if this stepper did not start its cluster
@@ -474,6 +558,9 @@ class Stepper:
 
     def schedule(self, moves: int | None = None) -> dict[str, list]:
         """Each task's recorded moves up to the ``moves``-th event (default: all so far).
+
+        Args:
+            moves: How many events to include (default: all so far).
 
         Returns:
             ``{task: [(step id, RUN or DELIVER, op name), ...]}``: what `launch`
@@ -526,10 +613,17 @@ class Stepper:
             env=env,
             output=launch["output"],
         ).start()
-        self._tasks = {t.name: t for t in _remote_tasks(self.cluster.cluster_spec)}
-        self._start_marks = {}
-        if breaks:
-            self.wait_for_break(break_timeout)
+        self._tasks = {}
+        try:
+            self._tasks = {t.name: t for t in _remote_tasks(self.cluster.cluster_spec)}
+            self._start_marks = {}
+            if breaks:
+                self.wait_for_break(break_timeout)
+        except BaseException:
+            # No stepper is returned to stop them: without this the processes would
+            # live as long as this one (a notebook's kernel).
+            self._stop()
+            raise
 
     def _stop(self) -> None:
         self.close()

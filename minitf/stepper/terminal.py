@@ -31,6 +31,8 @@ import shlex
 import sys
 import threading
 import traceback
+from collections.abc import Iterable
+from typing import TextIO
 
 from minitf.framework import errors
 from minitf.runtime import session as session_lib
@@ -49,8 +51,8 @@ def run(
     script_args: list[str],
     breaks: list[str],
     json_mode: bool,
-    commands=None,
-    out=None,
+    commands: Iterable[str] | None = None,
+    out: TextIO | None = None,
     web: bool = False,
     replay: str | None = None,
 ) -> int:
@@ -58,8 +60,10 @@ def run(
 
     Args:
         script: The TF1 script.
-        ps, workers: Tasks per job of the local cluster to start; both None:
-            run the script here and step its local sessions.
+        ps: How many ps tasks the local cluster starts (None: 1). When both
+            ``ps`` and ``workers`` are None, no cluster is started: the script
+            runs here and its local sessions are stepped.
+        workers: How many worker tasks it starts (None: 2).
         script_args: The script's own arguments.
         breaks: Patterns: run free until an op matching one is about to run.
         json_mode: Answer each command with one JSON line.
@@ -168,6 +172,10 @@ def execute(stepper: Stepper, line: str) -> dict:
 
     The answer is ``{"command", "args", "events", "note", "state" or "error"}``.
     ``note`` is there only when stepping a recording whose moves are all made.
+
+    Args:
+        stepper: The stepper.
+        line: The command line, e.g. ``until take_grad``.
     """
     words = shlex.split(line)
     if not words:
@@ -242,13 +250,21 @@ def _print(answer: dict, json_mode: bool, out) -> None:
 
 
 def describe_event(event: dict) -> str:
-    """One move as a line: ``/job:worker/task:1  run  MatMul (MatMul)``."""
+    """One move as a line: ``/job:worker/task:1  run  MatMul (MatMul)``.
+
+    Args:
+        event: One of `Stepper.events`.
+    """
     task = event["task"].replace("/replica:0", "")
     return f"{task:<22} {event['move']:<8} {event['op']} ({event['type']})"
 
 
 def describe_state(state: dict) -> str:
-    """The stepper's state as lines a student reads from the back row."""
+    """The stepper's state as lines a student reads from the back row.
+
+    Args:
+        state: A `Stepper.state`.
+    """
     lines = [f"global step: {state['global_step']}    moves so far: {state['moves']}"]
     for task in state["tasks"]:
         held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
@@ -276,5 +292,9 @@ def describe_state(state: dict) -> str:
 
 
 def waits_for_words(waits: dict) -> str:
-    """What a blocked op waits for, in words."""
+    """What a blocked op waits for, in words.
+
+    Args:
+        waits: An op's ``waits_for`` from the state.
+    """
     return describe_wait(waits)

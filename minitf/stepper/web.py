@@ -91,10 +91,12 @@ class StepperPage:
 
     @property
     def port(self) -> int:
+        """The port the page is served on."""
         return self._server.server_address[1]
 
     @property
     def url(self) -> str:
+        """The page's address, with its token."""
         return f"http://127.0.0.1:{self.port}/?token={self.token}"
 
     def start(self) -> StepperPage:
@@ -135,7 +137,12 @@ class StepperPage:
                 self._changed.notify_all()
 
     def next_snapshot(self, seen: int, timeout: float) -> tuple[int, str | None]:
-        """The state newer than version ``seen``: ``(version, JSON)``, or ``(seen, None)``."""
+        """The state newer than version ``seen``: ``(version, JSON)``, or ``(seen, None)``.
+
+        Args:
+            seen: The version of the last state the caller has.
+            timeout: Seconds to wait for a newer one.
+        """
         with self._changed:
             self._changed.wait_for(lambda: self._version != seen or self._closing, timeout)
             if self._version == seen or self._closing:
@@ -143,11 +150,19 @@ class StepperPage:
             return self._version, self._snapshot
 
     def picture(self, key: str) -> str | None:
-        """A picture's SVG by its key (from the state), or None."""
+        """A picture's SVG by its key (from the state), or None.
+
+        Args:
+            key: The picture's key.
+        """
         return self._svgs.get(key)
 
     def command(self, line: str) -> dict:
-        """Carries out one stepper command (`minitf.stepper.terminal.execute`)."""
+        """Carries out one stepper command (`minitf.stepper.terminal.execute`).
+
+        Args:
+            line: The command line, e.g. ``next worker:0``.
+        """
         words = line.split()
         if words[:1] == ["quit"]:
             self.quit.set()
@@ -259,7 +274,15 @@ class StepperPage:
 
 
 def serve(stepper, exit_code, title: str = "", out=None, port: int = 0) -> None:
-    """Serves the page until its "quit" button is pressed or Ctrl-C (``minitf step --web``)."""
+    """Serves the page until its "quit" button is pressed or Ctrl-C (``minitf step --web``).
+
+    Args:
+        stepper: The stepper.
+        exit_code: Returns the script's exit code once it has ended, else None.
+        title: Shown at the top of the page.
+        out: Where the page's address is written (default: stdout).
+        port: The port (0: a free one).
+    """
     out = out or sys.stdout
     with StepperPage(stepper, exit_code, title=title, port=port) as page:
         out.write(

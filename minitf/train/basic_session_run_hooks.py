@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +21,12 @@ from minitf.framework import ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.train import training_util
 from minitf.train.session_run_hook import SessionRunArgs, SessionRunHook
+
+if TYPE_CHECKING:
+    from minitf.runtime.session import BaseSession
+    from minitf.train.monitored_session import Scaffold
+    from minitf.train.saver import Saver
+    from minitf.train.session_run_hook import SessionRunContext, SessionRunValues
 
 logger = logging.getLogger("minitf")
 
@@ -47,7 +55,11 @@ class SecondOrStepTimer:
         self._last_step: int | None = None
 
     def should_trigger_for_step(self, step: int) -> bool:
-        """True if ``step`` is due (the first step always is)."""
+        """True if ``step`` is due (the first step always is).
+
+        Args:
+            step: The current global step.
+        """
         if self._last_step is None:
             return True
         if self._last_step == step:
@@ -57,7 +69,15 @@ class SecondOrStepTimer:
         return step >= self._last_step + self._every_steps
 
     def update_last_triggered_step(self, step: int) -> tuple[float | None, int | None]:
-        """Records ``step`` as done now; returns the seconds and steps since the last one."""
+        """Records ``step`` as done now; returns the seconds and steps since the last one.
+
+        Args:
+            step: The global step just done.
+
+        Returns:
+            ``(seconds, steps)`` since the previous one, or ``(None, None)`` the
+                first time.
+        """
         now = time.time()
         if self._last_time is None:
             elapsed = (None, None)
@@ -119,9 +139,25 @@ class StepCounterHook(SessionRunHook):
 
     ``output_dir`` and ``summary_writer`` are accepted for TF's signature;
     minitf writes no summaries, so the rate goes to the log only.
+
+    Args:
+        every_n_steps: Log every this many global steps.
+        every_n_secs: Or: log every this many seconds.
+        output_dir: Accepted for compatibility.
+        summary_writer: Accepted for compatibility.
+
+    Raises:
+        ValueError: unless exactly one of ``every_n_steps`` and ``every_n_secs``
+            is given.
     """
 
-    def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
+    def __init__(
+        self,
+        every_n_steps: int | None = 100,
+        every_n_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer: Any = None,
+    ):
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
         self._timer = SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_steps)
@@ -149,12 +185,25 @@ class LoggingTensorHook(SessionRunHook):
 
     Args:
         tensors: A dict ``{tag: tensor}`` or a list of tensors (or their names).
-        every_n_iter, every_n_secs: How often (exactly one, unless ``at_end``).
+        every_n_iter: Log every this many local steps (``run`` calls).
+        every_n_secs: Or: log every this many seconds. Exactly one of the two
+            is needed, unless ``at_end`` alone is asked for.
         at_end: Log at the end too.
         formatter: ``formatter({tag: value}) -> str`` instead of ``tag = value, ...``.
+
+    Raises:
+        ValueError: for no period (without ``at_end``), both periods, or a
+            non-positive ``every_n_iter``.
     """
 
-    def __init__(self, tensors, every_n_iter=None, every_n_secs=None, at_end=False, formatter=None):
+    def __init__(
+        self,
+        tensors: dict | list,
+        every_n_iter: int | None = None,
+        every_n_secs: float | None = None,
+        at_end: bool = False,
+        formatter: Callable[[dict], str] | None = None,
+    ):
         only_log_at_end = at_end and every_n_iter is None and every_n_secs is None
         if not only_log_at_end and (every_n_iter is None) == (every_n_secs is None):
             raise ValueError(
@@ -214,16 +263,32 @@ class NanLossDuringTrainingError(RuntimeError):
 
 
 class NanTensorHook(SessionRunHook):
-    """Stops training when the loss is NaN: raises, or (``fail_on_nan_loss=False``) asks to stop."""
+    """Stops training when the loss is NaN: raises, or (``fail_on_nan_loss=False``) asks to stop.
 
-    def __init__(self, loss_tensor, fail_on_nan_loss: bool = True):
+    Args:
+        loss_tensor: The loss tensor to watch.
+        fail_on_nan_loss: Raise `NanLossDuringTrainingError` on NaN; if False,
+            log a warning and ask the loop to stop.
+    """
+
+    def __init__(self, loss_tensor: ops.Tensor, fail_on_nan_loss: bool = True):
         self._loss = loss_tensor
         self._fail = fail_on_nan_loss
 
     def before_run(self, run_context) -> SessionRunArgs:
         return SessionRunArgs(self._loss)
 
-    def after_run(self, run_context, run_values) -> None:
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        """Checks the loss this step fetched.
+
+        Args:
+            run_context: The `SessionRunContext` of this ``run``.
+            run_values: Holds the loss's value in ``results``.
+
+        Raises:
+            NanLossDuringTrainingError: if the loss is NaN and
+                ``fail_on_nan_loss`` is set.
+        """
         if np.isnan(run_values.results):
             if self._fail:
                 logger.error("Model diverged with loss = NaN.")
@@ -233,9 +298,14 @@ class NanTensorHook(SessionRunHook):
 
 
 class FinalOpsHook(SessionRunHook):
-    """Runs ``final_ops`` when the session ends; their values are in `final_ops_values`."""
+    """Runs ``final_ops`` when the session ends; their values are in `final_ops_values`.
 
-    def __init__(self, final_ops, final_ops_feed_dict=None):
+    Args:
+        final_ops: What to run, in any structure ``Session.run`` fetches.
+        final_ops_feed_dict: The feeds for that run.
+    """
+
+    def __init__(self, final_ops: Any, final_ops_feed_dict: dict | None = None):
         self._final_ops = final_ops
         self._feed_dict = final_ops_feed_dict
         self._values = None
@@ -254,6 +324,9 @@ class GlobalStepWaiterHook(SessionRunHook):
     """Holds a worker back until the global step reaches ``wait_until_step``.
 
     TF uses it to start workers gradually (``wait_until_step=int(K * log(task + 1))``).
+
+    Args:
+        wait_until_step: The global step to wait for; 0 or less starts at once.
     """
 
     POLL_SECS = 0.5
@@ -283,14 +356,29 @@ class CheckpointSaverListener:
     def begin(self) -> None:
         """Before the first save."""
 
-    def before_save(self, session, global_step_value: int) -> None:
-        """Before each save."""
+    def before_save(self, session: BaseSession, global_step_value: int) -> None:
+        """Before each save.
 
-    def after_save(self, session, global_step_value: int) -> bool | None:
-        """After each save; True asks the loop to stop."""
+        Args:
+            session: The session being saved.
+            global_step_value: The global step the checkpoint is for.
+        """
 
-    def end(self, session, global_step_value: int) -> None:
-        """At the end, after the last save."""
+    def after_save(self, session: BaseSession, global_step_value: int) -> bool | None:
+        """After each save; True asks the loop to stop.
+
+        Args:
+            session: The session just saved.
+            global_step_value: The global step of the checkpoint.
+        """
+
+    def end(self, session: BaseSession, global_step_value: int) -> None:
+        """At the end, after the last save.
+
+        Args:
+            session: The session.
+            global_step_value: The global step of the last checkpoint.
+        """
 
 
 class CheckpointSaverHook(SessionRunHook):
@@ -298,7 +386,8 @@ class CheckpointSaverHook(SessionRunHook):
 
     Args:
         checkpoint_dir: Where (``<dir>/<checkpoint_basename>-<global step>``).
-        save_secs, save_steps: How often (exactly one).
+        save_secs: Save every this many seconds.
+        save_steps: Or: save every this many global steps (exactly one of the two).
         saver: The `Saver` (default: the scaffold's, or the one in ``SAVERS``).
         checkpoint_basename: The file name before the step.
         scaffold: A `Scaffold` whose saver to use.
@@ -311,12 +400,12 @@ class CheckpointSaverHook(SessionRunHook):
     def __init__(
         self,
         checkpoint_dir: str,
-        save_secs=None,
-        save_steps=None,
-        saver=None,
+        save_secs: float | None = None,
+        save_steps: int | None = None,
+        saver: Saver | None = None,
         checkpoint_basename: str = "model.ckpt",
-        scaffold=None,
-        listeners=None,
+        scaffold: Scaffold | None = None,
+        listeners: list[CheckpointSaverListener] | None = None,
     ):
         if saver is not None and scaffold is not None:
             raise ValueError("You cannot provide both saver and scaffold.")

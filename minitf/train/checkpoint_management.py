@@ -128,16 +128,26 @@ def _checkpoint_filename(save_dir: str, latest_filename: str | None) -> str:
 
 
 def generate_checkpoint_state_proto(
-    save_dir,
-    model_checkpoint_path,
-    all_model_checkpoint_paths=None,
-    all_model_checkpoint_timestamps=None,
-    last_preserved_timestamp=None,
+    save_dir: str,
+    model_checkpoint_path: str,
+    all_model_checkpoint_paths: list[str] | None = None,
+    all_model_checkpoint_timestamps: list[float] | None = None,
+    last_preserved_timestamp: float | None = None,
 ) -> CheckpointState:
     """The `CheckpointState` to record; paths are made relative to a relative ``save_dir``.
 
     ``model_checkpoint_path`` is appended to ``all_model_checkpoint_paths``
     if it is not its last element.
+
+    Args:
+        save_dir: The directory of the checkpoints.
+        model_checkpoint_path: The newest checkpoint's prefix.
+        all_model_checkpoint_paths: The checkpoints still kept, oldest first
+            (``model_checkpoint_path`` is added at the end if missing).
+        all_model_checkpoint_timestamps: When each was written (seconds since the epoch), one per
+            path, or None.
+        last_preserved_timestamp: When the last checkpoint kept forever
+            (``keep_checkpoint_every_n_hours``) was written.
 
     Raises:
         ValueError: if timestamps are given but not one per path.
@@ -164,14 +174,25 @@ def generate_checkpoint_state_proto(
 
 
 def update_checkpoint_state(
-    save_dir,
-    model_checkpoint_path,
-    all_model_checkpoint_paths=None,
-    latest_filename=None,
-    all_model_checkpoint_timestamps=None,
-    last_preserved_timestamp=None,
+    save_dir: str,
+    model_checkpoint_path: str,
+    all_model_checkpoint_paths: list[str] | None = None,
+    latest_filename: str | None = None,
+    all_model_checkpoint_timestamps: list[float] | None = None,
+    last_preserved_timestamp: float | None = None,
 ) -> None:
     """Rewrites the ``checkpoint`` state file of ``save_dir`` (atomically).
+
+    Args:
+        save_dir: The directory of the checkpoints and the state file.
+        model_checkpoint_path: The newest checkpoint's prefix.
+        all_model_checkpoint_paths: The checkpoints still kept, oldest first
+            (``model_checkpoint_path`` is added at the end if missing).
+        latest_filename: The state file's name (default ``"checkpoint"``).
+        all_model_checkpoint_timestamps: When each was written (seconds since the epoch), one per
+            path, or None.
+        last_preserved_timestamp: When the last checkpoint kept forever
+            (``keep_checkpoint_every_n_hours``) was written.
 
     Raises:
         RuntimeError: if a checkpoint path is the state file itself.
@@ -220,11 +241,17 @@ def _relative_to(path: str, save_dir: str) -> str:
     return os.path.relpath(path, save_dir) if os.path.isabs(path) else path
 
 
-def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointState | None:
+def get_checkpoint_state(
+    checkpoint_dir: str | os.PathLike, latest_filename: str | None = None
+) -> CheckpointState | None:
     """The `CheckpointState` in ``checkpoint_dir``'s state file, or None if there is none.
 
     Relative paths in the file are returned joined to ``checkpoint_dir``.
     A file that cannot be parsed is logged and ignored (None), as in TF.
+
+    Args:
+        checkpoint_dir: The directory of the checkpoints.
+        latest_filename: The state file's name (default ``"checkpoint"``).
 
     Raises:
         ValueError: if the file names no ``model_checkpoint_path``.
@@ -262,7 +289,9 @@ def _prefix_to_checkpoint_path(prefix: str, format_version: int) -> str:
     return tensor_bundle.index_filename(prefix) if format_version == _V2 else prefix
 
 
-def latest_checkpoint(checkpoint_dir, latest_filename=None) -> str | None:
+def latest_checkpoint(
+    checkpoint_dir: str | os.PathLike, latest_filename: str | None = None
+) -> str | None:
     """The prefix of the newest checkpoint in ``checkpoint_dir``, or None.
 
     The newest is what the state file names, provided its ``.index`` exists.
@@ -285,16 +314,23 @@ def checkpoint_exists_internal(checkpoint_prefix: str) -> bool:
     return bool(glob.glob(_prefix_to_checkpoint_path(prefix, _V2)) or glob.glob(prefix))
 
 
-def checkpoint_exists(checkpoint_prefix) -> bool:
+def checkpoint_exists(checkpoint_prefix: str | os.PathLike) -> bool:
     """Whether a checkpoint exists at the prefix (TF1's deprecated ``tf.train.checkpoint_exists``).
 
     ``checkpoint_prefix`` may be a glob pattern, as in TF.
+
+    Args:
+        checkpoint_prefix: A checkpoint prefix, or a glob pattern of one.
     """
     return checkpoint_exists_internal(checkpoint_prefix)
 
 
-def get_checkpoint_mtimes(checkpoint_prefixes) -> list[float]:
-    """The modification times (seconds) of the checkpoints that exist, in order."""
+def get_checkpoint_mtimes(checkpoint_prefixes: list[str]) -> list[float]:
+    """The modification times (seconds) of the checkpoints that exist, in order.
+
+    Args:
+        checkpoint_prefixes: Checkpoint prefixes (or glob patterns); missing ones are skipped.
+    """
     mtimes = []
     for prefix in checkpoint_prefixes:
         for pattern in (_prefix_to_checkpoint_path(prefix, _V2), prefix):
@@ -305,8 +341,16 @@ def get_checkpoint_mtimes(checkpoint_prefixes) -> list[float]:
     return mtimes
 
 
-def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=_V2, meta_graph_suffix="meta"):
-    """Deletes a checkpoint's files: its meta graph, index and data files (or its V1 file)."""
+def remove_checkpoint(
+    checkpoint_prefix: str, checkpoint_format_version: int = _V2, meta_graph_suffix: str = "meta"
+) -> None:
+    """Deletes a checkpoint's files: its meta graph, index and data files (or its V1 file).
+
+    Args:
+        checkpoint_prefix: The checkpoint's prefix.
+        checkpoint_format_version: 2 (the default) for index and data files, 1 for a single file.
+        meta_graph_suffix: The meta graph file's suffix.
+    """
     _delete_files(meta_graph_filename(checkpoint_prefix, meta_graph_suffix))
     if checkpoint_format_version == _V2:
         _delete_files(tensor_bundle.index_filename(checkpoint_prefix))

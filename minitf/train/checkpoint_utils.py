@@ -41,7 +41,7 @@ class CheckpointReader:
         DataLossError: if its index cannot be read.
     """
 
-    def __init__(self, filepattern):
+    def __init__(self, filepattern: str | os.PathLike):
         self._reader = tensor_bundle.BundleReader(os.fspath(filepattern))
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:
@@ -73,8 +73,12 @@ class CheckpointReader:
         return "".join(lines).encode()
 
 
-def NewCheckpointReader(filepattern) -> CheckpointReader:  # noqa: N802 - TF's name
-    """Opens the checkpoint at ``filepattern`` (a prefix) for reading; see `CheckpointReader`."""
+def NewCheckpointReader(filepattern: str | os.PathLike) -> CheckpointReader:  # noqa: N802 - TF's name
+    """Opens the checkpoint at ``filepattern`` (a prefix) for reading; see `CheckpointReader`.
+
+    Args:
+        filepattern: The checkpoint prefix (``.../model.ckpt-10``).
+    """
     return CheckpointReader(filepattern)
 
 
@@ -85,8 +89,11 @@ def _checkpoint_filename(ckpt_dir_or_file) -> str | None:
     return path
 
 
-def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
+def load_checkpoint(ckpt_dir_or_file: str | os.PathLike) -> CheckpointReader:
     """A `CheckpointReader` of a checkpoint prefix, or of a directory's newest checkpoint.
+
+    Args:
+        ckpt_dir_or_file: A checkpoint prefix, or a directory whose newest checkpoint to read.
 
     Raises:
         ValueError: if a directory holds no checkpoint.
@@ -101,14 +108,26 @@ def load_checkpoint(ckpt_dir_or_file) -> CheckpointReader:
     return NewCheckpointReader(filename)
 
 
-def load_variable(ckpt_dir_or_file, name: str) -> np.ndarray:
-    """The value of one saved variable (``name`` with or without ``:0``)."""
+def load_variable(ckpt_dir_or_file: str | os.PathLike, name: str) -> np.ndarray:
+    """The value of one saved variable (``name`` with or without ``:0``).
+
+    Args:
+        ckpt_dir_or_file: A checkpoint prefix, or a directory whose newest checkpoint to read.
+        name: The variable's name in the checkpoint.
+
+    Raises:
+        NotFoundError: if the checkpoint or the variable does not exist.
+    """
     if name.endswith(":0"):
         name = name[:-2]
     return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
 
 
-def list_variables(ckpt_dir_or_file) -> list[tuple[str, list[int]]]:
-    """``[(name, shape)]`` of the saved variables, sorted by name."""
+def list_variables(ckpt_dir_or_file: str | os.PathLike) -> list[tuple[str, list[int]]]:
+    """``[(name, shape)]`` of the saved variables, sorted by name.
+
+    Args:
+        ckpt_dir_or_file: A checkpoint prefix, or a directory whose newest checkpoint to read.
+    """
     variable_map = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
     return [(name, variable_map[name]) for name in sorted(variable_map)]

@@ -81,7 +81,7 @@ class Coordinator:
                 return (type(ex), ex, ex.__traceback__)
         return current
 
-    def request_stop(self, ex=None) -> None:
+    def request_stop(self, ex: BaseException | tuple | None = None) -> None:
         """Asks the threads to stop: `should_stop` returns True from now on.
 
         Args:
@@ -158,7 +158,11 @@ class Coordinator:
         return self._stop_event.wait(timeout) if parked is None else parked
 
     def register_thread(self, thread: threading.Thread) -> None:
-        """Adds ``thread`` to the threads that `join` waits for."""
+        """Adds ``thread`` to the threads that `join` waits for.
+
+        Args:
+            thread: The thread to wait for.
+        """
         with self._lock:
             self._registered_threads.add(thread)
 
@@ -214,7 +218,11 @@ class Coordinator:
         return self._joined
 
     def raise_requested_exception(self) -> None:
-        """Raises the exception passed to `request_stop`, if there was one."""
+        """Raises the exception passed to `request_stop`, if there was one.
+
+        Raises:
+            Exception: the exception passed to `request_stop`, if any.
+        """
         with self._lock:
             if self._exc_info_to_raise:
                 _, value, traceback = self._exc_info_to_raise
@@ -256,8 +264,8 @@ class LooperThread(threading.Thread):
         coord: Coordinator,
         timer_interval_secs: float | None,
         target: Callable | None = None,
-        args=None,
-        kwargs=None,
+        args: Iterable | None = None,
+        kwargs: dict | None = None,
     ):
         if not isinstance(coord, Coordinator):
             raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
@@ -278,10 +286,17 @@ class LooperThread(threading.Thread):
         coord: Coordinator,
         timer_interval_secs: float | None,
         target: Callable,
-        args=None,
-        kwargs=None,
+        args: Iterable | None = None,
+        kwargs: dict | None = None,
     ) -> LooperThread:
         """Starts a `LooperThread` that calls ``target`` until ``coord`` stops.
+
+        Args:
+            coord: A `Coordinator`.
+            timer_interval_secs: Seconds between calls, or None for back to back.
+            target: The callable to run.
+            args: Positional arguments for ``target``.
+            kwargs: Keyword arguments for ``target``.
 
         Returns:
             The started thread.

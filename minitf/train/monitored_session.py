@@ -24,6 +24,8 @@ graph (`finalize`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from minitf.framework import errors, ops
 from minitf.framework.graph_keys import GraphKeys
@@ -33,6 +35,12 @@ from minitf.train import queue_runner_impl
 from minitf.train.coordinator import Coordinator
 from minitf.train.session_manager import SessionManager
 from minitf.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+
+if TYPE_CHECKING:
+    from minitf.runtime.config import ConfigProto, RunMetadata, RunOptions
+    from minitf.runtime.session import BaseSession
+    from minitf.train.saver import Saver
+    from minitf.train.session_run_hook import SessionRunHook
 
 logger = logging.getLogger("minitf")
 
@@ -59,19 +67,22 @@ class Scaffold:
         summary_op: Accepted for TF's signature; minitf writes no summaries.
         saver: The `Saver` (default: ``SAVERS`` collection, else a sharded one).
         copy_from_scaffold: Take every op not given from this scaffold.
+
+    Raises:
+        TypeError: if ``copy_from_scaffold`` is not a `Scaffold`.
     """
 
     def __init__(
         self,
-        init_op=None,
-        init_feed_dict=None,
-        init_fn=None,
-        ready_op=None,
-        ready_for_local_init_op=None,
-        local_init_op=None,
-        summary_op=None,
-        saver=None,
-        copy_from_scaffold=None,
+        init_op: ops.Operation | None = None,
+        init_feed_dict: dict | None = None,
+        init_fn: Callable[[Scaffold, BaseSession], None] | None = None,
+        ready_op: ops.Tensor | None = None,
+        ready_for_local_init_op: ops.Tensor | None = None,
+        local_init_op: ops.Operation | None = None,
+        summary_op: Any = None,
+        saver: Saver | None = None,
+        copy_from_scaffold: Scaffold | None = None,
     ):
         if copy_from_scaffold is not None:
             if not isinstance(copy_from_scaffold, Scaffold):
@@ -122,39 +133,53 @@ class Scaffold:
 
     @property
     def init_op(self):
+        """The op that initializes the model."""
         return self._init_op
 
     @property
     def init_feed_dict(self):
+        """The feeds for `init_op`, or None."""
         return self._init_feed_dict
 
     @property
     def init_fn(self):
+        """``init_fn(session)``: the given ``init_fn`` with this scaffold bound, or None."""
         return self._init_fn
 
     @property
     def ready_op(self):
+        """The op naming the variables not initialized yet (empty: the model is ready)."""
         return self._ready_op
 
     @property
     def ready_for_local_init_op(self):
+        """The op naming what `local_init_op` needs that is not initialized yet."""
         return self._ready_for_local_init_op
 
     @property
     def local_init_op(self):
+        """The op that initializes per-session state (local variables)."""
         return self._local_init_op
 
     @property
     def summary_op(self):
+        """The summary op given, or None (minitf writes no summaries)."""
         return self._summary_op
 
     @property
     def saver(self):
+        """The `Saver` used to restore and save checkpoints."""
         return self._saver
 
     @staticmethod
-    def get_or_default(arg_name: str, collection_key: str, default_constructor):
+    def get_or_default(arg_name: str, collection_key: str, default_constructor: Callable):
         """The single op of a collection, or a new default one added to it.
+
+        Args:
+            arg_name: The `Scaffold` argument the op stands for (for the error).
+            collection_key: The collection to look in.
+            default_constructor: Called with no arguments to build the op when
+                the collection is empty; a result other than None is added to it.
 
         Raises:
             RuntimeError: if the collection holds more than one.
@@ -199,18 +224,27 @@ def _saver_or_default():
 class SessionCreator:
     """Makes a raw session for a `MonitoredSession`."""
 
-    def create_session(self):
+    def create_session(self) -> BaseSession:
+        """Returns a new raw session."""
         raise NotImplementedError
 
 
 class ChiefSessionCreator(SessionCreator):
-    """The chief's session: restored from the newest checkpoint, or initialized."""
+    """The chief's session: restored from the newest checkpoint, or initialized.
+
+    Args:
+        scaffold: The ops to use (default: a new `Scaffold`).
+        master: The target of the session (``""`` for in-process).
+        config: The session's `ConfigProto`.
+        checkpoint_dir: A directory whose newest checkpoint to restore.
+        checkpoint_filename_with_path: A checkpoint prefix to restore instead.
+    """
 
     def __init__(
         self,
         scaffold: Scaffold | None = None,
         master: str = "",
-        config=None,
+        config: ConfigProto | None = None,
         checkpoint_dir: str | None = None,
         checkpoint_filename_with_path: str | None = None,
     ):
@@ -220,7 +254,8 @@ class ChiefSessionCreator(SessionCreator):
         self._checkpoint_dir = checkpoint_dir
         self._checkpoint_filename_with_path = checkpoint_filename_with_path
 
-    def create_session(self):
+    def create_session(self) -> BaseSession:
+        """Finalizes the scaffold; returns a session restored or initialized (`prepare_session`)."""
         scaffold = self._scaffold.finalize()
         return _session_manager(scaffold).prepare_session(
             self._master,
@@ -235,13 +270,20 @@ class ChiefSessionCreator(SessionCreator):
 
 
 class WorkerSessionCreator(SessionCreator):
-    """A worker's session: once the chief has initialized or restored the model."""
+    """A worker's session: once the chief has initialized or restored the model.
+
+    Args:
+        scaffold: The ops to use (default: a new `Scaffold`).
+        master: The target of the session.
+        config: The session's `ConfigProto`.
+        max_wait_secs: How long to wait for the chief.
+    """
 
     def __init__(
         self,
         scaffold: Scaffold | None = None,
         master: str = "",
-        config=None,
+        config: ConfigProto | None = None,
         max_wait_secs: float = 30 * 60,
     ):
         self._scaffold = scaffold or Scaffold()
@@ -249,7 +291,8 @@ class WorkerSessionCreator(SessionCreator):
         self._config = config
         self._max_wait_secs = max_wait_secs
 
-    def create_session(self):
+    def create_session(self) -> BaseSession:
+        """Finalizes the scaffold; returns a session once the chief made the model ready."""
         scaffold = self._scaffold.finalize()
         return _session_manager(scaffold).wait_for_session(
             self._master, config=self._config, max_wait_secs=self._max_wait_secs
@@ -341,8 +384,24 @@ class _MonitoredSession:
         """The graph the session runs."""
         return ops.get_default_graph()
 
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Runs one step with the hooks around it; on a lost task, recreates the session."""
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
+        """Runs one step with the hooks around it; on a lost task, recreates the session.
+
+        Args:
+            fetches: What to fetch, as for `Session.run`.
+            feed_dict: The feeds, as for `Session.run`.
+            options: The ``RunOptions`` of the step.
+            run_metadata: A ``RunMetadata`` to fill in.
+
+        Returns:
+            The values of ``fetches``, in their structure.
+        """
         while True:
             if self._layers is None:
                 self._layers = self._create()
@@ -433,7 +492,12 @@ class MonitoredSession(_MonitoredSession):
         stop_grace_period_secs: How long ``close`` waits for queue-runner threads.
     """
 
-    def __init__(self, session_creator=None, hooks=None, stop_grace_period_secs=120):
+    def __init__(
+        self,
+        session_creator: SessionCreator | None = None,
+        hooks: list[SessionRunHook] | None = None,
+        stop_grace_period_secs: float = 120,
+    ):
         super().__init__(session_creator, hooks, True, stop_grace_period_secs)
 
 
@@ -442,17 +506,26 @@ class SingularMonitoredSession(_MonitoredSession):
 
     It is made with a `ChiefSessionCreator` from its arguments, and its raw
     session is available (`raw_session`).
+
+    Args:
+        hooks: `SessionRunHook` s.
+        scaffold: The ops to use (default: a new `Scaffold`).
+        master: The target of the session.
+        config: The session's `ConfigProto`.
+        checkpoint_dir: A directory whose newest checkpoint to restore.
+        stop_grace_period_secs: How long ``close`` waits for queue-runner threads.
+        checkpoint_filename_with_path: A checkpoint prefix to restore instead.
     """
 
     def __init__(
         self,
-        hooks=None,
-        scaffold=None,
+        hooks: list[SessionRunHook] | None = None,
+        scaffold: Scaffold | None = None,
         master: str = "",
-        config=None,
-        checkpoint_dir=None,
-        stop_grace_period_secs=120,
-        checkpoint_filename_with_path=None,
+        config: ConfigProto | None = None,
+        checkpoint_dir: str | None = None,
+        stop_grace_period_secs: float = 120,
+        checkpoint_filename_with_path: str | None = None,
     ):
         creator = ChiefSessionCreator(
             scaffold=scaffold,
@@ -473,16 +546,16 @@ def MonitoredTrainingSession(  # noqa: N802 - TF's name
     is_chief: bool = True,
     checkpoint_dir: str | None = None,
     scaffold: Scaffold | None = None,
-    hooks=None,
-    chief_only_hooks=None,
-    save_checkpoint_secs=USE_DEFAULT,
-    save_summaries_steps=USE_DEFAULT,
-    save_summaries_secs=USE_DEFAULT,
-    config=None,
+    hooks: list[SessionRunHook] | None = None,
+    chief_only_hooks: list[SessionRunHook] | None = None,
+    save_checkpoint_secs: float | None = USE_DEFAULT,
+    save_summaries_steps: int | None = USE_DEFAULT,
+    save_summaries_secs: float | None = USE_DEFAULT,
+    config: ConfigProto | None = None,
     stop_grace_period_secs: float = 120,
     log_step_count_steps: int = 100,
     max_wait_secs: float = 7200,
-    save_checkpoint_steps=USE_DEFAULT,
+    save_checkpoint_steps: int | None = USE_DEFAULT,
     summary_dir: str | None = None,
 ) -> MonitoredSession:
     """A `MonitoredSession` set up for training, as TF1 sets it up.
@@ -494,6 +567,27 @@ def MonitoredTrainingSession(  # noqa: N802 - TF's name
     directory; a worker waits for the chief. ``hooks`` run everywhere,
     ``chief_only_hooks`` on the chief only. Summaries are not written
     (minitf has no summary ops); their arguments are accepted.
+
+    Args:
+        master: The target of the session (``""`` for in-process).
+        is_chief: Whether this task initializes or restores the model and
+            saves checkpoints.
+        checkpoint_dir: Where the chief restores from and saves checkpoints.
+        scaffold: The ops to use (default: a new `Scaffold`).
+        hooks: `SessionRunHook` s run on every task.
+        chief_only_hooks: `SessionRunHook` s run on the chief only.
+        save_checkpoint_secs: Save every this many seconds (600 unless
+            ``save_checkpoint_steps`` is given; None: not by time).
+        save_summaries_steps: Accepted for compatibility.
+        save_summaries_secs: Accepted for compatibility.
+        config: The session's `ConfigProto`.
+        stop_grace_period_secs: How long ``close`` waits for queue-runner threads.
+        log_step_count_steps: Log the global steps per second every this many
+            steps (on the chief, with a summary or checkpoint directory).
+        max_wait_secs: How long a worker waits for the chief.
+        save_checkpoint_steps: Save every this many global steps.
+        summary_dir: The directory that turns on the step-rate log (default:
+            ``checkpoint_dir``).
     """
     del save_summaries_steps, save_summaries_secs  # no summaries in minitf
     scaffold = scaffold or Scaffold()

@@ -190,11 +190,19 @@ class ExponentialMovingAverage:
         return slot_creator.create_zeros_slot(var, self._name, colocate_with_primary=colocate)
 
     def average(self, var):
-        """The shadow variable of ``var``, or None if `apply` has not seen it."""
+        """The shadow variable of ``var``, or None if `apply` has not seen it.
+
+        Args:
+            var: A variable (or tensor) passed to `apply`.
+        """
         return self._averages.get(var)
 
     def average_name(self, var) -> str:
-        """The name of ``var``'s shadow variable (also before `apply`, for restoring)."""
+        """The name of ``var``'s shadow variable (also before `apply`, for restoring).
+
+        Args:
+            var: A variable (or tensor).
+        """
         if var in self._averages:
             return self._averages[var].op.name
         return ops.get_default_graph().unique_name(

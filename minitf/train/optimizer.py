@@ -20,7 +20,7 @@ twins, and ``_finish``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
@@ -172,14 +172,14 @@ class Optimizer:
 
     def minimize(
         self,
-        loss,
-        global_step=None,
-        var_list=None,
-        gate_gradients=GATE_OP,
-        aggregation_method=None,
-        colocate_gradients_with_ops=False,
-        name=None,
-        grad_loss=None,
+        loss: ops.Tensor,
+        global_step: variables.Variable | None = None,
+        var_list: list | None = None,
+        gate_gradients: int = GATE_OP,
+        aggregation_method: int | None = None,
+        colocate_gradients_with_ops: bool = False,
+        name: str | None = None,
+        grad_loss: ops.Tensor | None = None,
     ) -> ops.Operation:
         """Adds ops that update ``var_list`` to minimize ``loss``.
 
@@ -217,12 +217,12 @@ class Optimizer:
 
     def compute_gradients(
         self,
-        loss,
-        var_list=None,
-        gate_gradients=GATE_OP,
-        aggregation_method=None,
-        colocate_gradients_with_ops=False,
-        grad_loss=None,
+        loss: ops.Tensor | Callable[[], ops.Tensor],
+        var_list: list | None = None,
+        gate_gradients: int = GATE_OP,
+        aggregation_method: int | None = None,
+        colocate_gradients_with_ops: bool = False,
+        grad_loss: ops.Tensor | None = None,
     ) -> list[tuple]:
         """Computes the gradients of ``loss`` for the variables in ``var_list``.
 
@@ -283,7 +283,12 @@ class Optimizer:
         )
         return grads_and_vars
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> ops.Operation:
+    def apply_gradients(
+        self,
+        grads_and_vars: list[tuple],
+        global_step: variables.Variable | None = None,
+        name: str | None = None,
+    ) -> ops.Operation:
         """Applies ``(gradient, variable)`` pairs; the second half of `minimize`.
 
         Args:
@@ -351,8 +356,13 @@ class Optimizer:
 
     # -- slots and other state -------------------------------------------------------------
 
-    def get_slot(self, var, name: str):
-        """Returns the slot ``name`` (e.g. ``"momentum"``) created for ``var``, or None."""
+    def get_slot(self, var: variables.Variable, name: str) -> variables.Variable | None:
+        """Returns the slot ``name`` (e.g. ``"momentum"``) created for ``var``, or None.
+
+        Args:
+            var: A variable this optimizer updates.
+            name: The slot's name, one of `get_slot_names`.
+        """
         named_slots = self._slots.get(name)
         if not named_slots:
             return None

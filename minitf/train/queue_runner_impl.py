@@ -26,12 +26,16 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 from minitf.framework import errors, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.runtime import simulation
 from minitf.runtime.session import BaseSession
 from minitf.train.coordinator import Coordinator
+
+if TYPE_CHECKING:
+    from minitf.ops.queue_ops import QueueBase
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
@@ -67,13 +71,13 @@ class QueueRunner:
 
     def __init__(
         self,
-        queue=None,
-        enqueue_ops=None,
-        close_op=None,
-        cancel_op=None,
-        queue_closed_exception_types=None,
-        queue_runner_def=None,
-        import_scope=None,
+        queue: QueueBase | None = None,
+        enqueue_ops: list[ops.Operation] | None = None,
+        close_op: ops.Operation | None = None,
+        cancel_op: ops.Operation | None = None,
+        queue_closed_exception_types: tuple[type[errors.OpError], ...] | None = None,
+        queue_runner_def: dict | None = None,
+        import_scope: str | None = None,
     ):
         if queue_runner_def:
             if queue or enqueue_ops:
@@ -204,7 +208,11 @@ class QueueRunner:
             _logger.debug("Ignored exception: %s", e)
 
     def create_threads(
-        self, sess, coord: Coordinator | None = None, daemon: bool = False, start: bool = False
+        self,
+        sess: BaseSession,
+        coord: Coordinator | None = None,
+        daemon: bool = False,
+        start: bool = False,
     ) -> list[threading.Thread]:
         """Creates the threads that run the enqueue ops in ``sess``.
 
@@ -262,6 +270,10 @@ class QueueRunner:
         The keys are the fields of TF's ``QueueRunnerDef``: ``queue_name``,
         ``enqueue_op_name``, ``close_op_name``, ``cancel_op_name`` (names with
         ``export_scope`` removed) and ``queue_closed_exception_types`` (error codes).
+
+        Args:
+            export_scope: A name scope to strip from the names; a runner whose queue is outside it
+                gives None.
         """
         if export_scope is not None and not self.queue.name.startswith(export_scope):
             return None
@@ -279,7 +291,12 @@ class QueueRunner:
 
     @staticmethod
     def from_proto(queue_runner_def: dict, import_scope: str | None = None) -> QueueRunner:
-        """Returns the `QueueRunner` described by a QueueRunnerDef dict."""
+        """Returns the `QueueRunner` described by a QueueRunnerDef dict.
+
+        Args:
+            queue_runner_def: A QueueRunnerDef dict, as `to_proto` returns.
+            import_scope: A name scope to prepend to its names.
+        """
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
 
@@ -304,7 +321,7 @@ def add_queue_runner(qr: QueueRunner, collection: str = GraphKeys.QUEUE_RUNNERS)
 
 
 def start_queue_runners(
-    sess=None,
+    sess: BaseSession | None = None,
     coord: Coordinator | None = None,
     daemon: bool = True,
     start: bool = True,

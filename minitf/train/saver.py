@@ -35,6 +35,7 @@ import logging
 import numbers
 import os
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,6 +45,10 @@ from minitf.ops import string_ops
 from minitf.train import checkpoint_management, training_util
 from minitf.train.saveable_object_util import all_saveable_objects
 from minitf.train.saver_builder import BaseSaverBuilder, BulkSaverBuilder, SaverDef
+
+if TYPE_CHECKING:
+    from minitf.ops.variables import Variable
+    from minitf.runtime.session import BaseSession
 
 __all__ = ["BaseSaverBuilder", "BulkSaverBuilder", "Saver", "SaverDef"]
 
@@ -105,21 +110,21 @@ class Saver:
 
     def __init__(
         self,
-        var_list=None,
-        reshape=False,
-        sharded=False,
-        max_to_keep=5,
-        keep_checkpoint_every_n_hours=10000.0,
-        name=None,
-        restore_sequentially=False,
-        saver_def=None,
-        builder=None,
-        defer_build=False,
-        allow_empty=False,
-        write_version=SaverDef.V2,
-        pad_step_number=False,
-        save_relative_paths=False,
-        filename=None,
+        var_list: list | dict | None = None,
+        reshape: bool = False,
+        sharded: bool = False,
+        max_to_keep: int | None = 5,
+        keep_checkpoint_every_n_hours: float = 10000.0,
+        name: str | None = None,
+        restore_sequentially: bool = False,
+        saver_def: SaverDef | dict | None = None,
+        builder: BaseSaverBuilder | None = None,
+        defer_build: bool = False,
+        allow_empty: bool = False,
+        write_version: int = SaverDef.V2,
+        pad_step_number: bool = False,
+        save_relative_paths: bool = False,
+        filename: str | None = None,
     ):
         if defer_build and var_list:
             raise ValueError(
@@ -209,7 +214,11 @@ class Saver:
         return self.saver_def
 
     def to_proto(self, export_scope: str | None = None) -> SaverDef | None:
-        """The `SaverDef` with ``export_scope`` removed from its names (None if outside it)."""
+        """The `SaverDef` with ``export_scope`` removed from its names (None if outside it).
+
+        Args:
+            export_scope: A name scope to strip from the op names; None keeps them.
+        """
         if export_scope is None:
             return self.saver_def
         names = ("filename_tensor_name", "save_tensor_name", "restore_op_name")
@@ -221,8 +230,13 @@ class Saver:
         return stripped
 
     @staticmethod
-    def from_proto(saver_def, import_scope: str | None = None) -> Saver:
-        """A `Saver` over the ops a `SaverDef` names (in ``import_scope``)."""
+    def from_proto(saver_def: SaverDef | dict, import_scope: str | None = None) -> Saver:
+        """A `Saver` over the ops a `SaverDef` names (in ``import_scope``).
+
+        Args:
+            saver_def: A `SaverDef` (or its dict), as `to_proto` returns.
+            import_scope: The name scope the graph was imported into, or None.
+        """
         return Saver(saver_def=saver_def, name=import_scope)
 
     # -- the list of recent checkpoints -----------------------------------------------------
@@ -235,6 +249,9 @@ class Saver:
     def set_last_checkpoints(self, last_checkpoints: list[str]) -> None:
         """Deprecated: sets the list of recent checkpoints (never deleted by time).
 
+        Args:
+            last_checkpoints: Checkpoint prefixes, oldest first.
+
         Raises:
             AssertionError: if ``last_checkpoints`` is not a list.
         """
@@ -243,6 +260,9 @@ class Saver:
 
     def set_last_checkpoints_with_time(self, last_checkpoints_with_time: list) -> None:
         """Sets the list of recent checkpoints as ``(path, timestamp)`` pairs.
+
+        Args:
+            last_checkpoints_with_time: ``(prefix, timestamp)`` pairs, oldest first.
 
         Raises:
             AssertionError: if it is not a list.
@@ -254,6 +274,10 @@ class Saver:
         """Rebuilds the recent-checkpoint list after a restart, from the files that still exist.
 
         Each path's timestamp is the modification time of its files.
+
+        Args:
+            checkpoint_paths: Checkpoint prefixes, oldest first (e.g. the state file's
+                ``all_model_checkpoint_paths``).
         """
         with_times = []
         for path in checkpoint_paths:
@@ -295,15 +319,15 @@ class Saver:
 
     def save(
         self,
-        sess,
-        save_path,
-        global_step=None,
-        latest_filename=None,
-        meta_graph_suffix="meta",
-        write_meta_graph=True,
-        write_state=True,
-        strip_default_attrs=False,
-        save_debug_info=False,
+        sess: BaseSession,
+        save_path: str | os.PathLike,
+        global_step: int | ops.Tensor | Variable | None = None,
+        latest_filename: str | None = None,
+        meta_graph_suffix: str = "meta",
+        write_meta_graph: bool = True,
+        write_state: bool = True,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
     ) -> str | None:
         """Saves the variables: runs the save op with ``save_path`` fed as the prefix.
 
@@ -386,10 +410,14 @@ class Saver:
             )
         return save_path
 
-    def restore(self, sess, save_path) -> None:
+    def restore(self, sess: BaseSession, save_path: str | os.PathLike) -> None:
         """Restores the variables from the checkpoint at ``save_path`` (runs ``restore_all``).
 
         The variables need not be initialized: restoring initializes them.
+
+        Args:
+            sess: The session to restore the variables in.
+            save_path: The checkpoint prefix, as `save` returned it.
 
         Raises:
             ValueError: if ``save_path`` is None.
@@ -426,16 +454,30 @@ class Saver:
 
     def export_meta_graph(
         self,
-        filename=None,
-        collection_list=None,
-        as_text=False,
-        export_scope=None,
-        clear_devices=False,
-        clear_extraneous_savers=False,
-        strip_default_attrs=False,
-        save_debug_info=False,
+        filename: str | os.PathLike | None = None,
+        collection_list: list[str] | None = None,
+        as_text: bool = False,
+        export_scope: str | None = None,
+        clear_devices: bool = False,
+        clear_extraneous_savers: bool = False,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
     ) -> dict:
-        """Exports the default graph with this saver's `SaverDef` (`tf.train.export_meta_graph`)."""
+        """Exports the default graph with this saver's `SaverDef` (`tf.train.export_meta_graph`).
+
+        Args:
+            filename: Where to write the JSON, or None.
+            collection_list: The collection keys to export (default: all).
+            as_text: Indent the JSON file.
+            export_scope: Export only the ops under this name scope.
+            clear_devices: Leave the device of every node empty.
+            clear_extraneous_savers: Accepted for compatibility.
+            strip_default_attrs: Accepted for compatibility.
+            save_debug_info: Accepted for compatibility.
+
+        Returns:
+            The MetaGraphDef dict.
+        """
         return meta_graph.export_meta_graph(
             filename=filename,
             saver_def=self.saver_def,

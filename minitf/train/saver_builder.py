@@ -53,6 +53,9 @@ class SaverDef(dict):
         sharded: Whether the saver writes one data file per device.
         keep_checkpoint_every_n_hours: Keep one checkpoint per this many hours.
         version: The checkpoint format (`V2`).
+
+    Raises:
+        ValueError: for a keyword argument that is not one of the fields above.
     """
 
     LEGACY, V1, V2 = 0, 1, 2

@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from minitf.framework import errors, ops
 from minitf.runtime.session import Session
 from minitf.train import checkpoint_management
+
+if TYPE_CHECKING:
+    from minitf.runtime.config import ConfigProto, RunOptions
+    from minitf.train.saver import Saver
 
 logger = logging.getLogger("minitf")
 
@@ -48,16 +54,20 @@ class SessionManager:
         graph: The graph (default: the default graph).
         recovery_wait_secs: The longest wait between two tries of a worker.
         local_init_run_options: ``RunOptions`` for the local init op.
+
+    Raises:
+        ValueError: if ``ready_for_local_init_op`` is given without
+            ``local_init_op``.
     """
 
     def __init__(
         self,
-        local_init_op=None,
-        ready_op=None,
-        ready_for_local_init_op=None,
-        graph=None,
+        local_init_op: ops.Operation | None = None,
+        ready_op: ops.Tensor | None = None,
+        ready_for_local_init_op: ops.Tensor | None = None,
+        graph: ops.Graph | None = None,
         recovery_wait_secs: float = 30,
-        local_init_run_options=None,
+        local_init_run_options: RunOptions | None = None,
     ):
         if ready_for_local_init_op is not None and local_init_op is None:
             raise ValueError(
@@ -76,17 +86,31 @@ class SessionManager:
     def prepare_session(
         self,
         master: str,
-        init_op=None,
-        saver=None,
+        init_op: ops.Operation | None = None,
+        saver: Saver | None = None,
         checkpoint_dir: str | None = None,
         checkpoint_filename_with_path: str | None = None,
         wait_for_checkpoint: bool = False,
         max_wait_secs: float = 7200,
-        config=None,
-        init_feed_dict=None,
-        init_fn=None,
+        config: ConfigProto | None = None,
+        init_feed_dict: dict | None = None,
+        init_fn: Callable[[Session], None] | None = None,
     ) -> Session:
         """A session with the model restored from a checkpoint, or initialized.
+
+        Args:
+            master: The target of the session (``""`` for in-process).
+            init_op: The op that initializes the model when nothing is restored.
+            saver: The `Saver` to restore with; None means no restore.
+            checkpoint_dir: A directory whose newest checkpoint to restore.
+            checkpoint_filename_with_path: A checkpoint prefix to restore.
+            wait_for_checkpoint: Whether to wait for a checkpoint to appear in
+                ``checkpoint_dir`` if there is none yet.
+            max_wait_secs: How long to wait for it.
+            config: The session's `ConfigProto`.
+            init_feed_dict: The feeds for ``init_op``.
+            init_fn: Called as ``init_fn(sess)`` after ``init_op`` when nothing
+                is restored.
 
         Raises:
             RuntimeError: if nothing initializes the model, or the init ops
@@ -125,14 +149,29 @@ class SessionManager:
     def recover_session(
         self,
         master: str,
-        saver=None,
+        saver: Saver | None = None,
         checkpoint_dir: str | None = None,
         checkpoint_filename_with_path: str | None = None,
         wait_for_checkpoint: bool = False,
         max_wait_secs: float = 7200,
-        config=None,
+        config: ConfigProto | None = None,
     ) -> tuple[Session, bool]:
-        """A session restored from the newest checkpoint: ``(session, restored and ready)``."""
+        """A session restored from the newest checkpoint: ``(session, restored and ready)``.
+
+        Args:
+            master: The target of the session (``""`` for in-process).
+            saver: The `Saver` to restore with; None means no restore.
+            checkpoint_dir: A directory whose newest checkpoint to restore.
+            checkpoint_filename_with_path: A checkpoint prefix to restore.
+            wait_for_checkpoint: Whether to wait for a checkpoint to appear in
+                ``checkpoint_dir`` if there is none yet.
+            max_wait_secs: How long to wait for it.
+            config: The session's `ConfigProto`.
+
+        Raises:
+            ValueError: if both ``checkpoint_dir`` and
+                ``checkpoint_filename_with_path`` are given.
+        """
         sess, restored = self._restore_checkpoint(
             master, saver, checkpoint_dir, checkpoint_filename_with_path,
             wait_for_checkpoint, max_wait_secs, config,
@@ -153,9 +192,14 @@ class SessionManager:
     # -- a worker ----------------------------------------------------------------------------
 
     def wait_for_session(
-        self, master: str, config=None, max_wait_secs: float = float("inf")
+        self, master: str, config: ConfigProto | None = None, max_wait_secs: float = float("inf")
     ) -> Session:
         """A session once the chief has made the model ready (a worker's way in).
+
+        Args:
+            master: The target of the session.
+            config: The session's `ConfigProto`.
+            max_wait_secs: How long to wait for the model to be ready.
 
         Raises:
             DeadlineExceededError: if the model is not ready in ``max_wait_secs``.

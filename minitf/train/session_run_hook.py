@@ -9,7 +9,11 @@ initial tokens in the queue and starts the chief's queue runner.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from minitf.runtime.session import BaseSession
+    from minitf.train.coordinator import Coordinator
 
 
 class SessionRunHook:
@@ -18,7 +22,7 @@ class SessionRunHook:
     def begin(self) -> None:
         """Called once before the session is used; the graph may still change here."""
 
-    def after_create_session(self, session, coord) -> None:
+    def after_create_session(self, session: BaseSession, coord: Coordinator) -> None:
         """Called once the session exists (variables initialized), before the first ``run``.
 
         Args:
@@ -27,18 +31,42 @@ class SessionRunHook:
         """
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs | None:
-        """Called before each ``run``; may return more to fetch in the same step."""
+        """Called before each ``run``; may return more to fetch in the same step.
+
+        Args:
+            run_context: The `SessionRunContext` of this ``run``.
+
+        Returns:
+            A `SessionRunArgs` to fetch and feed along with the caller's, or None.
+        """
         return None
 
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
-        """Called after each ``run`` with what `before_run` asked for."""
+        """Called after each ``run`` with what `before_run` asked for.
 
-    def end(self, session) -> None:
-        """Called at the end of the session's use (not when it fails)."""
+        Args:
+            run_context: The `SessionRunContext` of this ``run``; its
+                `request_stop` ends the training loop.
+            run_values: The `SessionRunValues`: the results of this hook's
+                `before_run` fetches.
+        """
+
+    def end(self, session: BaseSession) -> None:
+        """Called at the end of the session's use (not when it fails).
+
+        Args:
+            session: The session; ``run`` on it is not hooked.
+        """
 
 
 class SessionRunArgs(NamedTuple):
-    """What a hook adds to a ``run``: ``fetches``, ``feed_dict`` and ``options``."""
+    """What a hook adds to a ``run``: ``fetches``, ``feed_dict`` and ``options``.
+
+    Attributes:
+        fetches: What to fetch, in any structure ``Session.run`` accepts.
+        feed_dict: More feeds, or None.
+        options: A ``RunOptions`` to merge with the caller's, or None.
+    """
 
     fetches: Any
     feed_dict: Any = None
@@ -46,7 +74,14 @@ class SessionRunArgs(NamedTuple):
 
 
 class SessionRunValues(NamedTuple):
-    """What the hook's own fetches returned (``results``), with ``options`` and ``run_metadata``."""
+    """What the hook's own fetches returned (``results``), with ``options`` and ``run_metadata``.
+
+    Attributes:
+        results: The values of the hook's `SessionRunArgs` fetches, in their
+            structure.
+        options: The ``RunOptions`` of the run.
+        run_metadata: The ``RunMetadata`` of the run.
+    """
 
     results: Any
     options: Any
@@ -61,7 +96,7 @@ class SessionRunContext:
         session: The session that runs it.
     """
 
-    def __init__(self, original_args: SessionRunArgs, session):
+    def __init__(self, original_args: SessionRunArgs, session: BaseSession):
         self._original_args = original_args
         self._session = session
         self._stop_requested = False

@@ -40,6 +40,7 @@ worker can run ahead (tensorflow#11753); ``num_tokens=0`` gives strict sync.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
@@ -47,6 +48,9 @@ from minitf.framework.indexed_slices import IndexedSlices
 from minitf.ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
 from minitf.train import optimizer, queue_runner_impl
 from minitf.train.session_run_hook import SessionRunHook
+
+if TYPE_CHECKING:
+    from minitf.train.moving_averages import ExponentialMovingAverage
 
 logger = logging.getLogger("minitf")
 
@@ -70,8 +74,8 @@ class SyncReplicasOptimizer(optimizer.Optimizer):
         opt: optimizer.Optimizer,
         replicas_to_aggregate: int,
         total_num_replicas: int | None = None,
-        variable_averages=None,
-        variables_to_average=None,
+        variable_averages: ExponentialMovingAverage | None = None,
+        variables_to_average: list | None = None,
         use_locking: bool = False,
         name: str = "sync_replicas",
     ):
@@ -104,7 +108,12 @@ class SyncReplicasOptimizer(optimizer.Optimizer):
         """The inner optimizer's `compute_gradients` (clip per worker here, before averaging)."""
         return self._opt.compute_gradients(*args, **kwargs)
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(
+        self,
+        grads_and_vars: list[tuple],
+        global_step: variables.Variable | None = None,
+        name: str | None = None,
+    ) -> ops.Tensor:
         """Builds the synchronous protocol around the inner optimizer's update.
 
         Args:
@@ -115,7 +124,7 @@ class SyncReplicasOptimizer(optimizer.Optimizer):
 
         Returns:
             ``train_op``, the step every worker runs: offer the gradients, wait
-            for a token, store it in the local step. Its value is the token.
+                for a token, store it in the local step. Its value is the token.
 
         Raises:
             ValueError: for no gradients, no global step, a gradient that is

@@ -11,10 +11,14 @@ the tensor ``global_step:0``.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops import variable_scope, variables
+
+if TYPE_CHECKING:
+    from minitf.runtime.session import BaseSession
 
 __all__ = [
     "global_step",
@@ -27,7 +31,9 @@ __all__ = [
 _logger = logging.getLogger("minitf")
 
 
-def global_step(sess, global_step_tensor) -> int:
+def global_step(
+    sess: BaseSession, global_step_tensor: variables.Variable | ops.Tensor | str
+) -> int:
     """Returns the value of the global step as a Python int.
 
     Args:
@@ -37,12 +43,15 @@ def global_step(sess, global_step_tensor) -> int:
     return int(sess.run(global_step_tensor))
 
 
-def get_global_step(graph=None) -> variables.Variable | ops.Tensor | None:
+def get_global_step(graph: ops.Graph | None = None) -> variables.Variable | ops.Tensor | None:
     """Returns the global step of ``graph`` (default graph), or None if there is none.
 
     It is the single element of the ``GLOBAL_STEP`` collection, else the tensor
     named ``global_step:0``. Several elements in the collection: logs an error
     and returns None, as TF.
+
+    Args:
+        graph: The graph; None means the default graph.
 
     Raises:
         TypeError: if the global step is not an integer scalar variable or tensor.
@@ -63,13 +72,16 @@ def get_global_step(graph=None) -> variables.Variable | ops.Tensor | None:
     return found
 
 
-def create_global_step(graph=None) -> variables.Variable:
+def create_global_step(graph: ops.Graph | None = None) -> variables.Variable:
     """Creates the global step variable of ``graph`` (default graph).
 
     An int64 scalar named ``global_step``, initialized to 0, not trainable, in
     the ``GLOBAL_VARIABLES`` and ``GLOBAL_STEP`` collections. Like TF, it is
     made with ``get_variable`` outside any name scope (but inside the current
     variable scope).
+
+    Args:
+        graph: The graph; None means the default graph.
 
     Raises:
         ValueError: if the graph already has a global step.
@@ -90,8 +102,12 @@ def create_global_step(graph=None) -> variables.Variable:
         )
 
 
-def get_or_create_global_step(graph=None) -> variables.Variable | ops.Tensor:
-    """Returns the global step of ``graph``, creating it if needed (see `create_global_step`)."""
+def get_or_create_global_step(graph: ops.Graph | None = None) -> variables.Variable | ops.Tensor:
+    """Returns the global step of ``graph``, creating it if needed (see `create_global_step`).
+
+    Args:
+        graph: The graph; None means the default graph.
+    """
     graph = graph or ops.get_default_graph()
     found = get_global_step(graph)
     if found is None:
@@ -99,8 +115,11 @@ def get_or_create_global_step(graph=None) -> variables.Variable | ops.Tensor:
     return found
 
 
-def assert_global_step(global_step_tensor) -> None:
+def assert_global_step(global_step_tensor: variables.Variable | ops.Tensor) -> None:
     """Checks that ``global_step_tensor`` can be a global step.
+
+    Args:
+        global_step_tensor: The variable or tensor to check.
 
     Raises:
         TypeError: if it is not a variable or tensor, not of an integer type,

@@ -29,6 +29,7 @@ This module decides what a picture shows; `minitf.viz.dot_text` writes it.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable
 
 import numpy as np
 
@@ -144,9 +145,9 @@ def _assigned_devices(graph, cluster, default_job, default_task) -> dict:
 
 def graph_dot(
     graph: ops.Graph,
-    ops_to_show=None,
-    highlight=None,
-    collapse=None,
+    ops_to_show: Iterable[ops.Operation] | None = None,
+    highlight: dict | Iterable[str] | None = None,
+    collapse: int | str | Collection[str] | None = None,
     cluster: dict[str, int] | None = None,
     default_job: str = "worker",
     default_task: int = 0,
@@ -167,7 +168,8 @@ def graph_dot(
             ``layer1``) or a list of scopes.
         cluster: ``{job: number of tasks}``; when given, ops are drawn on the
             device a session on ``default_job``/``default_task`` would assign.
-        default_job, default_task: That session's task.
+        default_job: That session's job.
+        default_task: That session's task index.
         slide: Lay the picture out for a 1920x1080 slide: True, or a
             `minitf.viz.dot_text.Slide` with its rank direction and line width
             (see `minitf.viz.dot_text.emit`).
@@ -198,8 +200,8 @@ def _nodes_and_edges(shown_ops, assigned: dict) -> tuple[list[Node], list[Edge]]
 def task_dot(
     graph: ops.Graph,
     task: str,
-    highlight=None,
-    collapse=None,
+    highlight: dict | Iterable[str] | None = None,
+    collapse: int | str | Collection[str] | None = None,
     cluster: dict[str, int] | None = None,
     default_job: str = "worker",
     default_task: int = 0,
@@ -211,11 +213,13 @@ def task_dot(
     Args:
         graph: The graph.
         task: The task (a job alone shows all of its tasks).
-        highlight, collapse: As in `graph_dot`.
+        highlight: Outlines, as in `graph_dot`.
+        collapse: Name scopes to fold, as in `graph_dot`.
         cluster: As in `graph_dot`: when given, the ops a session on
             ``default_job``/``default_task`` would place on ``task``; without,
             the ops that ask for it.
-        default_job, default_task: That session's task.
+        default_job: That session's job.
+        default_task: That session's task index.
         peers: Also draw where the task's edges to other tasks lead: a dashed
             stub per tensor that comes from another task (``from
             /job:worker/task:0``) and per tensor and task it goes to, named by
@@ -310,14 +314,17 @@ def _peer_stubs(shown, assigned: dict) -> tuple[list[Node], list[Edge]]:
     return stubs, edges
 
 
-def smallest_cluster(ops_, default_job: str = "worker", default_task: int = 0) -> dict:
+def smallest_cluster(
+    ops_: Iterable[ops.Operation], default_job: str = "worker", default_task: int = 0
+) -> dict[str, int]:
     """``{job: number of tasks}``: the smallest cluster the ops' devices and the session fit in.
 
     A real cluster may have more tasks; that changes nothing for these ops.
 
     Args:
         ops_: The ops.
-        default_job, default_task: The session's task.
+        default_job: The session's job.
+        default_task: The session's task index.
 
     Returns:
         The number of tasks of each job.
@@ -340,9 +347,9 @@ def _step_partitions(fetches, targets, feeds, cluster, default_job, default_task
 
 
 def partition_summary(
-    fetches,
-    targets=(),
-    feeds=(),
+    fetches: Iterable[ops.Tensor],
+    targets: Iterable[ops.Operation] = (),
+    feeds: Iterable[ops.Tensor] = (),
     cluster: dict[str, int] | None = None,
     default_job: str = "worker",
     default_task: int = 0,
@@ -350,8 +357,12 @@ def partition_summary(
     """How a step splits: ``{"tasks": {task: number of nodes}, "sendrecv_pairs": n}``.
 
     Args:
-        fetches, targets, feeds, cluster, default_job, default_task: As in
-            `partitioned_dot`.
+        fetches: The tensors the step fetches.
+        targets: The ops the step runs.
+        feeds: The tensors the step feeds.
+        cluster: ``{job: number of tasks}`` (default: from the ops' devices).
+        default_job: The session's job.
+        default_task: The session's task index.
 
     Returns:
         The number of nodes of each task's partition and of Send/Recv pairs.
@@ -441,14 +452,14 @@ def _sendrecv_edge(send: str, recv_key: str, recv) -> Edge:
 
 def partitioned_dot(
     graph: ops.Graph,
-    fetches,
-    targets=(),
-    feeds=(),
+    fetches: Iterable[ops.Tensor],
+    targets: Iterable[ops.Operation] = (),
+    feeds: Iterable[ops.Tensor] = (),
     cluster: dict[str, int] | None = None,
     default_job: str = "worker",
     default_task: int = 0,
-    collapse=None,
-    highlight=None,
+    collapse: int | str | Collection[str] | None = None,
+    highlight: dict | Iterable[str] | None = None,
     sendrecv: str = "nodes",
     slide: bool | Slide = False,
 ) -> str:
@@ -456,9 +467,12 @@ def partitioned_dot(
 
     Args:
         graph: The graph (ops are looked up by name for their tooltips).
-        fetches, targets, feeds: The step (tensors, ops, fed tensors).
+        fetches: The tensors the step fetches.
+        targets: The ops the step runs.
+        feeds: The tensors the step feeds.
         cluster: ``{job: number of tasks}`` (default: from the ops' devices).
-        default_job, default_task: The session's task.
+        default_job: The session's job.
+        default_task: The session's task index.
         collapse: Fold name scopes (as in `graph_dot`); Send/Recv ops stay visible.
         highlight: ``{node name: state}`` outlines (as in `graph_dot`).
         sendrecv: ``"nodes"`` draws each ``_Send`` and ``_Recv`` in its

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from minitf.viz.graph_data import ROLE_COLORS, ROLE_SHAPES, ROLE_TEXT_COLORS
@@ -101,18 +102,31 @@ _REPEAT_NUMBER = re.compile(r"_\d+(?=$|[_/:])")
 class Node:
     """One box of a picture: an op, a partition node or a folded name scope.
 
-    ``kind`` is the op type (or "(n ops)"), ``where`` its ``(job, task, device)``
-    clusters, ``marks`` extra label lines, ``state`` its highlight, ``id`` its
-    DOT name once folded, and ``title`` replaces its name in the label (nodes
-    that partitioning added are titled by the tensor they carry). Edges name
-    it by ``key``: its name, unless that repeats in another partition.
-    ``colocated`` names the ops it is colocated with (an ``@op`` line each,
-    when that op is in the picture), ``detail`` a line that tells it from a
-    node labelled alike (a Send's destination), and ``repeats`` how many alike
-    ops it stands for in a slide. A stub's ``rows`` are ``(port, text)``: one
-    row per tensor that an edge brings to the port. A folded scope ``holds_op``
-    when the op its scope is named after is in it (a variable and its helpers,
-    on a slide); it is drawn in that op's shape.
+    Attributes:
+        name: The op's or node's name (a folded scope's: the scope).
+        kind: The op type, or ``"(n ops)"`` for a folded scope.
+        role: Its role (`minitf.viz.graph_data.op_role`, or `PEER` for a stub),
+            which sets its fill and shape.
+        where: Its ``(job, task, device)`` clusters ("" where it says nothing).
+        tooltip: The text shown when the mouse is over it in SVG.
+        marks: Extra label lines.
+        state: Its highlight: "done", "running", "blocked" or None.
+        folded: Whether it stands for a folded name scope.
+        id: Its DOT name, set when the picture is folded.
+        title: Replaces its name in the label (nodes that partitioning added
+            are titled by the tensor they carry).
+        key: How edges name it: its name, unless that repeats in another
+            partition.
+        colocated: The ops it is colocated with (an ``@op`` line each, when
+            that op is in the picture).
+        detail: A line that tells it from a node labelled alike (a Send's
+            destination).
+        repeats: How many alike ops it stands for in a slide.
+        rows: A stub's ``(port, text)`` rows: one per tensor that an edge
+            brings to the port.
+        holds_op: Whether a folded scope holds the op it is named after (a
+            variable and its helpers, on a slide); it is then drawn in that
+            op's shape.
     """
 
     name: str
@@ -156,9 +170,17 @@ class Slide:
 
 @dataclass(frozen=True)
 class Edge:
-    """An edge between node keys; ``kind`` is a key of ``_EDGE_STYLES``.
+    """An edge between node keys.
 
-    ``source_port`` and ``target_port`` name a row of a stub (`PEER`) node.
+    Attributes:
+        source: The key of the node it leaves.
+        target: The key of the node it enters.
+        kind: How it is drawn: ``"data"``, ``"control"``, ``"sendrecv"``,
+            ``"sendrecv_control"``, ``"peer"``, ``"peer_control"`` or
+            ``"colocation"``.
+        label: The text on it ("" for none).
+        source_port: The row of a stub (`PEER`) node it leaves ("" for none).
+        target_port: The row of a stub (`PEER`) node it enters ("" for none).
     """
 
     source: str
@@ -171,7 +193,16 @@ class Edge:
 
 @dataclass
 class Cluster:
-    """A job, task, device or name-scope cluster, and what it holds."""
+    """A job, task, device or name-scope cluster, and what it holds.
+
+    Attributes:
+        id: Its DOT name (``cluster_<job>...``).
+        label: The text drawn on it.
+        kind: ``"root"``, ``"job"``, ``"task"``, ``"device"`` or ``"scope"``.
+        scope: A name-scope cluster's full scope ("" for the others).
+        nodes: The nodes directly inside it.
+        children: The clusters inside it, by their key.
+    """
 
     id: str
     label: str
@@ -210,7 +241,9 @@ def place_name(where: tuple[str, str, str]) -> str:
     return "".join(parts) or "(no device requested)"
 
 
-def highlight_from_trace(step_stats: dict, running=(), blocked=()) -> dict[str, str]:
+def highlight_from_trace(
+    step_stats: dict, running: Iterable[str] = (), blocked: Iterable[str] = ()
+) -> dict[str, str]:
     """A ``highlight=`` dict from a traced step: every op it ran is "done".
 
     Args:
@@ -894,8 +927,8 @@ def _collapse_arg(collapse):
 def emit(
     nodes: list[Node],
     edges: list[Edge],
-    highlight=None,
-    collapse=None,
+    highlight: dict | Iterable[str] | None = None,
+    collapse: int | str | Collection[str] | None = None,
     slide: bool | Slide = False,
 ) -> str:
     """DOT text: ``nodes`` in their clusters (name scopes folded by ``collapse``) and ``edges``.
@@ -917,6 +950,7 @@ def emit(
     Raises:
         ValueError: for a state other than "done", "running" or "blocked", or
             a ``collapse`` depth below 1.
+        TypeError: for a ``collapse`` that is neither a depth nor name scopes.
     """
     layout = Slide() if slide is True else slide or None
     highlight = _highlight_states(highlight)

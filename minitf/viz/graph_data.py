@@ -24,7 +24,12 @@ compute    everything else
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from minitf.framework import ops
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 OKABE_ITO = (
     "#E69F00",  # orange
@@ -160,7 +165,7 @@ def graph_to_dict(graph: ops.Graph) -> dict:
     return {"nodes": nodes, "edges": edges}
 
 
-def to_networkx(graph: ops.Graph):
+def to_networkx(graph: ops.Graph) -> nx.DiGraph:
     """The graph as a ``networkx.DiGraph``: op attributes on nodes, tensors on edges.
 
     Several edges between two ops (two outputs used, or data plus control)

@@ -11,6 +11,7 @@ Each picture is laid out for a 1920x1080 slide (``whole.png``); with
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -64,7 +65,9 @@ def task_names(graph: ops.Graph) -> list[str]:
 _VARIABLE_TYPES = ("VariableV2", "Variable", "VarHandleOp")
 
 
-def with_variables_folded(graph: ops.Graph, collapse) -> list[str] | int | None:
+def with_variables_folded(
+    graph: ops.Graph, collapse: int | str | Collection[str] | None
+) -> list[str] | int | None:
     """``collapse`` plus every variable's own scope (``w/Assign``, ``w/read``, its slots...).
 
     Each variable then shows as its op and one box for its helpers, instead of
@@ -94,7 +97,8 @@ def cluster_of(graph: ops.Graph, default_job: str = "worker", default_task: int 
 
     Args:
         graph: The graph.
-        default_job, default_task: The session's task.
+        default_job: The session's job.
+        default_task: The session's task index.
 
     Returns:
         The number of tasks of each job.
@@ -104,11 +108,11 @@ def cluster_of(graph: ops.Graph, default_job: str = "worker", default_task: int 
 
 def graph_pictures(
     graph: ops.Graph,
-    out,
-    views=VIEWS,
-    steps=None,
-    collapse=None,
-    formats=("svg", "png"),
+    out: str | Path,
+    views: Collection[str] = VIEWS,
+    steps: dict[str, Iterable[ops.Operation | ops.Tensor]] | None = None,
+    collapse: int | str | Collection[str] | None = None,
+    formats: Sequence[str] = ("svg", "png"),
     default_job: str = "worker",
     default_task: int = 0,
     fold_variables: bool = True,
@@ -132,7 +136,8 @@ def graph_pictures(
             train_targets(graph)}``).
         collapse: Name scopes to fold (a depth or a list; see `minitf.viz.dot`).
         formats: Picture formats besides the DOT text (when Graphviz is installed).
-        default_job, default_task: The task whose session runs the step.
+        default_job: The job of the task whose session runs the step.
+        default_task: The index of the task whose session runs the step.
         fold_variables: Also fold each variable's helper ops into one box
             (`with_variables_folded`).
         overview: Also draw each step as ``<name>_overview``, every
@@ -198,7 +203,7 @@ SLIDE_LAYOUTS = (Slide("TB", 14), Slide("TB", 18), Slide("TB", 22), Slide("LR", 
 """The layouts `slide_text` tries, the first kept unless another draws larger."""
 
 
-def slide_text(draw_view) -> str:
+def slide_text(draw_view: Callable[..., str]) -> str:
     """A picture laid out for a slide, in the layout that draws it largest.
 
     Graphviz scales a picture down until it fits the slide; of the layouts in
@@ -225,9 +230,9 @@ def slide_text(draw_view) -> str:
 def draw(
     graph: ops.Graph | None = None,
     view: str = "whole",
-    targets=None,
-    collapse=None,
-    highlight=None,
+    targets: Iterable[ops.Operation | ops.Tensor] | None = None,
+    collapse: int | str | Collection[str] | None = None,
+    highlight: dict | Iterable[str] | None = None,
     fold_variables: bool = False,
     sendrecv: str = "nodes",
 ) -> render.GraphPicture:
@@ -246,6 +251,9 @@ def draw(
 
     Returns:
         A `minitf.viz.render.GraphPicture`; ``.save(path)`` writes it to files.
+
+    Raises:
+        ValueError: for a ``view`` that is none of these.
     """
     graph = ops.get_default_graph() if graph is None else graph
     cluster = cluster_of(graph)
@@ -270,7 +278,11 @@ def draw(
 
 
 def trace_pictures(
-    step_stats: dict, out, name: str = "trace", title=None, full: bool = False
+    step_stats: dict,
+    out: str | Path,
+    name: str = "trace",
+    title: str | None = None,
+    full: bool = False,
 ) -> list[Path]:
     """Writes a recorded span as Chrome trace JSON and as a timeline picture.
 

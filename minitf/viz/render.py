@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 logger = logging.getLogger("minitf")
@@ -79,7 +80,7 @@ def drawing_scale(dot_text: str) -> float:
     return float(match.group(1)) if match else 1.0
 
 
-def write(dot_text: str, path, formats=("svg", "png")) -> list[Path]:
+def write(dot_text: str, path: str | Path, formats: Sequence[str] = ("svg", "png")) -> list[Path]:
     """Writes ``<path>.dot`` and, when ``dot`` is installed, ``<path>.<format>`` for each format.
 
     Args:
@@ -89,6 +90,9 @@ def write(dot_text: str, path, formats=("svg", "png")) -> list[Path]:
 
     Returns:
         The files written.
+
+    Raises:
+        RuntimeError: if ``dot`` fails on a format.
     """
     base = Path(path)
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -148,8 +152,16 @@ class GraphPicture:
             bundle["image/svg+xml"] = svg
         return bundle
 
-    def save(self, path, formats=("svg", "png")) -> list[Path]:
-        """`write` this picture."""
+    def save(self, path: str | Path, formats: Sequence[str] = ("svg", "png")) -> list[Path]:
+        """Writes this picture to files (see `write`).
+
+        Args:
+            path: The files' path without suffix (parent directories are created).
+            formats: The formats besides DOT text.
+
+        Returns:
+            The files written.
+        """
         return write(self.source, path, formats)
 
     def __str__(self) -> str:

@@ -49,6 +49,9 @@ class Timeline:
     Args:
         step_stats: ``RunMetadata.step_stats`` of a traced run, or the merged
             stats of several steps and tasks (`minitf.runtime.step_stats`).
+
+    Raises:
+        TypeError: if ``step_stats`` is not a step-stats dict.
     """
 
     def __init__(self, step_stats: dict):

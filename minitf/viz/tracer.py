@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minitf.runtime.session import BaseSession
 
 logger = logging.getLogger("minitf")
 
@@ -32,13 +36,16 @@ class Tracer:
         session: A ``tf.Session`` (local or on a cluster).
         path: Where to write the Chrome trace JSON when the span ends (optional).
 
+    Raises:
+        TypeError: if ``session`` is not a session (it cannot record).
+
     Attributes:
         step_stats: After the span: the recorded ops as ``StepStats``
             (`minitf.runtime.step_stats`), or None before.
         dropped: How many ops were left out because a task's recording was full.
     """
 
-    def __init__(self, session, path=None):
+    def __init__(self, session: BaseSession, path: str | Path | None = None):
         if not hasattr(session, "start_recording"):
             raise TypeError(f"Tracer needs a tf.Session, got {type(session).__name__}")
         self._session = session
@@ -48,14 +55,28 @@ class Tracer:
         self.dropped = 0
 
     def start(self) -> Tracer:
-        """Starts recording (what entering the ``with`` block does)."""
+        """Starts recording (what entering the ``with`` block does).
+
+        Returns:
+            This tracer.
+
+        Raises:
+            RuntimeError: if it is already recording.
+        """
         if self._token is not None:
             raise RuntimeError("This Tracer is already recording.")
         self._token = self._session.start_recording()
         return self
 
     def stop(self) -> dict:
-        """Stops recording, writes the trace if a path was given, returns the step stats."""
+        """Stops recording, writes the trace if a path was given, returns the step stats.
+
+        Returns:
+            The recorded ops as ``StepStats`` (also kept in `step_stats`).
+
+        Raises:
+            RuntimeError: if it is not recording.
+        """
         if self._token is None:
             raise RuntimeError("This Tracer is not recording: call start() first.")
         token, self._token = self._token, None
@@ -70,8 +91,18 @@ class Tracer:
             self.save(self._path)
         return self.step_stats
 
-    def save(self, path) -> Path:
-        """Writes the recorded span as Chrome trace JSON to ``path``; returns the path."""
+    def save(self, path: str | Path) -> Path:
+        """Writes the recorded span as Chrome trace JSON to ``path``; returns the path.
+
+        Args:
+            path: The JSON file (parent directories are created).
+
+        Returns:
+            The path written.
+
+        Raises:
+            RuntimeError: if nothing has been recorded yet.
+        """
         from minitf.viz.timeline import Timeline
 
         if self.step_stats is None:

@@ -33,6 +33,8 @@ TF source: ``tensorflow/contrib/opt/python/training/elastic_average_optimizer.py
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.contrib.opt.model_average_optimizer import forward_non_trainable, is_trainable
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
@@ -88,12 +90,12 @@ class ElasticAverageCustomGetter:
         self._local_map: dict = {}
         self._global_map: dict = {}
 
-    def __call__(self, getter, name, trainable, collections, *args, **kwargs):
+    def __call__(self, getter, name, trainable, collections, *args, **kwargs) -> Any:
         """Makes ``name``: a trainable one three times, anything else once.
 
         Returns:
             The local copy of a trainable variable (reused as is with
-            ``reuse=True``); the variable itself otherwise.
+                ``reuse=True``); the variable itself otherwise.
         """
         if not is_trainable(trainable):
             return forward_non_trainable(
@@ -186,19 +188,21 @@ class ElasticAverageOptimizer(optimizer.Optimizer):
 
     def compute_gradients(
         self,
-        loss,
-        var_list=None,
-        gate_gradients=optimizer.Optimizer.GATE_OP,
-        aggregation_method=None,
-        colocate_gradients_with_ops=False,
-        grad_loss=None,
-    ):
+        loss: ops.Tensor,
+        var_list: list | None = None,
+        gate_gradients: int = optimizer.Optimizer.GATE_OP,
+        aggregation_method: int | None = None,
+        colocate_gradients_with_ops: bool = False,
+        grad_loss: ops.Tensor | None = None,
+    ) -> list[tuple]:
         """The inner optimizer's gradients of ``loss + rho * Σ l2_loss(local - local_center)``.
 
         Args:
             loss: The loss tensor.
             var_list: The local copies to differentiate (default: the trainable variables).
-            gate_gradients, aggregation_method, colocate_gradients_with_ops,
+            gate_gradients: As in `Optimizer.compute_gradients`.
+            aggregation_method: As in `Optimizer.compute_gradients`.
+            colocate_gradients_with_ops: As in `Optimizer.compute_gradients`.
             grad_loss: As in `Optimizer.compute_gradients`.
 
         Returns:
@@ -222,7 +226,12 @@ class ElasticAverageOptimizer(optimizer.Optimizer):
             grad_loss,
         )
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(
+        self,
+        grads_and_vars: list[tuple],
+        global_step: variables.Variable | None = None,
+        name: str | None = None,
+    ) -> ops.Tensor:
         """Builds the local update and, every ``communication_period``, the elastic update.
 
         Args:
@@ -232,7 +241,7 @@ class ElasticAverageOptimizer(optimizer.Optimizer):
 
         Returns:
             The train op: the local update, then a ``tf.cond`` that makes the
-            elastic update when ``local_step`` is a multiple of the period.
+                elastic update when ``local_step`` is a multiple of the period.
         """
         grads_and_vars = list(grads_and_vars)
         global_before = {var.op.name for var in variables.global_variables()}
@@ -351,7 +360,9 @@ class ElasticAverageOptimizer(optimizer.Optimizer):
         """
         return _ElasticAverageOptimizerHook(self, is_chief, task_index)
 
-    def swapping_saver(self, var_list=None, name: str = "swapping_saver", **kwargs):
+    def swapping_saver(
+        self, var_list: list | dict | None = None, name: str = "swapping_saver", **kwargs: Any
+    ):
         """A `Saver` that writes each global center under its local copy's name.
 
         What it saves is the model to evaluate (the center, not this worker's

@@ -29,6 +29,8 @@ TF source: ``tensorflow/contrib/opt/python/training/model_average_optimizer.py``
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops import (
@@ -69,7 +71,7 @@ class ModelAverageCustomGetter:
         self._worker_device = worker_device
         self._local_2_global: dict = {}
 
-    def __call__(self, getter, name, trainable, collections, *args, **kwargs):
+    def __call__(self, getter, name, trainable, collections, *args, **kwargs) -> Any:
         """Makes ``name``: a trainable one twice (local, then center), anything else once.
 
         Returns:
@@ -186,7 +188,12 @@ class ModelAverageOptimizer(optimizer.Optimizer):
                 update_ops.append(state_ops.assign(local_var, center_value))
         return control_flow_ops.group(*update_ops)
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(
+        self,
+        grads_and_vars: list[tuple],
+        global_step: variables.Variable | None = None,
+        name: str | None = None,
+    ) -> ops.Tensor:
         """Builds the local update and, every ``interval_steps``, the averaging.
 
         Args:
@@ -197,7 +204,7 @@ class ModelAverageOptimizer(optimizer.Optimizer):
 
         Returns:
             The train op: the local update, then a ``tf.cond`` that averages
-            when ``local_step`` is a multiple of ``interval_steps``.
+                when ``local_step`` is a multiple of ``interval_steps``.
 
         Raises:
             ValueError: for no pairs or no global step.
