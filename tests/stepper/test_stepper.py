@@ -421,3 +421,26 @@ def test_minitf_step_without_a_cluster_steps_the_scripts_local_sessions(tmp_path
     assert [e["op"] for e in answers[1]["events"] + answers[2]["events"]] == ["take", "put"]
     assert "back re-runs the script" in answers[3]["error"]  # not a cluster it started
     assert "result 7.0" in capfd.readouterr().err  # the script's output: 5 + 2
+
+
+def test_a_launch_whose_tasks_cannot_be_reached_stops_their_processes(tmp_path, monkeypatch):
+    # A script that never starts its server: connecting fails, and the
+    # stepper must not leave the processes it started running.
+    from minitf.framework import errors
+    from minitf.stepper import controller
+
+    script = tmp_path / "no_server.py"
+    script.write_text("import time\ntime.sleep(120)\n")
+    monkeypatch.setenv("MINITF_CONNECT_TIMEOUT", "1")
+    started = []
+
+    class Recorded(LocalCluster):
+        def start(self):
+            started.append(self)
+            return super().start()
+
+    monkeypatch.setattr(controller, "LocalCluster", Recorded)
+    with pytest.raises(errors.UnavailableError, match="unreachable"):
+        Stepper.launch(str(script), {"ps": 1, "worker": 1})
+    (cluster,) = started
+    assert all(code is not None for code in cluster.poll().values())  # every process has exited
