@@ -1,0 +1,72 @@
+"""benchmarks/run_all.py: the table it prints from the benchmarks' JSON lines."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(60)
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
+
+
+@pytest.fixture(scope="module")
+def run_all():
+    spec = importlib.util.spec_from_file_location("run_all", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_all"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["run_all"]
+
+
+def _line(table: str, workload: str) -> list[str]:
+    (line,) = [row for row in table.splitlines() if row.startswith(f"| {workload} |")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_every_row_names_a_benchmark_that_exists(run_all):
+    names = {b.name for b in run_all.BENCHMARKS}
+    assert {row.bench for row in run_all.ROWS} <= names
+    for bench in names:
+        assert (SCRIPT.parent / f"{bench}.py").exists()
+
+
+def test_a_row_gives_the_range_over_runs_the_ratios_and_how_often_the_target_was_met(run_all):
+    runs = {
+        "local_overhead": [
+            {"mlp_steps_per_s": 3000, "matmul_limit_steps_per_s": 3600, "tf_mlp_steps_per_s": 2400},
+            {"mlp_steps_per_s": 2700, "matmul_limit_steps_per_s": 3600, "tf_mlp_steps_per_s": 2500},
+        ]
+    }
+    cells = _line(run_all.table(runs), "MLP 784-128-10 SGD step, batch 64")
+    assert cells[1] == "2,700–3,000 steps/s"
+    assert cells[2] == "3,600 (its matrix products in numpy)"
+    assert cells[3] == f"{2700 / 3600:.2f}×–{3000 / 3600:.2f}×"
+    assert cells[4] == "2,400–2,500"
+    assert cells[5] == f"{2700 / 2500:.2f}×–{3000 / 2400:.2f}×"
+    # 3000 >= 1.2 * 2400 = 2880, but 2700 < 1.2 * 2500 = 3000.
+    assert cells[6:] == ["≥ 1.2× TF", "1 of 2"]
+
+
+def test_without_tensorflow_the_tf_cells_and_the_tf_target_are_left_empty(run_all):
+    runs = {"local_overhead": [{"mlp_steps_per_s": 3000, "matmul_limit_steps_per_s": 3600}]}
+    cells = _line(run_all.table(runs), "MLP 784-128-10 SGD step, batch 64")
+    assert cells[4:6] == ["—", "—"]
+    assert cells[7] == "—"
+
+
+def test_rows_of_benchmarks_that_did_not_run_are_left_out(run_all):
+    table = run_all.table({"dataflow": [{"aggregation_gb_per_s": 3.0, "numpy_add_gb_per_s": 5.0}]})
+    assert len(table.splitlines()) == 3  # the header, its rule and the one row
+    assert _line(table, "1 MB gradients from 4 producers into an accumulator")[-1] == "1 of 1"
+
+
+def test_bad_options_are_refused_with_the_reason(run_all, capsys):
+    with pytest.raises(SystemExit):
+        run_all.parse_args(["--repeats", "0"])
+    assert "--repeats must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run_all.parse_args(["--tf-python", "/no/such/python"])
+    assert "no such interpreter" in capsys.readouterr().err
