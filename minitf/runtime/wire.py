@@ -15,12 +15,21 @@ A message is pickled with protocol 5, and its numpy arrays travel as
 *out-of-band buffers*: the pickle holds only their metadata, and each buffer
 follows as a message of its own, sent straight from the array's memory.
 Receiving reads each buffer directly into a fresh array (``os.readv`` into
-its memory) instead of through the library's in-memory copies, so a 64 MB
-tensor crosses a loopback connection at close to raw TCP speed.
+its memory) instead of through the library's in-memory copies. An array
+sent read-only (a variable's value) arrives read-only, but its memory is the
+receiver's own, so the receiver may make it writable instead of copying it.
+
+Between two tasks on one machine, large buffers go through shared memory
+instead (`minitf.runtime.shm`): after authentication the handshake agrees on
+it, and such a buffer's frame is replaced by a handle in the message's
+header. A header whose count has its top bit set carries a table of handles,
+one per buffer (slot ``-1``: the buffer follows as a frame, as usual).
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import logging
 import os
 import pickle
@@ -35,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from minitf.runtime import shm as shm_lib
+
 logger = logging.getLogger("minitf")
 
 _COUNT = struct.Struct("!I")
@@ -44,6 +55,12 @@ _LARGE = struct.Struct("!Q")
 
 # More out-of-band buffers than any message minitf sends has (one per array).
 _MAX_BUFFERS = 1 << 16
+# In a header's count: a table of shared-memory handles follows the count.
+_SHARED = 1 << 31
+# Read-only arrays at least this large arrive in memory their receiver may make
+# writable (`_Unpickler`); smaller ones are not worth the slower decoding.
+_OWNED_FROM = 1 << 16
+_TCP = shm_lib.TCP_SENT
 
 
 class MalformedMessage(ValueError):
@@ -57,16 +74,30 @@ class MalformedMessage(ValueError):
 class Wire:
     """One authenticated connection, safe for one reader and several writers.
 
+    Its descriptor is closed only once no thread is reading or writing it: a
+    thread that was about to read a closed connection would otherwise read
+    whatever the kernel gave that descriptor number next, such as a new
+    connection, and steal its bytes.
+
     Args:
         conn: A connected `multiprocessing.connection.Connection`.
         peer: A description of the other end, for messages.
+        shm: The connection's shared memory (`minitf.runtime.shm.Channel`) when
+            the handshake agreed on it, else None.
     """
 
-    def __init__(self, conn: Connection, peer: str = ""):
+    def __init__(self, conn: Connection, peer: str = "", shm: shm_lib.Channel | None = None):
         self._conn = conn
         self.peer = peer
         self._send_lock = threading.Lock()
         self._closed = False
+        self._shm = shm
+        self._state = threading.Lock()
+        # One entry per thread reading, writing or shutting down the descriptor
+        # (a list: appending and popping are atomic, no lock on the hot path).
+        self._users: list[None] = []
+        self._released = False
+        self._counts = shm_lib.transfers.tally(self)
 
     @classmethod
     def connect(
@@ -94,13 +125,18 @@ class Wire:
             raise ConnectionRefusedError(f"nobody listens on {address[0]}:{address[1]} yet")
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = peer or f"{address[0]}:{address[1]}"
-        conn = _handshake(sock, secret, timeout, client=True, peer=peer)
-        return cls(conn, peer)
+        conn, shm = _handshake(sock, secret, timeout, client=True, peer=peer)
+        return cls(conn, peer, shm)
 
     @property
     def closed(self) -> bool:
         """True once `close` was called or the other end went away."""
         return self._closed
+
+    @property
+    def shm(self) -> shm_lib.Channel | None:
+        """The connection's shared memory, or None: everything goes by TCP."""
+        return self._shm
 
     def hung_up(self) -> bool:
         """For a connection this end only writes to: whether the other end has gone.
@@ -108,13 +144,34 @@ class Wire:
         A peer that died (or was restarted) closed its end; a send would still
         be accepted by the kernel and then lost, so check before sending.
         """
-        if self._closed:
+        try:
+            self._enter(OSError)
+        except OSError:
             return True
         try:
             readable, _, _ = select.select([self._conn.fileno()], [], [], 0)
         except (OSError, ValueError):
-            return True
-        return bool(readable)  # nothing is ever sent back on it: readable means EOF or reset
+            readable = True
+        finally:
+            self._leave()
+        if readable:  # nothing is ever sent back on it: readable means EOF or reset
+            self.close()
+        return bool(readable)
+
+    def _enter(self, error: type[Exception]) -> None:
+        """Counts this thread as a user of the descriptor; raises ``error`` once closed."""
+        self._users.append(None)
+        if self._closed:  # checked after counting in: `close` checks in the other order
+            self._leave()
+            raise error(f"connection to {self.peer} closed")
+
+    def _leave(self) -> None:
+        self._users.pop()
+        if self._closed and not self._users:
+            with self._state:
+                release, self._released = not self._released, True
+            if release:
+                self._release()
 
     def send(self, message: Any) -> None:
         """Sends one message (any picklable object; numpy arrays go out of band).
@@ -127,10 +184,45 @@ class Wire:
         """
         buffers: list[pickle.PickleBuffer] = []
         header = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
-        with self._send_lock:
-            self._conn.send_bytes(_COUNT.pack(len(buffers)) + header)
-            for buffer in buffers:
-                self._conn.send_bytes(buffer.raw())
+        raws = [buffer.raw() for buffer in buffers]
+        self._enter(ConnectionResetError)
+        try:
+            shm = self._shm
+            if shm is not None and raws and max(map(len, raws)) >= shm.min_bytes:
+                lent = shm.lend(raws)
+                if lent is not None:
+                    self._send_shared(shm, header, raws, lent)
+                    return
+            counts = self._counts
+            with self._send_lock:
+                self._conn.send_bytes(_COUNT.pack(len(raws)) + header)
+                for raw in raws:
+                    self._conn.send_bytes(raw)
+                    counts[_TCP] += 1
+                    counts[_TCP + 1] += raw.nbytes
+        finally:
+            self._leave()
+
+    def _send_shared(self, shm: shm_lib.Channel, header: bytes, raws: list, lent: list) -> None:
+        """Sends a message some of whose buffers wait in shared memory: handles, then the rest.
+
+        A failure part way leaves descriptors the peer cannot match to a
+        message, so it closes the connection.
+        """
+        counts = self._counts
+        try:
+            with self._send_lock:
+                table = shm.share(lent, raws)
+                self._conn.send_bytes(_COUNT.pack(len(raws) | _SHARED) + table + header)
+                for raw, slot in zip(raws, lent):
+                    if slot is None:
+                        self._conn.send_bytes(raw)
+                    where = _TCP if slot is None else shm_lib.SHM_SENT
+                    counts[where] += 1
+                    counts[where + 1] += raw.nbytes
+        except BaseException:
+            self.close()
+            raise
 
     def recv(self) -> Any:
         """Receives one message; blocks until it arrives.
@@ -140,19 +232,56 @@ class Wire:
             OSError: if the connection is broken.
             MalformedMessage: if the frame is not a message (the connection may go on).
         """
+        self._enter(EOFError)
+        try:
+            return self._recv()
+        except (EOFError, OSError):
+            self.close()  # the peer is gone: let go of the connection and its segments now
+            raise
+        finally:
+            self._leave()
+
+    def _recv(self) -> Any:
         frame = self._conn.recv_bytes()
         if len(frame) < _COUNT.size:
             raise MalformedMessage(f"a {len(frame)}-byte frame from {self.peer}: no header")
         (count,) = _COUNT.unpack_from(frame)
-        if count > _MAX_BUFFERS:
+        start = _COUNT.size
+        if count & _SHARED:
+            count &= ~_SHARED
+            start += count * shm_lib.ENTRY_SIZE
+            if self._shm is None or count > _MAX_BUFFERS or len(frame) < start:
+                raise MalformedMessage(
+                    f"a message from {self.peer} has shared-memory handles this connection "
+                    "cannot take"
+                )
+            table = shm_lib.unpack_entries(memoryview(frame)[_COUNT.size : start], count)
+            buffers = [self._recv_handle(*entry) for entry in table]
+        elif count > _MAX_BUFFERS:
             raise MalformedMessage(f"a message from {self.peer} announces {count} buffers")
-        buffers = [self._recv_buffer() for _ in range(count)]
+        else:
+            buffers = [self._recv_buffer() for _ in range(count)]
+        body = memoryview(frame)[start:]
         try:
-            return pickle.loads(memoryview(frame)[_COUNT.size :], buffers=buffers)
+            if not buffers or max(map(len, buffers)) < _OWNED_FROM:  # uint8: len is the size
+                return pickle.loads(body, buffers=buffers)
+            return _Unpickler(io.BytesIO(body), buffers).load()
         except Exception as exc:  # noqa: BLE001 - any decoding failure of one message
             raise MalformedMessage(
                 f"a message from {self.peer} does not decode: {type(exc).__name__}: {exc}"
             ) from exc
+
+    def _recv_handle(self, slot: int, nbytes: int, capacity: int) -> np.ndarray:
+        """One buffer of a message with a handle table: from shared memory, or a frame."""
+        if slot < 0:
+            return self._recv_buffer()
+        shm = self._shm
+        if shm is None:
+            raise EOFError(f"connection to {self.peer} closed")
+        buffer = shm.take(slot, nbytes, capacity)
+        self._counts[shm_lib.SHM_RECEIVED] += 1
+        self._counts[shm_lib.SHM_RECEIVED + 1] += nbytes
+        return buffer
 
     def _recv_buffer(self) -> np.ndarray:
         # The library's frame: a 4-byte signed size, or -1 and an 8-byte size.
@@ -161,6 +290,8 @@ class Wire:
             size = _LARGE.unpack(self._read_exact(_LARGE.size))[0]
         buffer = np.empty(size, dtype=np.uint8)
         self._read_into(memoryview(buffer))
+        self._counts[shm_lib.TCP_RECEIVED] += 1
+        self._counts[shm_lib.TCP_RECEIVED + 1] += size
         return buffer
 
     def _read_exact(self, size: int) -> bytes:
@@ -179,12 +310,15 @@ class Wire:
 
     def close(self) -> None:
         """Closes the connection (a blocked `recv` in another thread raises EOFError/OSError)."""
-        if self._closed:
+        self._users.append(None)  # the shutdown below uses the descriptor
+        with self._state:
+            closing, self._closed = not self._closed, True
+        if not closing:
+            self._leave()
             return
-        self._closed = True
         try:
-            # Shut the socket down first: that wakes a thread blocked reading it
-            # and tells the peer at once (close() alone waits for that reader).
+            # Shut the socket down: that wakes a thread blocked reading it and
+            # tells the peer at once. The last thread to leave closes it.
             sock = socket.socket(fileno=os.dup(self._conn.fileno()))
             try:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -192,21 +326,69 @@ class Wire:
                 sock.close()
         except OSError:
             pass
+        finally:
+            self._leave()
+
+    def _release(self) -> None:
+        """Closes the descriptor and lets go of shared memory: nobody uses them any more."""
+        self._drop_shm()
         try:
             self._conn.close()
         except OSError:
             pass
 
+    def _drop_shm(self) -> None:
+        shm, self._shm = self._shm, None
+        if shm is not None:
+            shm.close()
+
+
+class _Unpickler(pickle.Unpickler):
+    """Decodes a message whose arrays view buffers this end just received, and owns.
+
+    An array sent read-only arrives read-only, as pickle makes it: a view of
+    the buffer through a read-only memoryview, which numpy would never let
+    anyone make writable. Here the array views the received buffer itself and
+    is then marked read-only, so a receiver that knows nobody else holds it
+    (`minitf.runtime.master`, with a fetched value) can make it writable
+    instead of copying it.
+    """
+
+    def __init__(self, file: io.BytesIO, buffers: list[np.ndarray]):
+        super().__init__(file, buffers=buffers)
+        self._ours = {id(buffer) for buffer in buffers}
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = super().find_class(module, name)
+        if name == "_frombuffer" and module in ("numpy._core.numeric", "numpy.core.numeric"):
+            return functools.partial(_frombuffer, found, self._ours)
+        return found
+
+
+def _frombuffer(numpys: Any, ours: set[int], buffer: Any, *args: Any, **kwargs: Any):
+    """numpy's ``_frombuffer``, but a read-only view of one of ``ours`` is read through directly."""
+    source = buffer.obj if isinstance(buffer, memoryview) else None
+    if source is None or id(source) not in ours or not buffer.readonly:
+        return numpys(buffer, *args, **kwargs)
+    array = numpys(source, *args, **kwargs)
+    array.flags.writeable = False
+    return array
+
 
 def _handshake(sock: socket.socket, secret: bytes, timeout: float, client: bool, peer: str):
-    """Authenticates a connected socket both ways; returns the library `Connection`.
+    """Authenticates a connected socket both ways; returns the library `Connection` and shm.
 
     The library's challenge functions read without a timeout, so a watchdog
     shuts the socket down if the peer does not finish in ``timeout`` seconds:
     the blocked read then ends at once. It shuts the socket down rather than
     closing it, so no read can land on a descriptor number reused meanwhile.
+
+    Only once both ends have authenticated do they agree on shared memory
+    (`minitf.runtime.shm.negotiate`): a peer without the secret never gets a
+    segment.
     """
     sock.setblocking(True)
+    peer_host = sock.getpeername()[0]
     expired = threading.Event()
 
     def expire() -> None:
@@ -228,6 +410,8 @@ def _handshake(sock: socket.socket, secret: bytes, timeout: float, client: bool,
         else:
             deliver_challenge(conn, secret)
             answer_challenge(conn, secret)
+        left = max(0.0, timeout - (time.monotonic() - started))
+        shm = shm_lib.negotiate(conn, server=not client, peer_host=peer_host, timeout=left)
     except AuthenticationError:
         conn.close()
         raise
@@ -240,9 +424,11 @@ def _handshake(sock: socket.socket, secret: bytes, timeout: float, client: bool,
         watchdog.cancel()
         sock.close()  # the connection holds its own descriptor
     if expired.is_set():
+        if shm is not None:
+            shm.close()
         conn.close()
         raise ConnectionError(f"no handshake with {peer} within {timeout:g} s")
-    return conn
+    return conn, shm
 
 
 class WireListener:
@@ -278,8 +464,8 @@ class WireListener:
             peer: Names the peer in messages.
         """
         try:
-            conn = _handshake(sock, self._secret, self._timeout, client=False, peer=peer)
-            return Wire(conn, peer)
+            conn, shm = _handshake(sock, self._secret, self._timeout, client=False, peer=peer)
+            return Wire(conn, peer, shm)
         except AuthenticationError as exc:
             logger.warning("refused a connection from %s: authentication failed (%s)", peer, exc)
         except ConnectionError as exc:
