@@ -10,15 +10,25 @@ Prints one JSON line with:
   without a graph;
 * ``aggregation_gb_per_s``: a 1 MB float32 gradient (262,144 values) applied
   to a ``tf.ConditionalAccumulator`` (``reduction_type="SUM"``) by 4 producer
-  threads while a consumer thread runs ``take_grad(4)`` until every gradient
-  has been taken (bytes of gradient aggregated per second; a take may
-  aggregate more than 4 when producers run ahead, so element 0 of every
-  gradient is 1 and counts them);
+  threads (800 gradients in all) while a consumer thread runs ``take_grad(4)``
+  until every gradient has been taken (bytes of gradient aggregated per
+  second; a take may aggregate more than 4 when producers run ahead, so
+  element 0 of every gradient is 1 and counts them);
   ``numpy_add_gb_per_s`` is ``np.add(total, grad, out=total)`` on the same
   arrays in one thread, and ``aggregation_fraction_of_numpy`` the ratio;
 * ``apply_only_fraction_of_numpy``: one thread running ``apply_grad`` back to
   back, against the same numpy baseline — the accumulator's own cost, without
-  the hand-offs between threads.
+  the hand-offs between threads;
+* ``aggregation_gb_per_s_by_producers`` and
+  ``aggregation_fraction_of_numpy_by_producers``: the same aggregation with 1,
+  2 and 4 producer threads; ``gradients_per_take_by_producers`` how many
+  gradients a take aggregated on average;
+* ``numpy_add_2_threads_gb_per_s``: two threads each running the numpy add
+  into its own buffer — what the machine's cores give when adds run in
+  parallel (the accumulator's producers add outside its lock).
+
+The machine may be shared: each aggregation figure and the numpy baselines are
+measured 5 times, one after the other, and the medians are reported.
 
 BLAS and OpenMP are pinned to one thread. Run:
 ``.venv/bin/python benchmarks/dataflow.py``.
@@ -33,6 +43,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import json  # noqa: E402
 import queue  # noqa: E402
+import statistics  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
@@ -42,8 +53,10 @@ import minitf as tf  # noqa: E402
 
 QUEUE_ELEMENTS = 20_000
 GRAD_VALUES = 262_144  # 1 MB of float32
-PRODUCERS = 4
-ROUNDS = 200  # take_grad calls; each aggregates PRODUCERS gradients
+PRODUCERS = 4  # the headline figure's producer threads
+PRODUCER_COUNTS = (1, 2, 4)
+GRADIENTS = 800  # gradients applied per measurement, split between the producers
+REPEATS = 5
 
 
 def _run_threads(targets) -> float:
@@ -101,6 +114,46 @@ def bench_queue() -> dict:
     }
 
 
+def _aggregate(apply, take, grad, producers: int) -> tuple[float, int]:
+    """``producers`` threads apply `GRADIENTS` gradients while one thread takes them.
+
+    Returns the wall time and the number of takes.
+    """
+    per_producer = GRADIENTS // producers
+
+    def produce():
+        for _ in range(per_producer):
+            apply(grad)
+
+    takes = []
+
+    def consume():
+        taken, total = 0, producers * per_producer
+        while taken < total:
+            # A take may aggregate more than PRODUCERS; never wait for more than remain.
+            taken += int(take(min(PRODUCERS, total - taken))[0])
+            takes.append(taken)
+
+    seconds = _run_threads([produce] * producers + [consume])
+    return seconds, len(takes)
+
+
+def _numpy_add(grad, buffers: int) -> float:
+    """GB/s of ``np.add(total, grad, out=total)``, one thread per buffer (the in-run baseline)."""
+    totals = [np.zeros_like(grad) for _ in range(buffers)]
+    counts = [0] * buffers
+
+    def add(i):
+        total, n, start = totals[i], 0, time.perf_counter()
+        while n < 100 or time.perf_counter() - start < 0.1:
+            np.add(total, grad, out=total)
+            n += 1
+        counts[i] = n
+
+    seconds = _run_threads([lambda i=i: add(i) for i in range(buffers)])
+    return sum(counts) * grad.nbytes / seconds / 1e9
+
+
 def bench_aggregation() -> dict:
     grad = np.random.default_rng(0).random(GRAD_VALUES, dtype=np.float32)
     grad[0] = 1.0
@@ -119,35 +172,42 @@ def bench_aggregation() -> dict:
     first = take(PRODUCERS)
     np.testing.assert_allclose(first, PRODUCERS * grad, rtol=1e-6)
 
-    def produce():
-        for _ in range(ROUNDS):
+    # The machine is shared: every figure is the median of REPEATS, each next to
+    # its own baseline run.
+    runs: dict[str, list[float]] = {}
+
+    def note(key, value):
+        runs.setdefault(key, []).append(value)
+
+    for _ in range(REPEATS):
+        note("numpy", _numpy_add(grad, 1))
+        note("numpy_2", _numpy_add(grad, 2))
+        for producers in PRODUCER_COUNTS:
+            seconds, takes = _aggregate(apply, take, grad, producers)
+            note(producers, GRADIENTS * grad.nbytes / seconds / 1e9)
+            note(f"takes_{producers}", takes)
+        start = time.perf_counter()
+        for _ in range(GRADIENTS):
             apply(grad)
-
-    def consume():
-        taken = 0
-        while taken < PRODUCERS * ROUNDS:
-            # A take may aggregate more than PRODUCERS; never wait for more than remain.
-            taken += int(take(min(PRODUCERS, PRODUCERS * ROUNDS - taken))[0])
-
-    seconds = _run_threads([produce] * PRODUCERS + [consume])
-    start = time.perf_counter()
-    for _ in range(ROUNDS):
-        apply(grad)
-    apply_only_gb_per_s = ROUNDS * grad.nbytes / (time.perf_counter() - start) / 1e9
+        note("apply_only", GRADIENTS * grad.nbytes / (time.perf_counter() - start) / 1e9)
+        take(1)
     sess.close()
-    gb_per_s = PRODUCERS * ROUNDS * grad.nbytes / seconds / 1e9
 
-    total = np.zeros_like(grad)
-    n, start = 0, time.perf_counter()
-    while n < 200 or time.perf_counter() - start < 0.5:
-        np.add(total, grad, out=total)
-        n += 1
-    numpy_gb_per_s = n * grad.nbytes / (time.perf_counter() - start) / 1e9
+    median = {key: statistics.median(values) for key, values in runs.items()}
+    numpy_gb_per_s = median["numpy"]
     return {
-        "aggregation_gb_per_s": round(gb_per_s, 2),
+        "aggregation_gb_per_s": round(median[PRODUCERS], 2),
         "numpy_add_gb_per_s": round(numpy_gb_per_s, 2),
-        "aggregation_fraction_of_numpy": round(gb_per_s / numpy_gb_per_s, 3),
-        "apply_only_fraction_of_numpy": round(apply_only_gb_per_s / numpy_gb_per_s, 3),
+        "aggregation_fraction_of_numpy": round(median[PRODUCERS] / numpy_gb_per_s, 3),
+        "apply_only_fraction_of_numpy": round(median["apply_only"] / numpy_gb_per_s, 3),
+        "aggregation_gb_per_s_by_producers": {str(p): round(median[p], 2) for p in PRODUCER_COUNTS},
+        "aggregation_fraction_of_numpy_by_producers": {
+            str(p): round(median[p] / numpy_gb_per_s, 3) for p in PRODUCER_COUNTS
+        },
+        "gradients_per_take_by_producers": {
+            str(p): round(GRADIENTS / median[f"takes_{p}"], 2) for p in PRODUCER_COUNTS
+        },
+        "numpy_add_2_threads_gb_per_s": round(median["numpy_2"], 2),
     }
 
 
