@@ -1,24 +1,49 @@
-"""Local session overhead: minitf against hand-written numpy, measured in the same run.
+"""Local session overhead: minitf beside TensorFlow 1.x and hand-written numpy, in the same run.
 
-Prints one JSON line with:
+The same three workloads run on minitf, and with ``--tf-python`` on TensorFlow
+1.x (``tf.compat.v1``, in a subprocess started with that interpreter, this
+script with ``--framework tf``):
 
 * ``chain100_runs_per_s``: ``Session.run`` calls per second of a chain of 100
   scalar adds fed from a placeholder (the plan is built once; the 100 adds run
   every call), and ``chain100_us_per_run``;
 * ``mlp_steps_per_s``: training steps per second of a 784-128-10 MLP, batch 64,
-  float32, plain SGD through ``GradientDescentOptimizer.minimize``;
-  ``numpy_mlp_steps_per_s``: the same step written by hand in numpy (the same
-  matrix products the graph runs, including the input gradient that TF's
-  default ``GATE_OP`` gating computes); ``mlp_ratio_numpy_over_minitf`` is the
-  numpy rate over minitf's (1.0 means no overhead);
+  float32, plain SGD through ``GradientDescentOptimizer.minimize``, run with
+  ``sess.make_callable``;
 * ``assign_read_gb_per_s``: a 64 MB float32 variable assigned from a feed and
-  read back per iteration (bytes in plus bytes out over time), and
-  ``numpy_copy_gb_per_s``: two ``np.copyto`` of the same arrays;
-* the TensorFlow 1.x reference figures from the issue (tf.compat.v1,
-  tensorflow-cpu 2.21, one thread, this kind of 2-core machine).
+  read back per iteration (bytes in plus bytes out over time). The assign
+  copies the fed array into the variable's own array (in place, as TF's
+  ``Assign`` does when nothing else holds the variable's value: the caller
+  may change the array it fed after the run, so the variable must not keep
+  it), and the read copies the value into a new array the caller owns: two
+  copies per iteration, like the baseline, plus the 64 MB the caller gets.
 
-BLAS is pinned to one thread (set before numpy is imported) so both sides use
-the same single core. Run: ``.venv/bin/python benchmarks/local_overhead.py``.
+TensorFlow's figures are ``tf_chain100_runs_per_s``, ``tf_mlp_steps_per_s`` and
+``tf_assign_read_gb_per_s``, and ``mlp_vs_tf`` is minitf's MLP rate over
+TensorFlow's (target: at least 1.2). Both frameworks get one thread per op
+pool (``ConfigProto(intra_op_parallelism_threads=1,
+inter_op_parallelism_threads=1)``) and BLAS pinned to one thread.
+
+Baselines measured in the same run, in numpy:
+
+* ``numpy_mlp_steps_per_s``: the MLP step written by hand (the same matrix
+  products the graph runs, including the input gradient that TF's default
+  ``GATE_OP`` gating computes); ``mlp_ratio_numpy_over_minitf`` is its rate
+  over minitf's (1.0 means no overhead);
+* ``matmul_limit_steps_per_s``: the step's six matrix products alone, the
+  most any framework calling the same BLAS can reach, and
+  ``mlp_fraction_of_matmul_limit``: minitf's MLP rate over it;
+* ``numpy_copy_gb_per_s``: two ``np.copyto`` of the assign+read arrays.
+
+What a steady MLP step allocates, seen by ``tracemalloc`` (minitf only):
+``mlp_alloc_bytes_per_step`` is the step's high point of traced memory above
+what was traced before it (everything the step allocates that is alive at the
+same time: the values of its ops and a kernel's temporaries);
+``mlp_allocs_per_step`` is the number of blocks the step has allocated and
+still holds when its last op has run (its values and the objects holding
+them).
+
+Run: ``.venv/bin/python benchmarks/local_overhead.py [--tf-python PATH]``.
 """
 
 from __future__ import annotations
@@ -27,19 +52,43 @@ import os
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import argparse  # noqa: E402
 import json  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
+import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import minitf as tf  # noqa: E402
+BATCH, INPUTS, HIDDEN, CLASSES = 64, 784, 128, 10
+ASSIGN_FLOATS = 16 * 1024 * 1024  # 64 MB of float32
 
-TF_REFERENCE = {"tf_chain100_runs_per_s": 6700, "tf_mlp_steps_per_s": 1100}
+
+def _framework(name: str):
+    """``minitf``, or TensorFlow's ``tf.compat.v1`` with graph-mode behaviour."""
+    if name == "minitf":
+        import minitf as tf
+
+        return tf
+    import tensorflow.compat.v1 as tf
+
+    tf.disable_v2_behavior()
+    return tf
+
+
+def _session(tf, graph):
+    config = tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    return tf.Session(graph=graph, config=config)
 
 
 def _rate(fn, min_seconds: float = 1.0, min_iters: int = 20) -> float:
-    """Calls ``fn`` repeatedly for at least ``min_seconds``; returns calls per second."""
+    """Calls ``fn`` repeatedly for at least ``min_seconds``; returns calls per second.
+
+    The best of three windows: the machine is shared, and a window another
+    program slowed down says nothing about the code.
+    """
     fn()
     best = 0.0
     for _ in range(3):
@@ -51,57 +100,103 @@ def _rate(fn, min_seconds: float = 1.0, min_iters: int = 20) -> float:
     return best
 
 
-def bench_chain() -> dict:
+def bench_chain(tf) -> float:
+    """``Session.run`` calls per second of a 100-add chain fed from a placeholder."""
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [], name="x")
         y = x
         for _ in range(100):
             y = y + 1.0
-        sess = tf.Session(graph=graph)
+        sess = _session(tf, graph)
     feed = {x: 1.0}
     assert sess.run(y, feed) == 101.0
     rate = _rate(lambda: sess.run(y, feed))
     sess.close()
-    return {"chain100_runs_per_s": round(rate), "chain100_us_per_run": round(1e6 / rate, 1)}
+    return rate
 
 
-def _mlp_data(rng):
-    x = rng.standard_normal((64, 784)).astype(np.float32)
-    labels = rng.integers(0, 10, size=64).astype(np.int64)
-    w1 = (rng.standard_normal((784, 128)) * 0.05).astype(np.float32)
-    w2 = (rng.standard_normal((128, 10)) * 0.05).astype(np.float32)
+def mlp_data() -> tuple:
+    """The MLP's batch, labels and initial weights (the same on both frameworks)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, INPUTS)).astype(np.float32)
+    labels = rng.integers(0, CLASSES, size=BATCH).astype(np.int64)
+    w1 = (rng.standard_normal((INPUTS, HIDDEN)) * 0.05).astype(np.float32)
+    w2 = (rng.standard_normal((HIDDEN, CLASSES)) * 0.05).astype(np.float32)
     return x, labels, w1, w2
 
 
-def bench_mlp_minitf(x_val, labels, w1_val, w2_val) -> float:
+def mlp_step(tf, x_val, labels, w1_val, w2_val):
+    """The MLP's training step as a callable (``make_callable``), and its session."""
     graph = tf.Graph()
     with graph.as_default():
-        x = tf.placeholder(tf.float32, [None, 784])
+        x = tf.placeholder(tf.float32, [None, INPUTS])
         y = tf.placeholder(tf.int64, [None])
         w1 = tf.Variable(w1_val)
-        b1 = tf.Variable(tf.zeros([128]))
+        b1 = tf.Variable(tf.zeros([HIDDEN]))
         w2 = tf.Variable(w2_val)
-        b2 = tf.Variable(tf.zeros([10]))
+        b2 = tf.Variable(tf.zeros([CLASSES]))
         hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
         logits = tf.matmul(hidden, w2) + b2
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
         )
         train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
-        sess = tf.Session(graph=graph)
+        sess = _session(tf, graph)
         sess.run(tf.global_variables_initializer())
     step = sess.make_callable(train, [x, y])
-    rate = _rate(lambda: step(x_val, labels))
+    return (lambda: step(x_val, labels)), sess
+
+
+def bench_mlp(tf, data) -> float:
+    """Training steps per second of the MLP."""
+    step, sess = mlp_step(tf, *data)
+    rate = _rate(step)
     sess.close()
     return rate
 
 
-def bench_mlp_numpy(x, labels, w1, w2) -> float:
+def bench_assign_read(tf) -> float:
+    """GB/s of a 64 MB variable assigned from a feed and read back (bytes in plus out)."""
+    value = np.random.default_rng(0).random(ASSIGN_FLOATS, dtype=np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        var = tf.Variable(tf.zeros([ASSIGN_FLOATS]))
+        new = tf.placeholder(tf.float32, [ASSIGN_FLOATS])
+        assign = tf.assign(var, new)
+        sess = _session(tf, graph)
+        sess.run(var.initializer)
+    read = sess.make_callable(var, [])
+    write = sess.make_callable(assign.op, [new])
+
+    def iteration():
+        write(value)
+        return read()
+
+    assert np.array_equal(iteration(), value)
+    rate = _rate(iteration, min_iters=5)
+    sess.close()
+    return rate * 2 * value.nbytes / 1e9
+
+
+def bench_numpy_copy() -> float:
+    """GB/s of the assign+read baseline: two ``np.copyto`` of 64 MB."""
+    value = np.random.default_rng(0).random(ASSIGN_FLOATS, dtype=np.float32)
+    a, b = np.empty_like(value), np.empty_like(value)
+
+    def iteration():
+        np.copyto(a, value)
+        np.copyto(b, a)
+
+    return _rate(iteration, min_iters=5) * 2 * value.nbytes / 1e9
+
+
+def _numpy_step(x, labels, w1, w2):
+    """The MLP step by hand: returns ``step()`` (which updates the weights) and its products."""
     w1, w2 = w1.copy(), w2.copy()
-    b1, b2 = np.zeros(128, np.float32), np.zeros(10, np.float32)
+    b1, b2 = np.zeros(HIDDEN, np.float32), np.zeros(CLASSES, np.float32)
     lr = np.float32(0.01)
-    rows = np.arange(64)
+    rows = np.arange(BATCH)
 
     def step():
         nonlocal w1, w2, b1, b2
@@ -114,7 +209,7 @@ def bench_mlp_numpy(x, labels, w1, w2) -> float:
         loss = np.mean(np.log(exp.sum(axis=1)) - shifted[rows, labels])
         dlogits = probs
         dlogits[rows, labels] -= 1
-        dlogits /= np.float32(64)
+        dlogits /= np.float32(BATCH)
         dw2 = a.T @ dlogits
         db2 = dlogits.sum(axis=0)
         da = dlogits @ w2.T
@@ -124,60 +219,146 @@ def bench_mlp_numpy(x, labels, w1, w2) -> float:
         dx = dh @ w1.T  # the graph computes it too (GATE_OP gating)
         w1, w2 = w1 - lr * dw1, w2 - lr * dw2
         b1, b2 = b1 - lr * db1, b2 - lr * db2
-        return loss, dx
+        return loss, dx, (a, dlogits, dh)
 
-    return _rate(step)
+    return step
 
 
-def bench_assign_read() -> dict:
-    n = 16 * 1024 * 1024  # 64 MB of float32
-    value = np.random.default_rng(0).random(n, dtype=np.float32)
-    graph = tf.Graph()
-    with graph.as_default():
-        var = tf.Variable(tf.zeros([n]))
-        new = tf.placeholder(tf.float32, [n])
-        assign = tf.assign(var, new)
-        sess = tf.Session(graph=graph)
-        sess.run(var.initializer)
-    run = sess.make_callable(var, [])
-    write = sess.make_callable(assign.op, [new])
+def bench_numpy_mlp(data) -> float:
+    """Steps per second of the MLP step written by hand in numpy."""
+    return _rate(_numpy_step(*data))
 
-    def minitf_iter():
-        write(value)
-        return run()
 
-    rate = _rate(minitf_iter, min_iters=5)
-    sess.close()
-    a, b = np.empty_like(value), np.empty_like(value)
+def bench_matmul_limit(data) -> float:
+    """Steps per second of the step's six matrix products alone (operands from a real step)."""
+    x, labels, w1, w2 = data
+    _, _, (a, dlogits, dh) = _numpy_step(*data)()
 
-    def numpy_iter():
-        np.copyto(a, value)
-        np.copyto(b, a)
+    def products():
+        x @ w1  # hidden layer
+        a @ w2  # logits
+        dlogits @ w2.T  # gradient of the hidden activations
+        a.T @ dlogits  # gradient of w2
+        x.T @ dh  # gradient of w1
+        dh @ w1.T  # gradient of the input (GATE_OP)
 
-    numpy_rate = _rate(numpy_iter, min_iters=5)
-    gb = 2 * value.nbytes / 1e9
+    return _rate(products)
+
+
+def mlp_allocations(data, steps: int = 10) -> dict:
+    """What a steady minitf MLP step allocates, seen by tracemalloc (see the module docstring).
+
+    The blocks still held when the step's last op has run are counted where the
+    executor hands the step's values to the fetches (``fetched``, called with the
+    step's value slots still alive).
+    """
+    from minitf.runtime import executor
+
+    step, sess = mlp_step(_framework("minitf"), *data)
+    for _ in range(20):
+        step()
+    fetched = executor.fetched
+    at_end = []
+
+    def fetched_at_end(plan, vals):
+        at_end.append(tracemalloc.take_snapshot())
+        return fetched(plan, vals)
+
+    blocks, peaks = [], []
+    tracemalloc.start()
+    executor.fetched = fetched_at_end
+    try:
+        for _ in range(steps):
+            before = tracemalloc.take_snapshot()
+            tracemalloc.reset_peak()
+            start = tracemalloc.get_traced_memory()[0]
+            step()
+            peaks.append(tracemalloc.get_traced_memory()[1] - start)
+            held = at_end.pop().compare_to(before, "filename")
+            blocks.append(sum(stat.count_diff for stat in held))
+    finally:
+        executor.fetched = fetched
+        tracemalloc.stop()
+        sess.close()
     return {
-        "assign_read_gb_per_s": round(rate * gb, 2),
-        "numpy_copy_gb_per_s": round(numpy_rate * gb, 2),
+        "mlp_allocs_per_step": int(np.median(blocks)),
+        "mlp_alloc_bytes_per_step": int(np.median(peaks)),
     }
 
 
-def main() -> None:
-    rng = np.random.default_rng(0)
-    data = _mlp_data(rng)
-    result = {"benchmark": "local_overhead"}
-    result.update(bench_chain())
-    mlp = bench_mlp_minitf(*data)
-    ref = bench_mlp_numpy(*data)
-    result.update(
-        {
-            "mlp_steps_per_s": round(mlp),
-            "numpy_mlp_steps_per_s": round(ref),
-            "mlp_ratio_numpy_over_minitf": round(ref / mlp, 3),
-        }
+def framework_figures(name: str) -> dict:
+    """The three workloads on one framework."""
+    tf = _framework(name)
+    return {
+        "chain100_runs_per_s": bench_chain(tf),
+        "mlp_steps_per_s": bench_mlp(tf, mlp_data()),
+        "assign_read_gb_per_s": bench_assign_read(tf),
+    }
+
+
+def tf_figures(python: str) -> dict:
+    """TensorFlow's figures, measured now by this script run with ``python``.
+
+    Raises:
+        RuntimeError: if the TensorFlow side fails (its stderr is in the message).
+    """
+    done = subprocess.run(
+        [python, os.path.abspath(__file__), "--framework", "tf"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    result.update(bench_assign_read())
-    result.update(TF_REFERENCE)
+    if done.returncode != 0:
+        raise RuntimeError(f"the TensorFlow side failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The benchmark's options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tf-python", help="a Python interpreter with tensorflow installed")
+    parser.add_argument(
+        "--framework",
+        choices=["minitf", "tf"],
+        help="only measure the three workloads on this framework and print them "
+        "(how the TensorFlow side runs)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    """Measures minitf, the numpy baselines and, with ``--tf-python``, TensorFlow; prints JSON."""
+    args = parse_args(argv)
+    if args.framework is not None:
+        print(json.dumps(framework_figures(args.framework)))
+        return
+    data = mlp_data()
+    minitf = framework_figures("minitf")
+    limit = bench_matmul_limit(data)
+    by_hand = bench_numpy_mlp(data)
+    result = {
+        "benchmark": "local_overhead",
+        "chain100_runs_per_s": round(minitf["chain100_runs_per_s"]),
+        "chain100_us_per_run": round(1e6 / minitf["chain100_runs_per_s"], 1),
+        "mlp_steps_per_s": round(minitf["mlp_steps_per_s"]),
+        "numpy_mlp_steps_per_s": round(by_hand),
+        "mlp_ratio_numpy_over_minitf": round(by_hand / minitf["mlp_steps_per_s"], 3),
+        "matmul_limit_steps_per_s": round(limit),
+        "mlp_fraction_of_matmul_limit": round(minitf["mlp_steps_per_s"] / limit, 3),
+        "assign_read_gb_per_s": round(minitf["assign_read_gb_per_s"], 2),
+        "numpy_copy_gb_per_s": round(bench_numpy_copy(), 2),
+    }
+    result.update(mlp_allocations(data))
+    if args.tf_python:
+        tf = tf_figures(args.tf_python)
+        result.update(
+            {
+                "tf_chain100_runs_per_s": round(tf["chain100_runs_per_s"]),
+                "tf_mlp_steps_per_s": round(tf["mlp_steps_per_s"]),
+                "tf_assign_read_gb_per_s": round(tf["assign_read_gb_per_s"], 2),
+                "mlp_vs_tf": round(minitf["mlp_steps_per_s"] / tf["mlp_steps_per_s"], 3),
+            }
+        )
     print(json.dumps(result))
 
 

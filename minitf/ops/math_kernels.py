@@ -9,15 +9,57 @@ fails on a zero divisor.
 The constant folders let static shape inference see through small constant
 arithmetic (``tf.shape(x)[0] * 2``): they run the op's own kernel on the
 static values of its inputs.
+
+Kernels with buffers: a kernel whose result has a size known from its inputs
+may also offer ``compute.with_buffers``, a function that makes a compute
+function of the same signature that writes its result into arrays it keeps
+from one step to the next (`reusable`) instead of allocating a new one every
+time, like TF's allocator handing a kernel the memory of a dead tensor. The
+runtime's straight-line walk uses it (`minitf.runtime.plan`); the result is
+bit for bit the same, numpy's ``out=`` runs the same loops.
 """
 
 from __future__ import annotations
+
+from sys import getrefcount
 
 import numpy as np
 
 from minitf.framework import errors, ops, tensor_util
 from minitf.framework.op_registry import get_kernel_def, register_compute, register_kernel
 from minitf.ops.math_reductions import range_size_or_error
+
+
+def reusable(buffers: list, i: int, shape: tuple, dtype) -> np.ndarray:
+    """An array of ``shape`` and ``dtype`` for a kernel to write into: ``buffers[i]`` if free.
+
+    TF's kernels reuse the memory of a tensor no one references any more (its
+    ``RefCountIsOne`` check behind ``forward_input``); in Python the reference
+    count tells the same. ``buffers`` belongs to one running step at a time, so
+    a count of two — the list's reference and this call's argument — proves
+    that the value the array held in an earlier step has gone: not returned
+    to a caller, not stored in a variable, a queue or an accumulator, not
+    waiting to be sent to another task, not viewed by another array. Anything
+    else (the first step, a new shape, a value someone still holds) gets a
+    new array, which takes the old one's place in ``buffers``.
+
+    Args:
+        buffers: The kernel's list of arrays (``None`` where it has none yet).
+        i: Which of them.
+        shape: The shape the result needs.
+        dtype: Its numpy dtype.
+    """
+    if getrefcount(buffers[i]) == 2:
+        buf = buffers[i]
+        if buf.shape == shape and buf.dtype == dtype:
+            return buf
+    buf = buffers[i] = np.empty(shape, dtype)
+    return buf
+
+
+def _has_dtype(x: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether ``x`` has ``dtype`` (an identity test first: numpy's dtypes are shared objects)."""
+    return x.dtype is dtype or x.dtype == dtype
 
 
 def _int_division_by_zero(op: ops.Operation) -> errors.InvalidArgumentError:
@@ -33,7 +75,9 @@ def _truncating_divide(x, y):
 @register_kernel("RealDiv")
 def _realdiv_kernel(op):
     if not op.get_attr("T").is_integer:
-        return lambda ctx, x, y: np.true_divide(x, y)
+        compute = lambda ctx, x, y: np.true_divide(x, y)  # noqa: E731
+        compute.with_buffers = _elementwise_with_buffers(np.true_divide, compute)
+        return compute
 
     def compute(ctx, x, y):
         if not np.all(y):
@@ -79,14 +123,45 @@ def _squared_difference(x, y):
     return d * np.conj(d) if np.iscomplexobj(d) else d * d
 
 
+def _elementwise_with_buffers(ufunc, compute):
+    """``with_buffers`` of a binary elementwise kernel: ``ufunc(x, y, out=...)``.
+
+    The result has the shape of the larger input when the other broadcasts to
+    it; anything else (scalars, mixed dtypes, two inputs that both broadcast)
+    goes to ``compute``.
+    """
+
+    def with_buffers():
+        buffers = [None]
+
+        def compute_into(ctx, x, y):
+            try:
+                big = x if x.size >= y.size else y
+                if big.ndim and (x.dtype is y.dtype or x.dtype == y.dtype):
+                    return ufunc(x, y, out=reusable(buffers, 0, big.shape, x.dtype))
+            except (AttributeError, ValueError):  # not arrays; or the result is larger than both
+                pass
+            return compute(ctx, x, y)
+
+        return compute_into
+
+    return with_buffers
+
+
 # The commonest binary ops use Python's operators directly: on numpy arrays
 # they call the same ufuncs without the extra function-call layer, and they
 # sit on the hot path of every small graph.
+_ARITHMETIC = {
+    "Add": (lambda ctx, x, y: x + y, np.add),
+    "AddV2": (lambda ctx, x, y: x + y, np.add),
+    "Sub": (lambda ctx, x, y: x - y, np.subtract),
+    "Mul": (lambda ctx, x, y: x * y, np.multiply),
+}
+for _op_type, (_compute, _ufunc) in _ARITHMETIC.items():
+    _compute.with_buffers = _elementwise_with_buffers(_ufunc, _compute)
+    register_compute(_op_type)(_compute)
+
 for _op_type, _compute in {
-    "Add": lambda ctx, x, y: x + y,
-    "AddV2": lambda ctx, x, y: x + y,
-    "Sub": lambda ctx, x, y: x - y,
-    "Mul": lambda ctx, x, y: x * y,
     "Equal": lambda ctx, x, y: x == y,
     "NotEqual": lambda ctx, x, y: x != y,
     "Less": lambda ctx, x, y: x < y,
@@ -179,6 +254,24 @@ def _matmul_kernel(op):
         except ValueError:
             raise _matmul_size_error(op, a, b) from None
 
+    dtype = np.dtype(op.get_attr("T").as_numpy_dtype)
+    rows, cols = (1 if ta else 0), (0 if tb else 1)
+
+    def with_buffers():
+        buffers = [None]
+
+        def compute_into(ctx, a, b):
+            try:
+                if a.ndim == 2 == b.ndim and _has_dtype(a, dtype) and _has_dtype(b, dtype):
+                    out = reusable(buffers, 0, (a.shape[rows], b.shape[cols]), dtype)
+                    return np.matmul(a.T if ta else a, b.T if tb else b, out=out)
+            except (AttributeError, ValueError):  # not arrays; or their sizes do not match
+                pass
+            return compute(ctx, a, b)
+
+        return compute_into
+
+    compute.with_buffers = with_buffers
     return compute
 
 

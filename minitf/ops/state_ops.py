@@ -8,14 +8,21 @@ that resource (dtype ``float32_ref``); ops with ``Ref`` inputs such as
 current value. Resource variables (``VarHandleOp``) output a ``resource``
 handle to the same kind of object and read it with ``ReadVariableOp``.
 
-Stored values are frozen (read-only numpy arrays): updates store a new array
-instead of writing in place, so a value read earlier in a step, or returned
-to a client, never changes under its reader.
+Stored values are frozen (read-only numpy arrays): no kernel can write into
+them by mistake. An update writes in place, as TF's do, only when the variable
+is the sole holder of its array (`VariableResource.overwrite`); when anything
+else holds it — a value read earlier in the step and still in use, a queue, a
+fetch on its way to the client, a variable assigned from it — the update
+stores a new array instead, so no reader ever sees the value change under it.
+As in TF, an update on one thread may still run while another thread reads
+the variable (``use_locking`` serialises updates, not reads).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -101,14 +108,71 @@ class VariableResource:
     def assign(self, value, validate_shape: bool = True) -> np.ndarray:
         """Stores a copy of ``value``; returns the stored array.
 
+        Like TF's ``Assign``, a value of the variable's shape and dtype is
+        copied into the variable's own array when nothing else holds it
+        (`overwrite`); otherwise the copy is a new array. Either way the
+        variable never shares memory with the caller's ``value`` unless that
+        is already frozen (a fed array may be changed by its owner after the
+        run).
+
         Raises:
             InvalidArgumentError: if ``validate_shape`` and the shapes differ.
         """
+        if (
+            type(value) is np.ndarray
+            and value.dtype == self.np_dtype
+            and self.value is not None
+            and value.shape == self.value.shape
+            and self.overwrite(lambda stored: np.copyto(stored, value))
+        ):
+            return self.value
         new = freeze(value, self.np_dtype)
         if validate_shape:
             self._check_shape(new.shape, "Assign")
         self.value = new
         return new
+
+    def overwrite(self, write: Callable[[np.ndarray], object]) -> bool:
+        """Calls ``write`` on the stored array, made writeable, if the variable alone holds it.
+
+        The test is TF's ``RefCountIsOne`` on the variable's buffer, in Python:
+        the reference count of the stored array is two (the variable's
+        reference and this call's argument) when no value read earlier is
+        still in use, no queue or other variable holds it, and no fetch or
+        send of it is under way. Callers hold ``lock``.
+
+        Args:
+            write: Writes the new value into the array it is given.
+
+        Returns:
+            True if the stored array was written; False if something else
+            holds it (nothing was written).
+        """
+        if sys.getrefcount(self.value) != 2:
+            return False
+        value = self.value
+        try:
+            value.flags.writeable = True
+        except ValueError:  # its memory belongs to another object: not ours to write
+            return False
+        try:
+            write(value)
+        finally:
+            value.flags.writeable = False
+        return True
+
+    def subtract(self, amount: np.ndarray) -> None:
+        """``value -= amount``: in place when the variable alone holds its array, else a new one.
+
+        Both give the bits of ``value - amount``.
+
+        Args:
+            amount: An array of the variable's shape.
+        """
+        if type(amount) is np.ndarray and amount.dtype == self.np_dtype:
+            if self.overwrite(lambda value: np.subtract(value, amount, out=value)):
+                return
+        self.update(self.read() - amount)
 
     def update(self, new_value) -> np.ndarray:
         """Stores a freshly computed array (owned by the caller) without copying."""

@@ -27,6 +27,7 @@ import numpy as np
 
 from minitf.framework import dtypes, errors, ops, tensor_shape
 from minitf.framework.op_registry import NotDifferentiable, get_kernel_def, register_kernel
+from minitf.ops.math_kernels import reusable
 
 __all__: list[str] = []
 
@@ -426,14 +427,7 @@ def _register_pair(op_type: str, num_vars: int, make_update) -> None:
                         r.update(new)
                 return None if resource else variables[0]
 
-            def compute_one(ctx, var, *others):
-                # The common case (plain SGD): one variable, one lock, no lists.
-                with var.lock:
-                    (new,) = update([_read(op, var, 0)], *others)
-                    var.update(new)
-                return None if resource else var
-
-            return compute_one if num_vars == 1 else compute
+            return compute
 
         return builder
 
@@ -450,14 +444,61 @@ def _unique(indices: np.ndarray) -> bool:
 # -- kernels: the update rules ----------------------------------------------------------------
 
 
-def _gradient_descent(op):
-    def update(current, alpha, delta):
-        (var,) = current
-        _check_scalar(op, "alpha", alpha)
-        _check_same_shape(op, "delta", var, delta)
-        return (var - delta * alpha,)
+def _register_gradient_descent() -> None:
+    """``ApplyGradientDescent`` and ``ResourceApplyGradientDescent``: ``var -= delta * alpha``.
 
-    return update
+    As TF's kernel, the update writes into the variable's array
+    (`minitf.ops.state_ops.VariableResource.subtract`: in place unless
+    something else still holds the value). With buffers, ``delta * alpha`` is
+    computed into an array the kernel keeps between steps.
+    """
+
+    def builder_for(resource: bool):
+        def builder(op):
+            def descend(var, alpha, delta, buffers):
+                with var.lock:
+                    dtype = _checked_descent(op, var, alpha, delta)
+                    if (
+                        buffers is not None
+                        and type(delta) is np.ndarray
+                        and delta.dtype == dtype
+                        and getattr(alpha, "dtype", None) == dtype
+                    ):
+                        out = reusable(buffers, 0, delta.shape, dtype)
+                        var.subtract(np.multiply(delta, alpha, out=out))
+                    else:
+                        var.subtract(delta * alpha)
+                return None if resource else var
+
+            def compute(ctx, var, alpha, delta):
+                return descend(var, alpha, delta, None)
+
+            def with_buffers():
+                buffers = [None]
+                return lambda ctx, var, alpha, delta: descend(var, alpha, delta, buffers)
+
+            compute.with_buffers = with_buffers
+            return compute
+
+        return builder
+
+    register_kernel("ApplyGradientDescent", ref_inputs=(0,), stateful=True)(builder_for(False))
+    register_kernel("ResourceApplyGradientDescent", stateful=True)(builder_for(True))
+    NotDifferentiable("ApplyGradientDescent")
+    NotDifferentiable("ResourceApplyGradientDescent")
+
+
+def _checked_descent(op, var, alpha, delta) -> np.dtype:
+    """TF's checks of a gradient-descent step; returns the variable's dtype.
+
+    (A function of its own so that no reference to the variable's array
+    outlives the checks: an update in place needs the variable to be its only
+    holder.)
+    """
+    current = _read(op, var, 0)
+    _check_scalar(op, "alpha", alpha)
+    _check_same_shape(op, "delta", current, delta)
+    return current.dtype
 
 
 def _momentum(op):
@@ -568,7 +609,7 @@ def _adam(op):
     return update
 
 
-_register_pair("ApplyGradientDescent", 1, _gradient_descent)
+_register_gradient_descent()
 _register_pair("ApplyMomentum", 2, _momentum)
 _register_pair("SparseApplyMomentum", 2, _sparse_momentum)
 _register_pair("ApplyAdagrad", 2, _adagrad)

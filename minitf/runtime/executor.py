@@ -11,7 +11,10 @@ Two drivers run the same `Plan`:
   When every kernel is synchronous, any topological order is a valid dataflow
   schedule, so the walk gives the same results without the bookkeeping. The
   executor takes it only when the plan has no asynchronous kernel and nobody
-  (a stepper, a tracer) has asked to see each op.
+  (a stepper, a tracer) has asked to see each op. From a plan's second run
+  on, it walks one of the plan's walks with buffers (`minitf.runtime.plan.Walks`):
+  kernels write into arrays they keep between steps and fused chains run as
+  one kernel — the same values, without a new array per op and step.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from minitf.framework import errors
+from minitf.framework.ops import Operation
+from minitf.ops.nn_kernels import FusionDeclined
 from minitf.runtime.clock import WALL_CLOCK, WallClock
 from minitf.runtime.execution import (
     OpEvent,
@@ -270,26 +275,52 @@ class Executor:
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
-        # The hot loop of minitf: arity-specialised calls avoid building an
-        # argument list per op. ``op`` names the failing op if a kernel raises.
-        op = None
+        walks = plan.walks
+        walk = walks.take() if walks is not None else None
+        if walk is None:
+            _walk(plan.straight, vals, ctx)
+            return
         try:
-            for compute, ins, n, out, outs, op in plan.straight:  # noqa: B007
-                if n == 2:
-                    result = compute(ctx, vals[ins[0]], vals[ins[1]])
-                elif n == 1:
-                    result = compute(ctx, vals[ins[0]])
-                elif n == 0:
-                    result = compute(ctx)
-                else:
-                    result = compute(ctx, *[vals[i] for i in ins])
-                if out >= 0:
-                    vals[out] = result
-                elif out == -1:
-                    for slot, value in zip(outs, result):
-                        vals[slot] = value
-        except Exception as exc:
-            raise as_op_error(exc, op) from exc
+            declined = _walk(walk, vals, ctx)
+            if declined is not None:
+                _walk(walks.unfused_rest[declined], vals, ctx)
+        finally:
+            walks.give(walk)
+
+
+def _walk(entries: tuple, vals: list, ctx: StepContext) -> Operation | None:
+    """Runs straight-walk entries (`minitf.runtime.plan.Plan.straight`) in order.
+
+    Returns:
+        None, or the op of a fused chain whose kernel declined its inputs
+        (the step goes on with the chain's ops one by one).
+
+    Raises:
+        OpError: the TF error of the first failing kernel, naming its op.
+    """
+    # The hot loop of minitf: arity-specialised calls avoid building an
+    # argument list per op. ``op`` names the failing op if a kernel raises.
+    op = None
+    try:
+        for compute, ins, n, out, outs, op in entries:  # noqa: B007
+            if n == 2:
+                result = compute(ctx, vals[ins[0]], vals[ins[1]])
+            elif n == 1:
+                result = compute(ctx, vals[ins[0]])
+            elif n == 0:
+                result = compute(ctx)
+            else:
+                result = compute(ctx, *[vals[i] for i in ins])
+            if out >= 0:
+                vals[out] = result
+            elif out == -1:
+                for slot, value in zip(outs, result):
+                    vals[slot] = value
+    except FusionDeclined:
+        return op
+    except Exception as exc:
+        raise as_op_error(exc, op) from exc
+    return None
 
 
 WAIT_LOG_ENV = "MINITF_WAIT_LOG_SECS"
