@@ -57,6 +57,7 @@ import ctypes
 import hmac
 import ipaddress
 import itertools
+import logging
 import mmap
 import os
 import secrets
@@ -71,6 +72,10 @@ from typing import Any
 import numpy as np
 
 ENV = "MINITF_SHM"
+_OFF_VALUES = ("0", "off", "false", "no")
+_ON_VALUES = ("", "1", "on", "true", "yes")
+
+logger = logging.getLogger("minitf")
 """``0`` (or ``off``, ``false``, ``no``) keeps every connection on TCP."""
 
 MIN_BYTES = 64 << 10
@@ -103,9 +108,24 @@ _ON = b"minitf-shm:on"
 
 
 def available() -> bool:
-    """Whether this process may use shared memory for tensors (Linux, memfd, not turned off)."""
-    if os.environ.get(ENV, "1").strip().lower() in ("0", "off", "false", "no"):
+    """Whether this process may use shared memory for tensors (Linux, memfd, not turned off).
+
+    A value of ``MINITF_SHM`` that is neither on (``1``, ``on``, ``true``,
+    ``yes``) nor off (``0``, ``off``, ``false``, ``no``) is logged as a warning
+    naming the accepted values, and shared memory stays on.
+
+    Returns:
+        True if connections of this process may agree on shared memory.
+    """
+    value = os.environ.get(ENV, "1").strip().lower()
+    if value in _OFF_VALUES:
         return False
+    if value not in _ON_VALUES:
+        logger.warning(
+            "%s=%r is not understood: use 0 (off) or 1 (on, the default); shared memory stays on",
+            ENV,
+            os.environ[ENV],
+        )
     return (
         sys.platform.startswith("linux")
         and hasattr(os, "memfd_create")

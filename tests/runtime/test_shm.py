@@ -433,3 +433,19 @@ def test_nothing_is_left_after_a_ps_sending_through_shared_memory_is_killed_with
         if ps.poll() is None:
             ps.kill()
             ps.wait(30)
+
+
+@pytest.mark.parametrize(
+    ("value", "on"), [("0", False), ("off", False), ("No", False), ("1", True), ("yes", True)]
+)
+def test_minitf_shm_takes_the_usual_words_for_off_and_on(monkeypatch, value, on):
+    monkeypatch.setenv("MINITF_SHM", value)
+    linux_memfd = sys.platform.startswith("linux") and hasattr(os, "memfd_create")
+    assert shm.available() is (on and linux_memfd)
+
+
+def test_a_minitf_shm_value_it_does_not_understand_is_named_in_a_warning(monkeypatch, caplog):
+    monkeypatch.setenv("MINITF_SHM", "maybe")
+    with caplog.at_level("WARNING", logger="minitf"):
+        shm.available()
+    assert "MINITF_SHM='maybe' is not understood: use 0 (off) or 1 (on" in caplog.text
