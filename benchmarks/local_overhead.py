@@ -27,12 +27,17 @@ inter_op_parallelism_threads=1)``) and BLAS pinned to one thread.
 Baselines measured in the same run, in numpy:
 
 * ``numpy_mlp_steps_per_s``: the MLP step written by hand (the same matrix
-  products the graph runs, including the input gradient that TF's default
-  ``GATE_OP`` gating computes); ``mlp_ratio_numpy_over_minitf`` is its rate
+  products the graph computes); ``mlp_ratio_numpy_over_minitf`` is its rate
   over minitf's (1.0 means no overhead);
-* ``matmul_limit_steps_per_s``: the step's six matrix products alone, the
+* ``matmul_limit_steps_per_s``: the step's five matrix products alone, the
   most any framework calling the same BLAS can reach, and
-  ``mlp_fraction_of_matmul_limit``: minitf's MLP rate over it;
+  ``mlp_fraction_of_matmul_limit``: minitf's MLP rate over it.
+
+``minimize``'s default ``GATE_OP`` gating also builds the gradient of the
+input, ``dh @ w1.T``, but reaches it only through a control edge: TF's graph
+optimizer turns it into a ``NoOp`` (its step stats list five ``MatMul`` s),
+and so does minitf's plan (`minitf.runtime.plan.unread_ops`). Neither the
+baselines nor the frameworks compute it.
 * ``numpy_copy_gb_per_s``: two ``np.copyto`` of the assign+read arrays.
 
 What a steady MLP step allocates, seen by ``tracemalloc`` (minitf only):
@@ -216,10 +221,9 @@ def _numpy_step(x, labels, w1, w2):
         dh = da * (h > 0)
         dw1 = x.T @ dh
         db1 = dh.sum(axis=0)
-        dx = dh @ w1.T  # the graph computes it too (GATE_OP gating)
         w1, w2 = w1 - lr * dw1, w2 - lr * dw2
         b1, b2 = b1 - lr * db1, b2 - lr * db2
-        return loss, dx, (a, dlogits, dh)
+        return loss, (a, dlogits, dh)
 
     return step
 
@@ -230,9 +234,9 @@ def bench_numpy_mlp(data) -> float:
 
 
 def bench_matmul_limit(data) -> float:
-    """Steps per second of the step's six matrix products alone (operands from a real step)."""
+    """Steps per second of the step's five matrix products alone (operands from a real step)."""
     x, labels, w1, w2 = data
-    _, _, (a, dlogits, dh) = _numpy_step(*data)()
+    _, (a, dlogits, dh) = _numpy_step(*data)()
 
     def products():
         x @ w1  # hidden layer
@@ -240,7 +244,6 @@ def bench_matmul_limit(data) -> float:
         dlogits @ w2.T  # gradient of the hidden activations
         a.T @ dlogits  # gradient of w2
         x.T @ dh  # gradient of w1
-        dh @ w1.T  # gradient of the input (GATE_OP)
 
     return _rate(products)
 

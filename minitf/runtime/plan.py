@@ -20,6 +20,14 @@ is run again and again (`Walks`): the same ops, but
 
 Only the kernels change: the graph, the plan's `Plan.steps`, traced steps and
 the stepper (which run the dataflow loop) still see every op.
+
+One rewrite changes what an op does, as TF's graph optimizer does before a
+step runs: a pure op whose outputs nothing in the step reads, which the step
+reaches only through control edges, is not computed (`unread_ops`). TF's
+dependency optimizer turns such an op into a ``NoOp``; it still orders the
+ops that depend on it. The common case is the input gradient of a model's
+first ``MatMul``, which ``minimize``'s default ``GATE_OP`` gating reaches
+through a control edge only.
 """
 
 from __future__ import annotations
@@ -53,6 +61,9 @@ class PlanStep:
             and outputs: a stateless, non-blocking kernel that is not a
             ``Switch`` or ``Merge`` and reads no variable (`reads_variable`).
             When it runs, among other ops, does not change any value.
+        unread: True if nothing in the step reads the op's outputs, so its
+            kernel does not run (`unread_ops`): like a ``NoOp``, it only
+            orders the ops that have a control edge from it.
     """
 
     op: Operation
@@ -63,6 +74,7 @@ class PlanStep:
     successors: tuple[int, ...]
     num_predecessors: int
     isolated: bool = False
+    unread: bool = False
 
 
 @dataclass(frozen=True)
@@ -355,6 +367,7 @@ def build_plan(
     kernel_for: Callable[[Operation], KernelInfo],
     fold_constants: bool = True,
     recv_dead: bool = True,
+    skip_unread: bool = True,
 ) -> Plan:
     """Builds the `Plan` for one run signature.
 
@@ -366,6 +379,8 @@ def build_plan(
         fold_constants: Compute constant subgraphs once, now.
         recv_dead: Whether a ``_Recv`` may bring a dead value (the step has a
             ``tf.cond`` on another task); False when no task of the step has one.
+        skip_unread: Do not compute the pure ops whose outputs nothing in the
+            step reads (`unread_ops`).
     """
     feed_set = set(feeds)
     order = topological_order(prune(fetches, targets, feeds), feed_set)
@@ -382,6 +397,7 @@ def build_plan(
                 folded.append(op)
     folded_set = set(folded)
     order = [op for op in order if op not in folded_set]
+    unread = unread_ops(order, kernels, fetches, targets, feed_set) if skip_unread else set()
     slots: dict[Tensor, int] = {}
     for t in list(feeds) + list(known):
         slots.setdefault(t, len(slots))
@@ -413,7 +429,7 @@ def build_plan(
         steps.append(
             PlanStep(
                 op=op,
-                compute=info.compute,
+                compute=_not_computed(op) if op in unread else info.compute,
                 in_slots=tuple(slots[t] for t in op.inputs),
                 out_slots=tuple(outs),
                 is_async=info.is_async,
@@ -422,9 +438,10 @@ def build_plan(
                 isolated=not (info.stateful or info.is_async)
                 and op.type not in ("Switch", "Merge")
                 and not any(reads_variable(t) for t in op.inputs),
+                unread=op in unread,
             )
         )
-    walked = [s for s in steps if s.op.type != "NoOp"]
+    walked = [s for s in steps if s.op.type != "NoOp" and not s.unread]
     straight = tuple(_straight_entry(s) for s in walked)
     fetch_slots = tuple(slots[t] for t in fetches)
     has_async = any(s.is_async for s in steps)
@@ -448,6 +465,99 @@ def build_plan(
         has_control_flow=has_control_flow,
         walks=walks,
     )
+
+
+NEVER_SKIPPED = frozenset(
+    {
+        "Placeholder",
+        "PlaceholderV2",
+        "PlaceholderWithDefault",
+        "Switch",
+        "Merge",
+        "Assert",
+        "CheckNumerics",
+        "Print",
+        "PrintV2",
+        "_Send",
+        "_Recv",
+    }
+)
+"""Op types that always run when the step reaches them, as TF's dependency
+optimizer keeps them: a placeholder must stay feedable (and say when it is not
+fed), control flow and checks have effects of their own."""
+
+
+def unread_ops(
+    order: list[Operation],
+    kernels: dict[Operation, KernelInfo],
+    fetches: list[Tensor],
+    targets: list[Operation],
+    feeds: set[Tensor],
+) -> set[Operation]:
+    """The ops of a step that need not be computed: nothing reads their outputs.
+
+    TF's dependency optimizer (Grappler, run before every new step signature)
+    turns an op into a ``NoOp`` when the pruned graph only reaches it through
+    control edges and it is free of side effects. Its outputs have no reader,
+    so computing them changes nothing anyone can see, and the ops with a
+    control edge from it still wait for its inputs. The rule, op by op from
+    the last:
+
+    * no op of the step that is computed reads one of its outputs (a fed
+      output is not read from the op), and it is neither fetched nor a target;
+    * its kernel is pure (not ``stateful``, not asynchronous), it takes no
+      variable by reference, it has outputs, and it is not one of
+      `NEVER_SKIPPED` nor a queue op;
+    * it is not the ``Identity`` of a variable (TF keeps those: it checks the
+      variable has a value).
+
+    Args:
+        order: The step's ops in a topological order.
+        kernels: Each op's kernel.
+        fetches: The fetched tensors.
+        targets: The target ops.
+        feeds: The fed tensors.
+    """
+    kept = {t.op for t in fetches} | set(targets)
+    in_step = set(order)
+    readers = dict.fromkeys(order, 0)
+    for op in order:
+        for t in op.inputs:
+            if t.op in in_step and t not in feeds:
+                readers[t.op] += 1
+    unread: set[Operation] = set()
+    for op in reversed(order):
+        if readers[op] or op in kept or not _may_skip(op, kernels[op]):
+            continue
+        unread.add(op)
+        for t in op.inputs:
+            if t.op in in_step and t not in feeds:
+                readers[t.op] -= 1
+    return unread
+
+
+def _may_skip(op: Operation, info: KernelInfo) -> bool:
+    """Whether ``op`` is free of side effects (TF's ``IsFreeOfSideEffect``)."""
+    if info.stateful or info.is_async or not op.outputs or op.type in NEVER_SKIPPED:
+        return False
+    if "Queue" in op.type:
+        return False
+    kernel_def = get_kernel_def(op.type)
+    if kernel_def is not None and kernel_def.ref_inputs:
+        return False
+    return not (op.type == "Identity" and reads_variable(op.inputs[0]))
+
+
+def _not_computed(op: Operation) -> Callable:
+    """The compute of an op in `unread_ops`: no outputs, and a note in a traced step."""
+    outputs = len(op.outputs)
+    name = op.name
+
+    def compute(ctx, *args):
+        ctx.note(name, "not_computed", "nothing in the step reads its outputs")
+        return None if outputs == 1 else [None] * outputs
+
+    return compute
 
 
 def _straight_entry(step: PlanStep, compute: Callable | None = None) -> tuple:

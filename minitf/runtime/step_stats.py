@@ -27,7 +27,8 @@ for the teaching pictures)::
               "transfer": {"direction": "send", "key": "<src>;<dst>;<tensor>",
                            "peer": "/job:worker/...", "bytes": 1024},
               "elements": {"queue": "sync_token_q", "direction": "enqueue",
-                           "ids": [17, 18]}},        # queue element ids moved
+                           "ids": [17, 18]},         # queue element ids moved
+              "not_computed": "nothing in the step reads its outputs"},
              ...]}]}
 
 ``waited_on`` kinds: ``"queue"`` (``name``, ``size`` and ``capacity``),
@@ -38,6 +39,8 @@ afterwards, its ``global_step``, the gradient's ``local_step`` and whether
 it was ``stale`` (dropped). ``transfer`` joins a
 ``_Send`` to its ``_Recv`` through ``(step_id, key)``; ``elements`` joins an
 enqueue to the dequeue that took its elements through ``(queue, id)``.
+``not_computed`` marks an op the step reached only through control edges,
+whose kernel did not run (`minitf.runtime.plan.unread_ops`).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def empty() -> Record:
     return Record(dev_stats=[])
 
 
-NOTE_FIELDS = ("waited_on", "transfer", "elements", "accumulated")
+NOTE_FIELDS = ("waited_on", "transfer", "elements", "accumulated", "not_computed")
 """The fields kernels add to an op's stats (the ones the docstring above describes)."""
 
 _WALL_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
