@@ -123,6 +123,8 @@ class StepContext:
         trace: A list to append one `OpEvent` per executed op to, or None.
         notes: While tracing, what kernels tell the trace about their op
             (``{op name: {field: value}}``; see `note`).
+        outbox: The tensors ``_Send`` has given and the driver has not sent
+            yet (`post`, `flush_outbox`), or None to send each one at once.
     """
 
     def __init__(
@@ -147,6 +149,44 @@ class StepContext:
         self.defer_attempts = False
         self.trace: list | None = None
         self.notes: dict[str, dict] = {}
+        self.outbox: dict[str, list] | None = None
+
+    def post(self, task: str, key: str, value: Any, op: Operation) -> None:
+        """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
+
+        While the driver runs a burst of ready ops (`Executor`), the tensors
+        for one task wait in ``outbox`` and leave together, in one message,
+        when it has no more ops to run; otherwise they go at once.
+
+        Args:
+            task: The receiving task.
+            key: The rendezvous key.
+            value: The tensor.
+            op: The ``_Send`` (named if the send fails).
+        """
+        outbox = self.outbox
+        if outbox is None:
+            self.transport.send_tensor(task, self.step_id, key, value)
+        else:
+            outbox.setdefault(task, []).append((key, value, op))
+
+    def flush_outbox(self) -> None:
+        """Sends the tensors waiting in ``outbox``, one message per task.
+
+        Raises:
+            OpError: the transport's error, naming the first ``_Send`` of the
+                message that could not be sent.
+        """
+        outbox = self.outbox
+        if not outbox:
+            return
+        batches = list(outbox.items())
+        outbox.clear()
+        for task, items in batches:
+            try:
+                self.transport.send_tensors(task, self.step_id, [(k, v) for k, v, _ in items])
+            except Exception as exc:
+                raise as_op_error(exc, items[0][2]) from exc
 
     def note(self, op_name: str, field: str, value: Any) -> None:
         """Adds ``field`` to the traced stats of ``op_name`` (only while tracing).
@@ -199,8 +239,18 @@ class Executor:
                 self.drive(execution)
             return execution.fetches()
         vals = initial_values(plan, feed_values)
-        with np.errstate(all="ignore"):
-            self._run_straight(plan, vals, ctx)
+        if ctx.transport is None:
+            with np.errstate(all="ignore"):
+                self._run_straight(plan, vals, ctx)
+            return fetched(plan, vals)
+        # The walk never waits: its tensors for other tasks leave together at its end.
+        ctx.outbox = {}
+        try:
+            with np.errstate(all="ignore"):
+                self._run_straight(plan, vals, ctx)
+            ctx.flush_outbox()
+        finally:
+            ctx.outbox = None
         return fetched(plan, vals)
 
     def drive(self, execution: StepExecution) -> None:
@@ -237,9 +287,20 @@ class Executor:
             scheduler.finished(execution)
 
     def _drive_fifo(self, execution: StepExecution) -> None:
-        """`drive` with `FifoScheduler`'s order written out: the free-running hot path."""
+        """`drive` with `FifoScheduler`'s order written out: the free-running hot path.
+
+        An untraced step's tensors for other tasks leave in batches: those
+        that ``_Send`` s gave during a burst of ready ops go together, one
+        message per task, before the step waits or when it ends
+        (`StepContext.post`; the straight-line walk, which never waits, sends
+        them at its end). A traced step sends each at once, so that its trace
+        times every transfer.
+        """
         ctx, ready, arrived = execution.ctx, execution.ready, execution.arrived
         inbox_empty = execution._inbox.empty
+        batching = ctx.trace is None and ctx.transport is not None
+        if batching:
+            ctx.outbox = {}
         try:
             while ready or execution.waiting:
                 if not inbox_empty():
@@ -249,10 +310,16 @@ class Executor:
                 elif ready:
                     execution.run_op(ready[0])
                 else:
+                    if batching:
+                        ctx.flush_outbox()
                     self._wait(execution)
+            if batching:
+                ctx.flush_outbox()
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
+        finally:
+            ctx.outbox = None
 
     def _wait(self, execution: StepExecution) -> None:
         """Waits for a completion; logs what waits, every ``wait_log_secs``, while it lasts.

@@ -40,7 +40,7 @@ from minitf.runtime import partition as partition_lib
 from minitf.runtime import step_stats
 from minitf.runtime.cluster_spec import ClusterSpec
 from minitf.runtime.plan import prune, topological_order
-from minitf.runtime.server import connect_with_retry
+from minitf.runtime.server import connect_with_retry, error_message, in_process_worker
 from minitf.runtime.wire import Wire
 
 logger = logging.getLogger("minitf")
@@ -164,18 +164,21 @@ class StepIds:
 
 
 class _Call:
-    __slots__ = ("event", "reply", "notify")
+    __slots__ = ("event", "reply", "notify", "on_error")
 
     def __init__(self, notify: threading.Event | None = None):
         self.event = threading.Event()
         self.reply: tuple | None = None
         self.notify = notify  # also set when the reply comes (one event for many calls)
+        self.on_error = None  # called with an error reply, on the thread that brings it
 
     def finish(self, reply: tuple) -> None:
         self.reply = reply
         self.event.set()
         if self.notify is not None:
             self.notify.set()
+        if reply[0] == "error" and self.on_error is not None:
+            self.on_error(reply)
 
 
 class Channel:
@@ -364,7 +367,7 @@ class Master:
     def __init__(self, target: str, graph: ops.Graph, config):
         self._graph = graph
         self._config = config
-        address = target_address(target)
+        address = self._address = target_address(target)
         wire = connect_with_retry(address, f"the session target {target}")
         first = Channel(wire, target)
         cluster, job, task = first.request(lambda c: ("hello", c), timeout=30.0)
@@ -503,12 +506,21 @@ class Master:
     def _run_step(self, plan, step_id, feed_values, timeout_ms, trace):
         calls, used = [], []
         answered = threading.Event()  # set whenever a task answers
+        local = None
         for task, handle, feed_idx in plan.parts:
             values = [feed_values[i] for i in feed_idx]
             channel = self.channel(task)
             used.append(channel)
+            if task == self.task_name and local is None:
+                worker = in_process_worker(self._address)
+                if worker is not None and worker.task_name == task:
+                    local = (worker, handle, values)
+                    continue
             message = lambda c, h=handle, v=values: ("run", c, h, step_id, v, timeout_ms, trace)  # noqa: E731
             calls.append((task, channel.call(message, answered)))
+        if local is not None:
+            # Every other task has its part of the step: this one runs here.
+            calls.append((self.task_name, self._run_here(step_id, calls, local, timeout_ms, trace)))
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
         results, failure = self._gather(calls, answered, deadline)
         if failure is not None and self._closed:  # close() has aborted it everywhere
@@ -533,6 +545,46 @@ class Master:
             for task, pending in calls
         }
         return values, step_stats.build(per_task)
+
+    @staticmethod
+    def _run_here(step_id: int, calls: list, local: tuple, timeout_ms: int, trace: bool) -> _Call:
+        """Runs this process's own partition of the step with a direct call to its worker.
+
+        No message and no copy: the fed values reach the kernels as read-only
+        views (as in a local session), and a fetched value that is read-only
+        (a variable's) is copied for the caller. While it runs, a task that
+        fails the step cancels it here (``on_error``), as the gathering of
+        replies would.
+
+        Returns:
+            The finished call, with the reply a server would have sent.
+        """
+        worker, handle, values = local
+
+        def cancel(reply: tuple) -> None:
+            error = errors.exception_type_from_error_code(reply[2])(None, None, reply[3])
+            worker.abort_step(step_id, error)
+
+        for _, pending in calls:
+            pending.on_error = cancel
+        for _, pending in calls:  # a reply that came before its on_error was set
+            if pending.event.is_set() and pending.reply[0] == "error":
+                cancel(pending.reply)
+        done = _Call()
+        try:
+            fetched, nodes = worker.run_graph(
+                handle, step_id, [_read_only(v) for v in values], timeout_ms, trace
+            )
+            reply = ("ok", 0, [_local_value(v) for v in fetched])
+            if nodes is not None:
+                reply = (*reply, nodes)
+        except Exception as exc:  # noqa: BLE001 - reported as the task's reply
+            reply = ("error", 0, *error_message(exc))
+        finally:
+            for _, pending in calls:
+                pending.on_error = None
+        done.finish(reply)
+        return done
 
     def _gather(self, calls, answered: threading.Event, deadline):
         """Every task's results, or the first failure in the order failures come.
@@ -685,6 +737,23 @@ class Master:
                 if pending.reply[2] not in _LOSER_CODES:
                     failure = rebuild_error(*pending.reply[2:5], self._graph)
         return failure
+
+
+def _read_only(value: Any) -> Any:
+    """A fed array as a view kernels cannot write (the caller keeps it)."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
+def _local_value(value: Any) -> Any:
+    """A value fetched from this process's worker, made the caller's own (as the wire would)."""
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        return value.copy()  # a variable's value, a fed view: not the caller's to write
+    return value
 
 
 def _owned(value: Any) -> Any:

@@ -166,7 +166,7 @@ def _send_kernel(op):
                 f"{source.op.type} op {source.op.name!r} produced {tensor.dtype} for its "
                 f"{source.dtype.name} output {source.name}",
             )
-        ctx.transport.send_tensor(recv_task, ctx.step_id, key, tensor)
+        ctx.post(recv_task, key, tensor, op)
         if ctx.trace is not None:
             ctx.note(op.name, "transfer", _transfer("send", key, tensor))
 

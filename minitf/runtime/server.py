@@ -41,6 +41,7 @@ import errno
 import json
 import logging
 import os
+import queue
 import secrets
 import socket
 import threading
@@ -256,6 +257,26 @@ class _Peers:
                 None, None, f"lost the connection to {task} while sending {key}: {exc}"
             ) from None
 
+    def send_tensors(self, task: str, step_id: int, items: list[tuple[str, Any]]) -> None:
+        """Delivers ``(key, value)`` pairs of one step to ``task``'s rendezvous, in one message."""
+        if task == self._name:
+            for key, value in items:
+                self._local.deliver_tensor(step_id, key, value)
+            return
+        if len(items) == 1:
+            self.send_tensor(task, step_id, *items[0])
+            return
+        wire = self._wire(task)
+        try:
+            wire.send(("tensors", step_id, items))
+        except OSError as exc:
+            with self._lock:
+                self._wires.pop(task, None)
+            keys = ", ".join(key for key, _ in items)
+            raise errors.UnavailableError(
+                None, None, f"lost the connection to {task} while sending {keys}: {exc}"
+            ) from None
+
     def _wire(self, task: str) -> Wire:
         with self._lock:
             wire = self._wires.get(task)
@@ -283,6 +304,91 @@ class _Peers:
             for wire in self._wires.values():
                 wire.close()
             self._wires.clear()
+
+
+_IN_PROCESS: dict[str, Server] = {}
+_in_process_lock = threading.Lock()
+
+
+def in_process_worker(address: str) -> Worker | None:
+    """The `Worker` of the running server of this process at ``address``, or None.
+
+    A master whose session target is a server in its own process runs that
+    task's partitions with a direct call, as TF's master calls its local
+    worker without going through gRPC (``GrpcWorkerCache`` hands it the
+    in-process worker for its own task).
+
+    Args:
+        address: ``"host:port"`` (`minitf.runtime.master.target_address`).
+    """
+    with _in_process_lock:
+        server = _IN_PROCESS.get(address)
+    if server is None or server._stopped.is_set():
+        return None
+    return server.worker
+
+
+class _Runners:
+    """Threads that run the partitions that may block, kept from one step to the next.
+
+    A run that may wait (for a tensor, a queue, an accumulator) must not hold
+    the connection that brought it, so it runs on a thread of its own. Making
+    a thread per run costs more than the run of a small partition; a runner
+    that has finished waits for the next run instead, and one idle for
+    `IDLE_SECONDS` ends. There is never a limit: every run that waits holds
+    a runner, and a new run never waits for one.
+    """
+
+    IDLE_SECONDS = 30.0
+
+    def __init__(self, name: str):
+        self._name = name
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Condition(threading.Lock())
+        self._idle = 0
+
+    def wait_until_idle(self, count: int, timeout: float) -> bool:
+        """Waits until ``count`` runners wait for work; False if ``timeout`` seconds pass first.
+
+        Args:
+            count: How many idle runners to wait for.
+            timeout: The longest wait in seconds.
+        """
+        with self._lock:
+            return self._lock.wait_for(lambda: self._idle == count, timeout)
+
+    def start(self, fn, *args) -> None:
+        """Runs ``fn(*args)`` on an idle runner, or on a new one if none is idle."""
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._jobs.put((fn, args))
+        if spawn:
+            threading.Thread(target=self._serve, name=self._name, daemon=True).start()
+
+    def _serve(self) -> None:
+        jobs = self._jobs
+        job = jobs.get()
+        while True:
+            fn, args = job
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - a run reports its own errors; keep the runner
+                logger.exception("%s: a run failed outside its step", self._name)
+            del fn, args, job  # hold nothing of a finished run while idle
+            with self._lock:
+                self._idle += 1
+                self._lock.notify_all()
+            try:
+                job = jobs.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0 and jobs.empty():
+                        self._idle -= 1
+                        self._lock.notify_all()
+                        return
+                job = jobs.get()  # a run was given to this runner meanwhile
 
 
 def _write_moves(path: str, scheduler: HeldScheduler) -> None:
@@ -399,6 +505,7 @@ class Server:
         self._stepper_wires: set[Wire] = set()  # connections a stepper moves this task over
         self._listener: WireListener | None = None
         self._wires: set[Wire] = set()
+        self._runners = _Runners(f"minitf-run{task_name}")
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         if start:
@@ -495,6 +602,8 @@ class Server:
             threading.Thread(
                 target=self._accept_loop, name=f"minitf-accept{self.task_name}", daemon=True
             ).start()
+        with _in_process_lock:
+            _IN_PROCESS[f"{host}:{port}"] = self
         logger.info("started %s on %s", self.task_name, self.target)
 
     def join(self) -> None:
@@ -507,8 +616,12 @@ class Server:
             if self._stopped.is_set():
                 return
             self._stopped.set()
+            address = "{}:{}".format(*self._address())
             listener, self._listener = self._listener, None
             wires = list(self._wires)
+        with _in_process_lock:
+            if _IN_PROCESS.get(address) is self:
+                del _IN_PROCESS[address]
         if listener is not None:
             listener.close()
         for wire in wires:
@@ -625,6 +738,10 @@ class Server:
         if kind == "tensor":
             _, step_id, key, value = message
             worker.deliver_tensor(step_id, key, value)
+        elif kind == "tensors":
+            _, step_id, items = message
+            for key, value in items:
+                worker.deliver_tensor(step_id, key, value)
         elif kind == "abort":
             _, step_id, code, text = message
             worker.abort_step(
@@ -634,7 +751,7 @@ class Server:
             if len(message) != 7:
                 raise ValueError(f"a run request has 7 fields, not {len(message)}")
             if worker.may_block(message[2]):
-                threading.Thread(target=self._run, args=(wire, message), daemon=True).start()
+                self._runners.start(self._run, wire, message)
             else:
                 self._run(wire, message)
         elif kind == "register":
