@@ -94,9 +94,10 @@ class Settings:
         self.replicas = int(replicas) if replicas is not None else max(1, self.workers - 1)
         self.straggler = getattr(args, "straggler", None) or ""
         self._check(mode)
-        # A trace long enough to catch the slowest straggler a few times (at most 2 s).
+        # A trace long enough to catch the slowest straggler several times (at
+        # most 2 s): a straggler also waits for tokens the fast workers take.
         slowest = max((m.mean for m in delays.parse(self.straggler).values()), default=0.0)
-        self.min_trace_seconds = min(2.0, 3 * slowest)
+        self.min_trace_seconds = min(2.0, 5 * slowest)
 
     def _check(self, mode: str) -> None:
         def fail(message: str):
@@ -209,8 +210,12 @@ def main(args) -> int:
         env=env,
     )
     start = time.perf_counter()
-    with cluster:
+    try:
+        # The observer connects before any worker trains: the trace it takes
+        # midway cannot miss a run that is over in less than a second.
+        cluster.start(jobs=["ps"])
         sess, model = _observer(cluster)
+        cluster.start(jobs=["worker"])
         with sess:
             reporter = _Reporter(SyncRecord(sess) if settings.sync else None, report_every)
             trace = _train_and_trace(cluster, sess, model, settings, reporter)
@@ -225,6 +230,8 @@ def main(args) -> int:
             test_loss, test_acc = sess.run(
                 [model["loss"], model["accuracy"]], {model["x"]: test_x, model["y"]: test_y}
             )
+    finally:
+        cluster.stop()
     metrics = {
         "mode": "sync" if settings.sync else "async",
         "ps_tasks": settings.ps,
@@ -285,7 +292,9 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
     """Follows the global step until the workers are done; traces a few steps midway.
 
     The trace spans `TRACED_STEPS` global steps, and with a straggler at least
-    three times its mean delay, so that its wait shows.
+    five times its mean delay, so that its waits show. It ends before the last
+    eighth of the steps at the latest: the workers must still be running when
+    it stops, or what they recorded goes with them.
 
     Returns the traced span's step stats (None if training ended before it began).
     """
@@ -296,13 +305,15 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
     while _workers_running(cluster):
         global_step = _global_step(sess, model)
         bar.update(min(steps, global_step) - bar.n)
-        if trace is None and tracer is None and global_step >= steps // 3:
+        if trace is None and tracer is None and global_step >= steps // 4:
             tracer, traced_from = Tracer(sess).start(), global_step
             traced_since = time.monotonic()
-        elif (
-            tracer is not None
-            and global_step >= traced_from + TRACED_STEPS
-            and time.monotonic() - traced_since >= settings.min_trace_seconds
+        elif tracer is not None and (
+            global_step >= steps - max(2, steps // 8)
+            or (
+                global_step >= traced_from + TRACED_STEPS
+                and time.monotonic() - traced_since >= settings.min_trace_seconds
+            )
         ):
             trace, tracer = tracer.stop(), None
         polls += 1

@@ -170,13 +170,32 @@ class LocalCluster:
 
     # -- starting ----------------------------------------------------------------------------
 
-    def start(self) -> LocalCluster:
-        """Starts every task process (ps tasks first)."""
+    def start(self, jobs: Sequence[str] | None = None) -> LocalCluster:
+        """Starts the task processes of ``jobs`` (default: every job; ps tasks first).
+
+        Starting the ps tasks first and the workers later lets this process
+        connect to the ps before any worker trains (the demo's observer does).
+
+        Args:
+            jobs: The jobs to start, or None for all.
+
+        Raises:
+            ValueError: for a job the cluster does not have, or one already started.
+        """
+        known = self.cluster_spec.jobs
+        chosen = list(known) if jobs is None else list(jobs)
+        unknown = [job for job in chosen if job not in known]
+        with self._lock:
+            started = sorted({job for job, _ in self._procs if job in chosen})
+        if unknown or started:
+            raise ValueError(
+                f"cannot start jobs {unknown or started}: the cluster has {sorted(known)}"
+                + (f", and {started} already started" if started else "")
+            )
         atexit.register(self.stop)
         # Sessions made in this process must share the tasks' secret.
         os.environ[SECRET_ENV] = self.secret
-        jobs = sorted(self.cluster_spec.jobs, key=lambda j: (j != "ps", j))
-        for job in jobs:
+        for job in sorted(chosen, key=lambda j: (j != "ps", j)):
             for index in self.cluster_spec.task_indices(job):
                 self._start_task(job, index)
         return self

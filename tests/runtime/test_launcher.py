@@ -244,3 +244,18 @@ def test_free_ports_are_distinct_bindable_and_outside_the_ephemeral_range():
         assert not low <= port <= high and not 49152 <= port <= 65535
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))  # still free
+
+
+def test_jobs_start_one_at_a_time_and_not_twice():
+    cluster = LocalCluster({"ps": 1, "worker": 1}, output=None)
+    with pytest.raises(ValueError, match="nope"):
+        cluster.start(jobs=["nope"])
+    try:
+        cluster.start(jobs=["ps"])
+        assert set(cluster.poll()) == {("ps", 0)}  # no worker yet
+        with pytest.raises(ValueError, match="already started"):
+            cluster.start(jobs=["ps"])
+        cluster.start(jobs=["worker"])
+        assert set(cluster.poll()) == {("ps", 0), ("worker", 0)}
+    finally:
+        cluster.stop()
