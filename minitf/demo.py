@@ -292,9 +292,9 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
     """Follows the global step until the workers are done; traces a few steps midway.
 
     The trace spans `TRACED_STEPS` global steps, and with a straggler at least
-    five times its mean delay, so that its waits show. It ends before the last
-    eighth of the steps at the latest: the workers must still be running when
-    it stops, or what they recorded goes with them.
+    five times its mean delay, so that its waits show. It starts at a quarter
+    of the steps and ends soon after half of them at the latest: the workers
+    must still be running when it stops, or what they recorded goes with them.
 
     Returns the traced span's step stats (None if training ended before it began).
     """
@@ -309,7 +309,7 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
             tracer, traced_from = Tracer(sess).start(), global_step
             traced_since = time.monotonic()
         elif tracer is not None and (
-            global_step >= steps - max(2, steps // 8)
+            global_step >= steps // 2 + TRACED_STEPS
             or (
                 global_step >= traced_from + TRACED_STEPS
                 and time.monotonic() - traced_since >= settings.min_trace_seconds
