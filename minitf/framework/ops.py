@@ -646,6 +646,7 @@ class Graph:
             op: The op that may not be fetched (nor its outputs).
         """
         self._unfetchable.add(op)
+        self._version += 1  # what a session kept for fetching it is stale
 
     def is_fetchable(self, tensor_or_op: Tensor | Operation) -> bool:
         """True if ``tensor_or_op`` may be fetched.

@@ -27,7 +27,6 @@ import numpy as np
 
 from minitf.framework import dtypes, errors, ops, tensor_shape
 from minitf.framework.op_registry import NotDifferentiable, get_kernel_def, register_kernel
-from minitf.ops.math_kernels import reusable
 
 __all__: list[str] = []
 
@@ -350,6 +349,8 @@ def _read(op, resource, i: int) -> np.ndarray:
 
 
 def _check_scalar(op, arg: str, value) -> None:
+    if type(value) is np.ndarray and value.ndim == 0 or isinstance(value, np.generic):
+        return
     if np.ndim(value) != 0:
         raise errors.InvalidArgumentError(
             op.node_def, op, f"{arg} is not a scalar: {_debug_shape(np.shape(value))}"
@@ -449,35 +450,32 @@ def _register_gradient_descent() -> None:
 
     As TF's kernel, the update writes into the variable's array
     (`minitf.ops.state_ops.VariableResource.subtract`: in place unless
-    something else still holds the value). With buffers, ``delta * alpha`` is
-    computed into an array the kernel keeps between steps.
+    something else still holds the value). ``delta * alpha`` goes into an
+    array the kernel keeps between steps: it is written and read only under
+    the variable's lock and never leaves the kernel, so steps that run the
+    kernel at once (two workers' updates on a ps) never share it.
     """
 
     def builder_for(resource: bool):
         def builder(op):
-            def descend(var, alpha, delta, buffers):
+            scratch = [None]
+
+            def compute(ctx, var, alpha, delta):
                 with var.lock:
                     dtype = _checked_descent(op, var, alpha, delta)
                     if (
-                        buffers is not None
-                        and type(delta) is np.ndarray
+                        type(delta) is np.ndarray
                         and delta.dtype == dtype
                         and getattr(alpha, "dtype", None) == dtype
                     ):
-                        out = reusable(buffers, 0, delta.shape, dtype)
+                        out = scratch[0]
+                        if out is None or out.shape != delta.shape or out.dtype != dtype:
+                            out = scratch[0] = np.empty(delta.shape, dtype)
                         var.subtract(np.multiply(delta, alpha, out=out))
                     else:
                         var.subtract(delta * alpha)
                 return None if resource else var
 
-            def compute(ctx, var, alpha, delta):
-                return descend(var, alpha, delta, None)
-
-            def with_buffers():
-                buffers = [None]
-                return lambda ctx, var, alpha, delta: descend(var, alpha, delta, buffers)
-
-            compute.with_buffers = with_buffers
             return compute
 
         return builder

@@ -133,6 +133,7 @@ class BaseSession:
         self._build_lock = threading.Lock()
         self._kernels: dict[ops.Operation, KernelInfo] = {}
         self._plans: dict[tuple, Plan] = {}
+        self._mappers: dict[tuple, fetch_lib.FetchMapper] = {}
         self._static_dims: dict[ops.Tensor, tuple] = {}
         self._active_steps: set[StepContext] = set()
         self._resource_mgr = ResourceMgr()
@@ -295,12 +296,35 @@ class BaseSession:
             raise RuntimeError(
                 "The Session graph is empty.  Add operations to the graph before calling run()."
             )
-        mapper = fetch_lib.FetchMapper(self._graph, fetches)
+        mapper = self._mapper(fetches)
         feed_tensors, feed_values = self._process_feeds(feed_dict)
         values = self._run_signature(
             mapper.tensors, mapper.ops, feed_tensors, feed_values, options, run_metadata
         )
         return mapper.build(values)
+
+    def _mapper(self, fetches) -> fetch_lib.FetchMapper:
+        """The `FetchMapper` of ``fetches``; kept for one graph element or a flat list of them.
+
+        A training loop fetches the same list every step; a mapper depends only
+        on the fetches and the graph (its version counts every change).
+        """
+        kind = type(fetches)
+        if kind is list or kind is tuple:
+            if not all(type(f) in _CACHED_FETCH_TYPES for f in fetches):
+                return fetch_lib.FetchMapper(self._graph, fetches)
+            key = (kind, tuple(fetches), self._graph.version)
+        elif kind in _CACHED_FETCH_TYPES:
+            key = (kind, fetches, self._graph.version)
+        else:
+            return fetch_lib.FetchMapper(self._graph, fetches)
+        mapper = self._mappers.get(key)
+        if mapper is None:
+            mapper = fetch_lib.FetchMapper(self._graph, fetches)
+            if len(self._mappers) >= 64:
+                self._mappers.clear()
+            self._mappers[key] = mapper
+        return mapper
 
     def make_callable(
         self, fetches: Any, feed_list: list | None = None, accept_options: bool = False
@@ -537,6 +561,10 @@ def _read_only_view(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False
     return view
+
+
+_CACHED_FETCH_TYPES = frozenset({ops.Tensor, ops.Operation, str})
+"""Fetches whose `FetchMapper` a session keeps (alone, or in a flat list or tuple)."""
 
 
 def _client_value(value):

@@ -9,6 +9,8 @@ array in place only when the variable alone holds it, as TF's ``RefCountIsOne``
 check does, so a value read earlier never changes.
 """
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -344,3 +346,28 @@ def test_a_view_of_the_variable_taken_before_its_update_in_a_step_keeps_the_old_
             seen, _ = sess.run([flat, step])
             np.testing.assert_array_equal(seen, np.array([1.0, 2.0, 3.0, 4.0]) - i)
         np.testing.assert_array_equal(sess.run(v), np.array([[1.0, 2.0], [3.0, 4.0]]) - 3)
+
+
+def test_steps_that_run_one_update_at_once_each_apply_their_own_gradient():
+    # The kernel keeps delta * alpha in an array of its own between steps; it is
+    # used only under the variable's lock, so concurrent steps never mix theirs.
+    v = tf.Variable(np.zeros(1000, np.float32))
+    grad = tf.placeholder(tf.float32, [1000])
+    step = tf.train.GradientDescentOptimizer(1.0).apply_gradients([(grad, v)])
+    runs = 200
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        update = sess.make_callable(step, [grad])
+
+        def train(value: float):
+            g = np.full(1000, value, np.float32)
+            for _ in range(runs):
+                update(g)
+
+        threads = [threading.Thread(target=train, args=(d,)) for d in (1.0, 2.0)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        # Every update subtracted its own gradient: 200 * 1 + 200 * 2, exactly.
+        np.testing.assert_array_equal(sess.run(v), np.full(1000, -600.0, np.float32))

@@ -243,6 +243,18 @@ def test_fetching_an_unfetchable_op_raises_value_error():
             sess.run(c)
 
 
+def test_a_fetch_that_ran_before_is_refused_once_it_is_marked_unfetchable():
+    c = tf.constant(1.0, name="hidden")
+    d = tf.constant(2.0, name="shown")
+    with tf.Session() as sess:
+        assert sess.run([c, d]) == [1.0, 2.0]
+        assert sess.run([c, d]) == [1.0, 2.0]  # the same list: its mapping is kept
+        tf.get_default_graph().prevent_fetching(c.op)
+        with pytest.raises(ValueError, match="'hidden' has been marked as not fetchable"):
+            sess.run([c, d])
+        assert sess.run((d, "shown:0")) == (2.0, 2.0)
+
+
 def test_feed_key_of_an_unknown_name_raises_type_error():
     p = tf.placeholder(tf.float32, shape=[])
     with tf.Session() as sess:
