@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -233,6 +234,13 @@ class Executor:
         Raises:
             OpError: the TF error of the first failing op (the step is cancelled).
         """
+        if (
+            plan.segments is not None
+            and ctx.trace is None
+            and not self.observe_ops
+            and type(self.scheduler) is FifoScheduler
+        ):
+            return self._run_segments(plan, ctx, feed_values)
         if plan.has_async or plan.has_control_flow or self.observe_ops or ctx.trace is not None:
             execution = StepExecution(plan, ctx, feed_values)
             with np.errstate(all="ignore"):
@@ -340,6 +348,51 @@ class Executor:
                 raise _deadline_error(execution)
             return
 
+    def _run_segments(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
+        """Runs a plan whose only waits are its ``_Recv`` s as straight walks between arrivals.
+
+        See `minitf.runtime.plan.Segments`: every ``_Recv`` starts waiting at
+        once; the segment that needs none runs; then each arrival runs the
+        segments it completes. Tensors for other tasks leave in one message
+        per task before each wait and at the end (`StepContext.post`).
+
+        Raises:
+            OpError: a kernel's error naming its op, a ``_Recv`` 's error (an
+                aborted step, a lost peer), or ``DeadlineExceededError`` naming
+                the ``_Recv`` s still waiting. The step is cancelled on the way out.
+        """
+        segments = plan.segments
+        vals = initial_values(plan, feed_values)
+        waiting = _Arrivals(plan, ctx)
+        ctx.outbox = {}
+        try:
+            with np.errstate(all="ignore"):
+                for index, bit, slot in segments.recvs:
+                    waiting.start(index, bit, slot)
+                arrived = 0
+                todo = list(segments.order)
+                while todo:
+                    still = []
+                    for mask, entries in todo:
+                        if mask & ~arrived:
+                            still.append((mask, entries))
+                        else:
+                            _walk(entries, vals, ctx)
+                    todo = still
+                    if todo:
+                        ctx.flush_outbox()
+                        arrived |= waiting.next(vals, self)
+                ctx.flush_outbox()
+                # Every tensor the step waits for has come, even one no op reads.
+                while waiting.waiting:
+                    waiting.next(vals, self)
+        except BaseException:
+            ctx.cancellation.start_cancel()
+            raise
+        finally:
+            ctx.outbox = None
+        return fetched(plan, vals)
+
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
         walks = plan.walks
@@ -353,6 +406,65 @@ class Executor:
                 _walk(walks.unfused_rest[declined], vals, ctx)
         finally:
             walks.give(walk)
+
+
+class _Arrivals:
+    """The ``_Recv`` s of a segmented step (`Executor._run_segments`) and their tensors.
+
+    It answers like a `StepExecution` where the deadline error and the log of
+    a waiting step look (``steps``, ``waiting``, ``ctx``, ``waits_for``).
+    """
+
+    def __init__(self, plan: Plan, ctx: StepContext):
+        self.steps = plan.steps
+        self.ctx = ctx
+        self.waiting: set[int] = set()
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._where: dict[int, tuple[int, int]] = {}
+
+    def start(self, index: int, bit: int, slot: int) -> None:
+        """Starts the ``_Recv`` at step ``index``; its tensor goes to ``slot``."""
+        self.waiting.add(index)
+        self._where[index] = (bit, slot)
+        step = self.steps[index]
+        inbox = self._inbox
+        try:
+            step.compute(self.ctx, lambda value: inbox.put((index, value)))
+        except Exception as exc:
+            raise as_op_error(exc, step.op) from exc
+
+    def next(self, vals: list, executor: Executor) -> int:
+        """Waits for the next tensor, stores it; returns the bits of what arrived."""
+        ctx, interval = self.ctx, executor.wait_log_secs
+        started = ctx.clock.now()
+        while True:
+            remaining = ctx.clock.remaining(ctx.deadline)
+            logs = bool(interval) and (remaining is None or remaining > interval)
+            try:
+                index, value = self._inbox.get(timeout=interval if logs else remaining)
+                break
+            except queue.Empty:
+                if not logs:
+                    raise _deadline_error(self) from None
+                _log_waiting(executor.task, self, ctx.clock.now() - started)
+        arrived = 0
+        while True:
+            if isinstance(value, BaseException):
+                raise as_op_error(value, self.steps[index].op)
+            bit, slot = self._where[index]
+            vals[slot] = value
+            self.waiting.discard(index)
+            arrived |= bit
+            try:
+                index, value = self._inbox.get_nowait()
+            except queue.Empty:
+                return arrived
+
+    def waits_for(self, i: int) -> dict:
+        """What the ``_Recv`` at step ``i`` waits for (as `StepExecution.waits_for`)."""
+        op = self.steps[i].op
+        key, sender = op.get_attr("tensor_name"), op.get_attr("send_task")
+        return {"kind": "tensor", "key": key, "from": sender}
 
 
 def _walk(entries: tuple, vals: list, ctx: StepContext) -> Operation | None:

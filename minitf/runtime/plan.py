@@ -106,6 +106,9 @@ class Plan:
             control edges only order the dataflow loop).
         walks: The walks with buffers and fused chains of a plan the executor
             may walk straight (`Walks`), or None.
+        segments: For a plan whose only ops that may wait are ``_Recv`` s that
+            wait for nothing else (a ps's or a worker's step), the walk cut
+            into `Segments`; else None.
     """
 
     steps: tuple[PlanStep, ...]
@@ -119,6 +122,7 @@ class Plan:
     straight: tuple[tuple, ...]
     has_control_flow: bool = False
     walks: Walks | None = None
+    segments: Segments | None = None
 
     @property
     def ops(self) -> list[Operation]:
@@ -449,9 +453,11 @@ def build_plan(
     has_control_flow = any(
         s.op.type == "Switch" or (recv_dead and s.op.type == "_Recv") for s in steps
     )
-    walks = None
+    walks = segments = None
     if not (has_async or has_control_flow):
         walks = _walks(walked, straight, kernels, fetch_slots)
+    elif not has_control_flow:
+        segments = Segments.of(steps)
     return Plan(
         steps=tuple(steps),
         num_slots=scratch,
@@ -464,6 +470,7 @@ def build_plan(
         straight=straight,
         has_control_flow=has_control_flow,
         walks=walks,
+        segments=segments,
     )
 
 
@@ -558,6 +565,57 @@ def _not_computed(op: Operation) -> Callable:
         return None if outputs == 1 else [None] * outputs
 
     return compute
+
+
+@dataclass(frozen=True)
+class Segments:
+    """A step whose only waits are its ``_Recv`` s, as straight walks between arrivals.
+
+    Each op belongs to the segment of the ``_Recv`` s it depends on, through
+    data or control edges (a bit mask of them). A segment can run once all
+    its ``_Recv`` s have their tensors, and then runs straight, in the plan's
+    order: what it needs from other segments comes from segments whose masks
+    are subsets of its own, which are earlier in `order`. The executor runs
+    the segment that needs no tensor, then, as tensors arrive, every segment
+    they complete. No op waits for a tensor it does not need, so the step
+    sends what its peers wait for as early as the dataflow loop would: it
+    cannot wait where the loop would not.
+
+    Attributes:
+        recvs: ``(step index, bit, output slot)`` of each ``_Recv``.
+        order: ``(mask, straight entries)`` of each segment, subsets first.
+    """
+
+    recvs: tuple[tuple[int, int, int], ...]
+    order: tuple[tuple[int, tuple], ...]
+
+    @staticmethod
+    def of(steps: list[PlanStep]) -> Segments | None:
+        """The segments of a plan's steps, or None if an op other than a root ``_Recv`` may wait.
+
+        Args:
+            steps: The plan's steps, in its topological order.
+        """
+        recvs = []
+        masks = [0] * len(steps)
+        for i, step in enumerate(steps):
+            if step.is_async:
+                if step.op.type != "_Recv" or step.num_predecessors:
+                    return None
+                bit = 1 << len(recvs)
+                recvs.append((i, bit, step.out_slots[0]))
+                masks[i] = bit
+            for j in step.successors:
+                masks[j] |= masks[i]
+        groups: dict[int, list[tuple]] = {}
+        first: dict[int, int] = {}
+        for i, step in enumerate(steps):
+            if step.is_async or step.unread or step.op.type == "NoOp":
+                continue
+            groups.setdefault(masks[i], []).append(_straight_entry(step))
+            first.setdefault(masks[i], i)
+        order = sorted(groups, key=lambda m: (m.bit_count(), first[m]))
+        return Segments(tuple(recvs), tuple((m, tuple(groups[m])) for m in order))
 
 
 def _straight_entry(step: PlanStep, compute: Callable | None = None) -> tuple:
