@@ -1,0 +1,110 @@
+"""Segmented walks: a partition whose only waits are its ``_Recv`` s runs straight between arrivals.
+
+The expected values are computed by hand (numpy); the structure expected of
+the segments is the rule of `minitf.runtime.plan.Segments`: an op runs in the
+segment of the ``_Recv`` s it depends on.
+"""
+
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.runtime.launcher import free_ports
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def cluster():
+    """A ps task and a worker task on free loopback ports."""
+    ports = free_ports(2)
+    spec = tf.train.ClusterSpec(
+        {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
+    )
+    servers = {
+        "ps": tf.train.Server(spec, job_name="ps", task_index=0),
+        "worker": tf.train.Server(spec, job_name="worker", task_index=0),
+    }
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+def _plans(server):
+    return [registered.plan for registered in server.worker._registered.values()]
+
+
+def test_async_sgd_on_a_ps_sends_first_and_updates_when_the_gradient_comes(cluster):
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(np.array([1.0, -2.0], np.float32), name="w")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, [2])
+        loss = tf.reduce_sum(tf.square(w * x))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    x_val = np.array([3.0, 0.5], np.float32)
+    expected = np.array([1.0, -2.0], np.float32)
+    with tf.Session(cluster["worker"].target) as sess:
+        sess.run(w.initializer)
+        for _ in range(3):
+            sess.run(train, {x: x_val})
+            # d/dw sum((w x)^2) = 2 w x^2, by hand
+            expected = expected - np.float32(0.1) * (np.float32(2) * expected * x_val * x_val)
+        np.testing.assert_allclose(sess.run(w), expected, rtol=1e-6)
+    ps_plan = [p for p in _plans(cluster["ps"]) if p.segments is not None][-1]
+    (first_mask, first), (grad_mask, after) = ps_plan.segments.order
+    everything = (1 << len(ps_plan.segments.recvs)) - 1
+    assert (first_mask, grad_mask) == (0, everything)
+    # w leaves before the gradient can come back; the update waits for it.
+    assert [e[5].type for e in first if e[5].type == "_Send"] == ["_Send"]
+    assert [e[5].type for e in after] == ["ApplyGradientDescent"]
+
+
+def test_a_tensor_that_goes_out_and_back_in_one_step_does_not_wait_for_itself(cluster):
+    # worker: y = 2 p (from the ps), sent to the ps; ps: z = y + 10, sent back;
+    # worker: out = z * p. The worker's second segment needs z, which the ps
+    # can only send once the first segment's y has left.
+    with tf.device("/job:ps/task:0"):
+        p = tf.Variable(np.array([1.0, 2.0, 3.0], np.float32), name="p")
+    with tf.device("/job:worker/task:0"):
+        y = p.value() * 2.0
+    with tf.device("/job:ps/task:0"):
+        z = y + 10.0
+    with tf.device("/job:worker/task:0"):
+        out = z * p.value()
+    with tf.Session(cluster["worker"].target) as sess:
+        sess.run(p.initializer)
+        got = sess.run(out, options=tf.RunOptions(timeout_in_ms=20000))
+    p_val = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(got, (p_val * 2 + 10) * p_val)
+    worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
+    masks = [mask for mask, _ in worker_plan.segments.order]
+    assert len(worker_plan.segments.recvs) == 2
+    assert masks == sorted(masks, key=int.bit_count)  # subsets first
+    assert len(masks) == 2  # y's segment (p), then out's (p and z)
+
+
+def test_a_step_waits_for_a_tensor_that_only_orders_it(cluster):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(0.0, name="counter")
+        bump = tf.assign_add(v, 1.0)
+    with tf.device("/job:worker/task:0"), tf.control_dependencies([bump]):
+        after = tf.constant(5.0) * 2.0
+    with tf.Session(cluster["worker"].target) as sess:
+        sess.run(v.initializer)
+        for _ in range(3):
+            assert sess.run(after) == 10.0
+        assert sess.run(v) == 3.0
+    worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
+    assert len(worker_plan.segments.recvs) == 1
+
+
+def test_a_segmented_step_past_its_deadline_names_the_tensor_it_waits_for(cluster):
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(1, tf.float32, shapes=[], name="empty_q")
+        taken = q.dequeue()  # nobody enqueues: the ps waits
+    with tf.device("/job:worker/task:0"):
+        out = taken + 1.0
+    with tf.Session(cluster["worker"].target) as sess:
+        with pytest.raises(tf.errors.DeadlineExceededError) as raised:
+            sess.run(out, options=tf.RunOptions(timeout_in_ms=300))
+    assert "empty_q" in str(raised.value) or "waits for" in str(raised.value)
