@@ -373,11 +373,11 @@ class Executor:
                 todo = list(segments.order)
                 while todo:
                     still = []
-                    for mask, entries in todo:
-                        if mask & ~arrived:
-                            still.append((mask, entries))
+                    for segment in todo:
+                        if segment[0] & ~arrived:
+                            still.append(segment)
                         else:
-                            _walk(entries, vals, ctx)
+                            _walk_segment(segment, vals, ctx)
                     todo = still
                     if todo:
                         ctx.flush_outbox()
@@ -406,6 +406,21 @@ class Executor:
                 _walk(walks.unfused_rest[declined], vals, ctx)
         finally:
             walks.give(walk)
+
+
+def _walk_segment(segment: tuple, vals: list, ctx: StepContext) -> None:
+    """Runs one segment (`minitf.runtime.plan.Segments`): with its buffers once it has them."""
+    _, entries, walks = segment
+    walk = walks.take()
+    if walk is None:
+        _walk(entries, vals, ctx)
+        return
+    try:
+        declined = _walk(walk, vals, ctx)
+        if declined is not None:
+            _walk(walks.unfused_rest[declined], vals, ctx)
+    finally:
+        walks.give(walk)
 
 
 class _Arrivals:

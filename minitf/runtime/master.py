@@ -163,18 +163,24 @@ class StepIds:
         return self.base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
 
 
+_FINISHED = threading.Event()
+_FINISHED.set()
+
+
 class _Call:
     __slots__ = ("event", "reply", "notify", "on_error")
 
-    def __init__(self, notify: threading.Event | None = None):
-        self.event = threading.Event()
+    def __init__(self, notify: threading.Event | None = None, finished: bool = False):
+        # A call made in this process is over before anyone waits on it.
+        self.event = _FINISHED if finished else threading.Event()
         self.reply: tuple | None = None
         self.notify = notify  # also set when the reply comes (one event for many calls)
         self.on_error = None  # called with an error reply, on the thread that brings it
 
     def finish(self, reply: tuple) -> None:
         self.reply = reply
-        self.event.set()
+        if self.event is not _FINISHED:
+            self.event.set()
         if self.notify is not None:
             self.notify.set()
         if reply[0] == "error" and self.on_error is not None:
@@ -570,7 +576,7 @@ class Master:
         for _, pending in calls:  # a reply that came before its on_error was set
             if pending.event.is_set() and pending.reply[0] == "error":
                 cancel(pending.reply)
-        done = _Call()
+        done = _Call(finished=True)
         try:
             fetched, nodes = worker.run_graph(
                 handle, step_id, [_read_only(v) for v in values], timeout_ms, trace

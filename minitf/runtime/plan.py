@@ -457,7 +457,7 @@ def build_plan(
     if not (has_async or has_control_flow):
         walks = _walks(walked, straight, kernels, fetch_slots)
     elif not has_control_flow:
-        segments = Segments.of(steps)
+        segments = Segments.of(steps, walked, straight, kernels, fetch_slots)
     return Plan(
         steps=tuple(steps),
         num_slots=scratch,
@@ -581,20 +581,34 @@ class Segments:
     sends what its peers wait for as early as the dataflow loop would: it
     cannot wait where the loop would not.
 
+    Each segment has its `Walks` too: from its second run, its kernels write
+    into buffers they keep and its ``MatMul`` chains run fused, as a plan
+    that never waits does.
+
     Attributes:
         recvs: ``(step index, bit, output slot)`` of each ``_Recv``.
-        order: ``(mask, straight entries)`` of each segment, subsets first.
+        order: ``(mask, straight entries, walks)`` of each segment, subsets first.
     """
 
     recvs: tuple[tuple[int, int, int], ...]
-    order: tuple[tuple[int, tuple], ...]
+    order: tuple[tuple[int, tuple, Walks], ...]
 
     @staticmethod
-    def of(steps: list[PlanStep]) -> Segments | None:
+    def of(
+        steps: list[PlanStep],
+        walked: list[PlanStep],
+        straight: tuple,
+        kernels: dict[Operation, KernelInfo],
+        fetch_slots: tuple[int, ...],
+    ) -> Segments | None:
         """The segments of a plan's steps, or None if an op other than a root ``_Recv`` may wait.
 
         Args:
             steps: The plan's steps, in its topological order.
+            walked: The steps a walk runs (`Plan.straight`'s), in that order.
+            straight: Their straight-walk entries.
+            kernels: Each op's kernel.
+            fetch_slots: The fetched slots (a fetched value is never fused away).
         """
         recvs = []
         masks = [0] * len(steps)
@@ -607,15 +621,47 @@ class Segments:
                 masks[i] = bit
             for j in step.successors:
                 masks[j] |= masks[i]
-        groups: dict[int, list[tuple]] = {}
-        first: dict[int, int] = {}
-        for i, step in enumerate(steps):
-            if step.is_async or step.unread or step.op.type == "NoOp":
-                continue
-            groups.setdefault(masks[i], []).append(_straight_entry(step))
-            first.setdefault(masks[i], i)
-        order = sorted(groups, key=lambda m: (m.bit_count(), first[m]))
-        return Segments(tuple(recvs), tuple((m, tuple(groups[m])) for m in order))
+        _sink(steps, masks, set(fetch_slots))
+        mask_of = {step.op: masks[i] for i, step in enumerate(steps)}
+        groups: dict[int, list[int]] = {}
+        for position, step in enumerate(walked):
+            if not step.is_async:
+                groups.setdefault(mask_of[step.op], []).append(position)
+        order = sorted(groups, key=lambda m: (m.bit_count(), groups[m][0]))
+        return Segments(
+            tuple(recvs),
+            tuple(
+                (
+                    m,
+                    tuple(straight[p] for p in groups[m]),
+                    _walks(walked, straight, kernels, fetch_slots, groups[m]),
+                )
+                for m in order
+            ),
+        )
+
+
+def _sink(steps: list[PlanStep], masks: list[int], fetched: set[int]) -> None:
+    """Moves pure ops to the latest segment where their values are still in time.
+
+    An `isolated` op whose outputs only its readers use (no control edge
+    from it, not fetched) can run in the segment that all its readers share
+    (the AND of their masks) instead of the first one it could: it changes
+    nothing else, and its readers still find its values. Sinking from the
+    last op back keeps a ``MatMul`` with the bias add and ``Relu`` after it,
+    which wait for one more tensor, in one segment, where they run fused.
+    """
+    for i in range(len(steps) - 1, -1, -1):
+        step = steps[i]
+        if not step.isolated or not step.successors or fetched.intersection(step.out_slots):
+            continue
+        outs = set(step.out_slots)
+        if any(outs.isdisjoint(steps[j].in_slots) for j in step.successors):
+            continue  # a control edge: the op must not move past what it orders
+        shared = -1
+        for j in step.successors:
+            shared &= masks[j]
+        masks[i] = shared
 
 
 def _straight_entry(step: PlanStep, compute: Callable | None = None) -> tuple:
@@ -755,8 +801,17 @@ def _walks(
     straight: tuple,
     kernels: dict[Operation, KernelInfo],
     fetch_slots: tuple[int, ...],
+    members: list[int] | None = None,
 ) -> Walks:
-    chains = _fused_chains(walked, fetch_slots, kernels)
+    """The `Walks` of ``walked`` (all the plan's walked steps), or of those at ``members`` only.
+
+    A segment's walks (`Segments`) fuse chains within the segment; who reads
+    a value is still counted over the whole plan.
+    """
+    chains = _fused_chains(walked, fetch_slots, kernels, None if members is None else set(members))
+    if members is not None:
+        walked = [walked[m] for m in members]
+        straight = tuple(straight[m] for m in members)
     first_of = {chain.ops[0]: chain for chain in chains}
     fused = {op for chain in chains for op in chain.ops}
     # For each entry of a walk: how to make it.
@@ -787,9 +842,15 @@ def _walks(
 
 
 def _fused_chains(
-    walked: list[PlanStep], fetch_slots: tuple[int, ...], kernels: dict[Operation, KernelInfo]
+    walked: list[PlanStep],
+    fetch_slots: tuple[int, ...],
+    kernels: dict[Operation, KernelInfo],
+    allowed: set[int] | None = None,
 ) -> list[FusedChain]:
-    """The chains of ``walked`` (the steps in walk order) that can run as one kernel."""
+    """The chains of ``walked`` (the steps in walk order) that can run as one kernel.
+
+    With ``allowed``, only chains whose ops are all at those positions.
+    """
     readers: dict[int, list[tuple[int, int]]] = {}
     written_at: dict[int, int] = {}
     for pos, step in enumerate(walked):
@@ -803,6 +864,8 @@ def _fused_chains(
     for start, first in enumerate(walked):
         if first.op.type != "MatMul" or not first.op.outputs[0].dtype.is_floating:
             continue
+        if allowed is not None and start not in allowed:
+            continue
         members, epilogue, extras, also_written = [start], [], [], []
         slot = first.out_slots[0]
         while slot not in fetched:
@@ -815,6 +878,8 @@ def _fused_chains(
             kind = _epilogue_kind(step.op, index)
             if kind is None or pos in taken or len(step.out_slots) != 1:
                 break
+            if allowed is not None and pos not in allowed:
+                break  # in another segment: it runs at another time
             extra = step.in_slots[1] if kind in ("BiasAdd", "ReluGrad") else None
             if extra is not None and written_at.get(extra, -1) > start:
                 break  # not computed yet where the chain runs

@@ -309,12 +309,12 @@ class BaseSession:
         A training loop fetches the same list every step; a mapper depends only
         on the fetches and the graph (its version counts every change).
         """
-        kind = type(fetches)
+        kind, cached = type(fetches), _cached_fetch_types()
         if kind is list or kind is tuple:
-            if not all(type(f) in _CACHED_FETCH_TYPES for f in fetches):
+            if not all(type(f) in cached for f in fetches):
                 return fetch_lib.FetchMapper(self._graph, fetches)
             key = (kind, tuple(fetches), self._graph.version)
-        elif kind in _CACHED_FETCH_TYPES:
+        elif kind in cached:
             key = (kind, fetches, self._graph.version)
         else:
             return fetch_lib.FetchMapper(self._graph, fetches)
@@ -563,8 +563,22 @@ def _read_only_view(array: np.ndarray) -> np.ndarray:
     return view
 
 
-_CACHED_FETCH_TYPES = frozenset({ops.Tensor, ops.Operation, str})
-"""Fetches whose `FetchMapper` a session keeps (alone, or in a flat list or tuple)."""
+_CACHED_FETCH_TYPES: frozenset = frozenset()
+
+
+def _cached_fetch_types() -> frozenset:
+    """Fetches whose `FetchMapper` a session keeps (alone, or in a flat list or tuple).
+
+    Tensors, ops, names and variables (a training loop fetches its global step).
+    """
+    global _CACHED_FETCH_TYPES
+    if not _CACHED_FETCH_TYPES:
+        from minitf.ops import variables  # the ops layer is above the runtime
+
+        _CACHED_FETCH_TYPES = frozenset(
+            {ops.Tensor, ops.Operation, str, variables.Variable, variables.ResourceVariable}
+        )
+    return _CACHED_FETCH_TYPES
 
 
 def _client_value(value):

@@ -51,7 +51,7 @@ def test_async_sgd_on_a_ps_sends_first_and_updates_when_the_gradient_comes(clust
             expected = expected - np.float32(0.1) * (np.float32(2) * expected * x_val * x_val)
         np.testing.assert_allclose(sess.run(w), expected, rtol=1e-6)
     ps_plan = [p for p in _plans(cluster["ps"]) if p.segments is not None][-1]
-    (first_mask, first), (grad_mask, after) = ps_plan.segments.order
+    (first_mask, first, _), (grad_mask, after, _) = ps_plan.segments.order
     everything = (1 << len(ps_plan.segments.recvs)) - 1
     assert (first_mask, grad_mask) == (0, everything)
     # w leaves before the gradient can come back; the update waits for it.
@@ -77,7 +77,7 @@ def test_a_tensor_that_goes_out_and_back_in_one_step_does_not_wait_for_itself(cl
     p_val = np.array([1.0, 2.0, 3.0], np.float32)
     np.testing.assert_array_equal(got, (p_val * 2 + 10) * p_val)
     worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
-    masks = [mask for mask, _ in worker_plan.segments.order]
+    masks = [mask for mask, _, _ in worker_plan.segments.order]
     assert len(worker_plan.segments.recvs) == 2
     assert masks == sorted(masks, key=int.bit_count)  # subsets first
     assert len(masks) == 2  # y's segment (p), then out's (p and z)
@@ -108,3 +108,42 @@ def test_a_segmented_step_past_its_deadline_names_the_tensor_it_waits_for(cluste
         with pytest.raises(tf.errors.DeadlineExceededError) as raised:
             sess.run(out, options=tf.RunOptions(timeout_in_ms=300))
     assert "empty_q" in str(raised.value) or "waits for" in str(raised.value)
+
+
+def _mlp_steps(target: str | None, steps: int) -> list[np.ndarray]:
+    """Trains a 6-16-3 MLP (variables on the ps, the model on the worker) and returns its weights."""
+    rng = np.random.default_rng(5)
+    x_val = rng.standard_normal((32, 6)).astype(np.float32)
+    y_val = rng.integers(0, 3, 32)
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/job:ps/task:0" if target else None):
+            w1 = tf.Variable(rng.standard_normal((6, 16)).astype(np.float32), name="w1")
+            b1 = tf.Variable(np.zeros(16, np.float32), name="b1")
+            w2 = tf.Variable(rng.standard_normal((16, 3)).astype(np.float32), name="w2")
+        with tf.device("/job:worker/task:0" if target else None):
+            x = tf.placeholder(tf.float32, [None, 6])
+            y = tf.placeholder(tf.int64, [None])
+            hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
+            logits = tf.matmul(hidden, w2)
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            )
+            train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        init = tf.global_variables_initializer()
+    with tf.Session(target or "", graph=graph) as sess:
+        sess.run(init)
+        for _ in range(steps):
+            sess.run(train, {x: x_val, y: y_val})
+        return sess.run([w1, b1, w2])
+
+
+def test_a_segmented_model_with_buffers_and_fused_kernels_trains_as_a_local_session(cluster):
+    local = _mlp_steps(None, 6)
+    remote = _mlp_steps(cluster["worker"].target, 6)
+    for a, b in zip(local, remote):
+        np.testing.assert_array_equal(a, b)  # bit for bit
+    worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
+    chains = [c for _, _, walks in worker_plan.segments.order for c in walks.chains]
+    fused = [[op.type for op in chain.ops] for chain in chains]
+    assert ["MatMul", "AddV2", "Relu"] in fused or ["MatMul", "Add", "Relu"] in fused

@@ -255,6 +255,14 @@ def test_a_fetch_that_ran_before_is_refused_once_it_is_marked_unfetchable():
         assert sess.run((d, "shown:0")) == (2.0, 2.0)
 
 
+def test_a_kept_fetch_of_a_variable_reads_its_value_now():
+    v = tf.Variable(1.0)
+    bump = tf.assign_add(v, 1.0)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert [sess.run([bump.op, v])[1] for _ in range(3)] == [2.0, 3.0, 4.0]
+
+
 def test_feed_key_of_an_unknown_name_raises_type_error():
     p = tf.placeholder(tf.float32, shape=[])
     with tf.Session() as sess:
