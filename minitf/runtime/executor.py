@@ -395,23 +395,18 @@ class Executor:
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
-        walks = plan.walks
-        walk = walks.take() if walks is not None else None
-        if walk is None:
-            _walk(plan.straight, vals, ctx)
-            return
-        try:
-            declined = _walk(walk, vals, ctx)
-            if declined is not None:
-                _walk(walks.unfused_rest[declined], vals, ctx)
-        finally:
-            walks.give(walk)
+        _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
 
 
 def _walk_segment(segment: tuple, vals: list, ctx: StepContext) -> None:
     """Runs one segment (`minitf.runtime.plan.Segments`): with its buffers once it has them."""
     _, entries, walks = segment
-    walk = walks.take()
+    _walk_with_buffers(entries, walks, vals, ctx)
+
+
+def _walk_with_buffers(entries: tuple, walks, vals: list, ctx: StepContext) -> None:
+    """Walks one of ``walks`` (`minitf.runtime.plan.Walks`), or ``entries`` when it has none yet."""
+    walk = walks.take() if walks is not None else None
     if walk is None:
         _walk(entries, vals, ctx)
         return

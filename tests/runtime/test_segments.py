@@ -111,7 +111,7 @@ def test_a_segmented_step_past_its_deadline_names_the_tensor_it_waits_for(cluste
 
 
 def _mlp_steps(target: str | None, steps: int) -> list[np.ndarray]:
-    """Trains a 6-16-3 MLP (variables on the ps, the model on the worker) and returns its weights."""
+    """Trains a 6-16-3 MLP (variables on the ps, the model on the worker); returns its weights."""
     rng = np.random.default_rng(5)
     x_val = rng.standard_normal((32, 6)).astype(np.float32)
     y_val = rng.integers(0, 3, 32)
