@@ -254,26 +254,7 @@ class StepExecution:
             and ``global_step``) with ``"required"`` where the op needs more
             than one; otherwise ``{"kind": "completion"}``.
         """
-        step = self.steps[i]
-        op = step.op
-        if op.type == "_Recv":
-            return {
-                "kind": "tensor",
-                "key": op.get_attr("tensor_name"),
-                "from": op.get_attr("send_task"),
-            }
-        vals = self.vals
-        resource = vals[step.in_slots[0]] if step.in_slots else None
-        state_locked = getattr(resource, "state_locked", None)
-        if state_locked is None:
-            return {"kind": "completion"}
-        with resource.lock:
-            state = dict(state_locked())
-        if "Dequeue" in op.type:
-            state["required"] = int(vals[step.in_slots[1]]) if len(step.in_slots) > 1 else 1
-        elif "TakeGradient" in op.type:
-            state["required"] = int(vals[step.in_slots[1]])
-        return state
+        return waits_of(self.steps[i], self.vals)
 
     def run_op(self, i: int) -> None:
         """Runs the ready op ``i``.
@@ -430,6 +411,30 @@ class StepExecution:
             if pending[j] == 0:
                 ready.append(j)
         self.done_ops += 1
+
+
+def waits_of(step, vals: list) -> dict:
+    """What the waiting op of ``step`` waits for (see `StepExecution.waits_for`).
+
+    Args:
+        step: The op's `minitf.runtime.plan.PlanStep`.
+        vals: The step's value slots (its inputs: a queue, an accumulator).
+    """
+    op = step.op
+    if op.type == "_Recv":
+        key, sender = op.get_attr("tensor_name"), op.get_attr("send_task")
+        return {"kind": "tensor", "key": key, "from": sender}
+    resource = vals[step.in_slots[0]] if step.in_slots else None
+    state_locked = getattr(resource, "state_locked", None)
+    if state_locked is None:
+        return {"kind": "completion"}
+    with resource.lock:
+        state = dict(state_locked())
+    if "Dequeue" in op.type:
+        state["required"] = int(vals[step.in_slots[1]]) if len(step.in_slots) > 1 else 1
+    elif "TakeGradient" in op.type:
+        state["required"] = int(vals[step.in_slots[1]])
+    return state
 
 
 def describe_wait(waits: dict) -> str:

@@ -40,6 +40,7 @@ from minitf.runtime.execution import (
     describe_wait,
     fetched,
     initial_values,
+    waits_of,
 )
 from minitf.runtime.plan import Plan
 from minitf.runtime.scheduler import DELIVER, FifoScheduler, Scheduler
@@ -349,17 +350,19 @@ class Executor:
             return
 
     def _run_segments(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
-        """Runs a plan whose only waits are its ``_Recv`` s as straight walks between arrivals.
+        """Runs a plan with ops that may wait as straight walks between their completions.
 
-        See `minitf.runtime.plan.Segments`: every ``_Recv`` starts waiting at
-        once; the segment that needs none runs; then each arrival runs the
-        segments it completes. Tensors for other tasks leave in one message
-        per task before each wait and at the end (`StepContext.post`).
+        See `minitf.runtime.plan.Segments`: the executor runs every segment
+        whose waiting ops have completed, starts every waiting op whose
+        inputs are ready, and waits for the next completion, until all have
+        run. Tensors for other tasks leave in one message per task before
+        each wait and at the end (`StepContext.post`).
 
         Raises:
-            OpError: a kernel's error naming its op, a ``_Recv`` 's error (an
-                aborted step, a lost peer), or ``DeadlineExceededError`` naming
-                the ``_Recv`` s still waiting. The step is cancelled on the way out.
+            OpError: a kernel's error naming its op, a waiting op's error (an
+                aborted step, a lost peer, a closed queue), or
+                ``DeadlineExceededError`` naming the ops still waiting and
+                what for. The step is cancelled on the way out.
         """
         segments = plan.segments
         vals = initial_values(plan, feed_values)
@@ -367,25 +370,33 @@ class Executor:
         ctx.outbox = {}
         try:
             with np.errstate(all="ignore"):
-                for index, bit, slot in segments.recvs:
-                    waiting.start(index, bit, slot)
-                arrived = 0
+                completed = 0
                 todo = list(segments.order)
-                while todo:
+                unstarted = list(segments.waits)
+                while True:
                     still = []
                     for segment in todo:
-                        if segment[0] & ~arrived:
+                        if segment[0] & ~completed:
                             still.append(segment)
                         else:
                             _walk_segment(segment, vals, ctx)
                     todo = still
-                    if todo:
-                        ctx.flush_outbox()
-                        arrived |= waiting.next(vals, self)
+                    later = []
+                    for wait in unstarted:
+                        if wait[2] & ~completed:
+                            later.append(wait)
+                        else:
+                            waiting.start(wait[0], wait[1], vals)
+                    unstarted = later
+                    if not waiting.waiting:
+                        if todo or unstarted:  # a plan whose masks do not add up
+                            raise errors.InternalError(
+                                None, None, f"step {ctx.step_id:x} has ops that can never run"
+                            )
+                        break
+                    ctx.flush_outbox()
+                    completed |= waiting.next(vals, self)
                 ctx.flush_outbox()
-                # Every tensor the step waits for has come, even one no op reads.
-                while waiting.waiting:
-                    waiting.next(vals, self)
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
@@ -419,7 +430,7 @@ def _walk_with_buffers(entries: tuple, walks, vals: list, ctx: StepContext) -> N
 
 
 class _Arrivals:
-    """The ``_Recv`` s of a segmented step (`Executor._run_segments`) and their tensors.
+    """The waiting ops of a segmented step (`Executor._run_segments`) and their completions.
 
     It answers like a `StepExecution` where the deadline error and the log of
     a waiting step look (``steps``, ``waiting``, ``ctx``, ``waits_for``).
@@ -430,21 +441,24 @@ class _Arrivals:
         self.ctx = ctx
         self.waiting: set[int] = set()
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._where: dict[int, tuple[int, int]] = {}
+        self._bits: dict[int, int] = {}
+        self._vals: list = []
 
-    def start(self, index: int, bit: int, slot: int) -> None:
-        """Starts the ``_Recv`` at step ``index``; its tensor goes to ``slot``."""
+    def start(self, index: int, bit: int, vals: list) -> None:
+        """Starts the waiting op at step ``index`` with its inputs from ``vals``."""
         self.waiting.add(index)
-        self._where[index] = (bit, slot)
+        self._bits[index] = bit
+        self._vals = vals
         step = self.steps[index]
         inbox = self._inbox
+        args = [vals[j] for j in step.in_slots]
         try:
-            step.compute(self.ctx, lambda value: inbox.put((index, value)))
+            step.compute(self.ctx, lambda value: inbox.put((index, value)), *args)
         except Exception as exc:
             raise as_op_error(exc, step.op) from exc
 
     def next(self, vals: list, executor: Executor) -> int:
-        """Waits for the next tensor, stores it; returns the bits of what arrived."""
+        """Waits for the next completion, stores its outputs; returns the bits of what completed."""
         ctx, interval = self.ctx, executor.wait_log_secs
         started = ctx.clock.now()
         while True:
@@ -457,24 +471,27 @@ class _Arrivals:
                 if not logs:
                     raise _deadline_error(self) from None
                 _log_waiting(executor.task, self, ctx.clock.now() - started)
-        arrived = 0
+        completed = 0
         while True:
+            step = self.steps[index]
             if isinstance(value, BaseException):
-                raise as_op_error(value, self.steps[index].op)
-            bit, slot = self._where[index]
-            vals[slot] = value
+                raise as_op_error(value, step.op)
+            outs = step.out_slots
+            if len(outs) == 1:
+                vals[outs[0]] = value
+            elif outs:
+                for slot, part in zip(outs, value):
+                    vals[slot] = part
             self.waiting.discard(index)
-            arrived |= bit
+            completed |= self._bits[index]
             try:
                 index, value = self._inbox.get_nowait()
             except queue.Empty:
-                return arrived
+                return completed
 
     def waits_for(self, i: int) -> dict:
-        """What the ``_Recv`` at step ``i`` waits for (as `StepExecution.waits_for`)."""
-        op = self.steps[i].op
-        key, sender = op.get_attr("tensor_name"), op.get_attr("send_task")
-        return {"kind": "tensor", "key": key, "from": sender}
+        """What the waiting op at step ``i`` waits for (as `StepExecution.waits_for`)."""
+        return waits_of(self.steps[i], self._vals)
 
 
 def _walk(entries: tuple, vals: list, ctx: StepContext) -> Operation | None:

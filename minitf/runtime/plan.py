@@ -569,28 +569,30 @@ def _not_computed(op: Operation) -> Callable:
 
 @dataclass(frozen=True)
 class Segments:
-    """A step whose only waits are its ``_Recv`` s, as straight walks between arrivals.
+    """A step without ``tf.cond``, as straight walks between the completions of its waiting ops.
 
-    Each op belongs to the segment of the ``_Recv`` s it depends on, through
-    data or control edges (a bit mask of them). A segment can run once all
-    its ``_Recv`` s have their tensors, and then runs straight, in the plan's
-    order: what it needs from other segments comes from segments whose masks
-    are subsets of its own, which are earlier in `order`. The executor runs
-    the segment that needs no tensor, then, as tensors arrive, every segment
-    they complete. No op waits for a tensor it does not need, so the step
-    sends what its peers wait for as early as the dataflow loop would: it
-    cannot wait where the loop would not.
+    Each op that may wait (a ``_Recv``, a dequeue, a ``take_grad``) has a
+    bit. Every other op belongs to the segment of the waiting ops it depends
+    on, through data or control edges (a mask of their bits). A segment can
+    run once all its waiting ops have completed, and then runs straight, in
+    the plan's order: what it needs from other segments comes from segments
+    whose masks are subsets of its own, which are earlier in `order`. A
+    waiting op starts once the segments its own inputs come from have run.
+    The executor runs what can run, starts what can start, and waits for the
+    next completion: no op waits for one it does not need, so the step
+    cannot wait where the dataflow loop would not.
 
     Each segment has its `Walks` too: from its second run, its kernels write
     into buffers they keep and its ``MatMul`` chains run fused, as a plan
     that never waits does.
 
     Attributes:
-        recvs: ``(step index, bit, output slot)`` of each ``_Recv``.
+        waits: ``(step index, bit, mask)`` of each op that may wait: the op
+            starts once every segment within ``mask`` has run.
         order: ``(mask, straight entries, walks)`` of each segment, subsets first.
     """
 
-    recvs: tuple[tuple[int, int, int], ...]
+    waits: tuple[tuple[int, int, int], ...]
     order: tuple[tuple[int, tuple, Walks], ...]
 
     @staticmethod
@@ -600,8 +602,8 @@ class Segments:
         straight: tuple,
         kernels: dict[Operation, KernelInfo],
         fetch_slots: tuple[int, ...],
-    ) -> Segments | None:
-        """The segments of a plan's steps, or None if an op other than a root ``_Recv`` may wait.
+    ) -> Segments:
+        """The segments of a plan's steps.
 
         Args:
             steps: The plan's steps, in its topological order.
@@ -610,17 +612,16 @@ class Segments:
             kernels: Each op's kernel.
             fetch_slots: The fetched slots (a fetched value is never fused away).
         """
-        recvs = []
+        waits = []
         masks = [0] * len(steps)
         for i, step in enumerate(steps):
+            done = masks[i]
             if step.is_async:
-                if step.op.type != "_Recv" or step.num_predecessors:
-                    return None
-                bit = 1 << len(recvs)
-                recvs.append((i, bit, step.out_slots[0]))
-                masks[i] = bit
+                bit = 1 << len(waits)
+                waits.append((i, bit, masks[i]))
+                done |= bit
             for j in step.successors:
-                masks[j] |= masks[i]
+                masks[j] |= done
         _sink(steps, masks, set(fetch_slots))
         mask_of = {step.op: masks[i] for i, step in enumerate(steps)}
         groups: dict[int, list[int]] = {}
@@ -629,7 +630,7 @@ class Segments:
                 groups.setdefault(mask_of[step.op], []).append(position)
         order = sorted(groups, key=lambda m: (m.bit_count(), groups[m][0]))
         return Segments(
-            tuple(recvs),
+            tuple(waits),
             tuple(
                 (
                     m,

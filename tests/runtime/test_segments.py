@@ -1,9 +1,12 @@
-"""Segmented walks: a partition whose only waits are its ``_Recv`` s runs straight between arrivals.
+"""Segmented walks: a step with ops that wait runs straight between their completions.
 
 The expected values are computed by hand (numpy); the structure expected of
 the segments is the rule of `minitf.runtime.plan.Segments`: an op runs in the
-segment of the ``_Recv`` s it depends on.
+segment of the waiting ops (``_Recv`` s, dequeues, ``take_grad`` s) it
+depends on.
 """
+
+import threading
 
 import numpy as np
 import pytest
@@ -52,7 +55,7 @@ def test_async_sgd_on_a_ps_sends_first_and_updates_when_the_gradient_comes(clust
         np.testing.assert_allclose(sess.run(w), expected, rtol=1e-6)
     ps_plan = [p for p in _plans(cluster["ps"]) if p.segments is not None][-1]
     (first_mask, first, _), (grad_mask, after, _) = ps_plan.segments.order
-    everything = (1 << len(ps_plan.segments.recvs)) - 1
+    everything = (1 << len(ps_plan.segments.waits)) - 1
     assert (first_mask, grad_mask) == (0, everything)
     # w leaves before the gradient can come back; the update waits for it.
     assert [e[5].type for e in first if e[5].type == "_Send"] == ["_Send"]
@@ -78,7 +81,7 @@ def test_a_tensor_that_goes_out_and_back_in_one_step_does_not_wait_for_itself(cl
     np.testing.assert_array_equal(got, (p_val * 2 + 10) * p_val)
     worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
     masks = [mask for mask, _, _ in worker_plan.segments.order]
-    assert len(worker_plan.segments.recvs) == 2
+    assert len(worker_plan.segments.waits) == 2
     assert masks == sorted(masks, key=int.bit_count)  # subsets first
     assert len(masks) == 2  # y's segment (p), then out's (p and z)
 
@@ -95,7 +98,7 @@ def test_a_step_waits_for_a_tensor_that_only_orders_it(cluster):
             assert sess.run(after) == 10.0
         assert sess.run(v) == 3.0
     worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
-    assert len(worker_plan.segments.recvs) == 1
+    assert len(worker_plan.segments.waits) == 1
 
 
 def test_a_segmented_step_past_its_deadline_names_the_tensor_it_waits_for(cluster):
@@ -147,3 +150,34 @@ def test_a_segmented_model_with_buffers_and_fused_kernels_trains_as_a_local_sess
     chains = [c for _, _, walks in worker_plan.segments.order for c in walks.chains]
     fused = [[op.type for op in chain.ops] for chain in chains]
     assert ["MatMul", "AddV2", "Relu"] in fused or ["MatMul", "Add", "Relu"] in fused
+
+
+def test_a_local_dequeue_that_waits_runs_the_ops_after_it_when_the_enqueue_comes():
+    q = tf.FIFOQueue(4, tf.float32, shapes=[2], name="q")
+    item = tf.placeholder(tf.float32, [2])
+    enqueue = q.enqueue(item)
+    scale = tf.placeholder(tf.float32, [2])
+    before = scale * 2.0  # pure, read only after the dequeue: it sinks to its reader's segment
+    pair = q.dequeue_many(2)
+    out = tf.reduce_sum(pair * before, axis=0)
+    results, started = [], threading.Event()
+    with tf.Session() as sess:
+
+        def consume():
+            started.set()
+            results.append(sess.run(out, {scale: [1.0, 10.0]}))
+
+        consumer = threading.Thread(target=consume)
+        consumer.start()
+        assert started.wait(10)
+        sess.run(enqueue, {item: [1.0, 2.0]})
+        sess.run(enqueue, {item: [3.0, 4.0]})
+        consumer.join(30)
+        plan = next(p for p in sess._plans.values() if pair.op in p.ops)
+    # ([1, 2] + [3, 4]) * [2, 20], by hand
+    np.testing.assert_array_equal(results[0], [8.0, 120.0])
+    (first, ran_first, _), (after, ran_after, _) = plan.segments.order
+    assert (first, after) == (0, 1)
+    assert [entry[5].type for entry in ran_first] == ["FIFOQueueV2"]  # what the dequeue reads
+    assert {before.op, out.op} <= {entry[5] for entry in ran_after}
+    assert [plan.steps[i].op.type for i, _, _ in plan.segments.waits] == ["QueueDequeueManyV2"]
