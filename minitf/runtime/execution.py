@@ -398,19 +398,29 @@ class StepExecution:
         return done
 
     def _finish(self, step: PlanStep, result: Any) -> None:
-        outs = step.out_slots
-        vals = self.vals
-        if len(outs) == 1:
-            vals[outs[0]] = result
-        elif outs:
-            for slot, value in zip(outs, result):
-                vals[slot] = value
+        store_outputs(step, self.vals, result)
         pending, ready = self.pending, self.ready
         for j in step.successors:
             pending[j] -= 1
             if pending[j] == 0:
                 ready.append(j)
         self.done_ops += 1
+
+
+def store_outputs(step, vals: list, result: Any) -> None:
+    """Puts an op's result into its output slots (one value, or one per output).
+
+    Args:
+        step: The op's `minitf.runtime.plan.PlanStep`.
+        vals: The step's value slots.
+        result: What its kernel returned or completed with.
+    """
+    outs = step.out_slots
+    if len(outs) == 1:
+        vals[outs[0]] = result
+    elif outs:
+        for slot, value in zip(outs, result):
+            vals[slot] = value
 
 
 def waits_of(step, vals: list) -> dict:

@@ -40,6 +40,7 @@ from minitf.runtime.execution import (
     describe_wait,
     fetched,
     initial_values,
+    store_outputs,
     waits_of,
 )
 from minitf.runtime.plan import Plan
@@ -476,12 +477,7 @@ class _Arrivals:
             step = self.steps[index]
             if isinstance(value, BaseException):
                 raise as_op_error(value, step.op)
-            outs = step.out_slots
-            if len(outs) == 1:
-                vals[outs[0]] = value
-            elif outs:
-                for slot, part in zip(outs, value):
-                    vals[slot] = part
+            store_outputs(step, vals, value)
             self.waiting.discard(index)
             completed |= self._bits[index]
             try:
