@@ -14,7 +14,13 @@ Two drivers run the same `Plan`:
   (a stepper, a tracer) has asked to see each op. From a plan's second run
   on, it walks one of the plan's walks with buffers (`minitf.runtime.plan.Walks`):
   kernels write into arrays they keep between steps and fused chains run as
-  one kernel — the same values, without a new array per op and step.
+  one kernel — the same values, without a new array per op and step;
+* the **segmented walk** joins the two for a plan with asynchronous kernels
+  and no ``tf.cond`` (`minitf.runtime.plan.Segments`), when nobody asked to
+  see each op: straight walks between the completions of its waiting ops.
+
+An untraced step's tensors for other tasks leave in one message per task and
+burst of ops (`StepContext.post`).
 """
 
 from __future__ import annotations

@@ -723,8 +723,9 @@ class Master:
             dropped += lost
         if gone:
             logger.warning(
-                "The recordings of %s are lost: the tasks are gone. Stop a Tracer before its "
-                "tasks exit.",
+                "The recordings of %s are lost: the tasks are gone. A task waits at exit "
+                "for a Tracer that records it (RECORDING_PATIENCE_SECS); stop the Tracer "
+                "sooner, or before killing its tasks.",
                 ", ".join(gone),
             )
         return step_stats.build(per_task), dropped

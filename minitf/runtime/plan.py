@@ -21,6 +21,10 @@ is run again and again (`Walks`): the same ops, but
 Only the kernels change: the graph, the plan's `Plan.steps`, traced steps and
 the stepper (which run the dataflow loop) still see every op.
 
+A plan with ops that may wait (and no ``tf.cond``) is also cut into
+`Segments`: straight walks, each with its own `Walks`, that the executor runs
+between the completions of its waiting ops.
+
 One rewrite changes what an op does, as TF's graph optimizer does before a
 step runs: a pure op whose outputs nothing in the step reads, which the step
 reaches only through control edges, is not computed (`unread_ops`). TF's
@@ -106,9 +110,8 @@ class Plan:
             control edges only order the dataflow loop).
         walks: The walks with buffers and fused chains of a plan the executor
             may walk straight (`Walks`), or None.
-        segments: For a plan whose only ops that may wait are ``_Recv`` s that
-            wait for nothing else (a ps's or a worker's step), the walk cut
-            into `Segments`; else None.
+        segments: For a plan with ops that may wait and no ``tf.cond``, the
+            walk cut into `Segments`; else None.
     """
 
     steps: tuple[PlanStep, ...]

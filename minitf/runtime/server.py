@@ -46,6 +46,7 @@ import secrets
 import socket
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -306,6 +307,9 @@ class _Peers:
             self._wires.clear()
 
 
+RECORDING_PATIENCE_SECS = 10.0
+"""How long a task's process waits at exit for a `Tracer` to collect what it recorded."""
+
 _IN_PROCESS: dict[str, Server] = {}
 _in_process_lock = threading.Lock()
 
@@ -389,6 +393,13 @@ class _Runners:
                         self._lock.notify_all()
                         return
                 job = jobs.get()  # a run was given to this runner meanwhile
+
+
+def _wait_for_recordings_at_exit(server: weakref.ref) -> None:
+    """At the exit of a task's process: let a tracer collect what the task recorded."""
+    alive = server()
+    if alive is not None:
+        alive.wait_for_recordings()
 
 
 def _write_moves(path: str, scheduler: HeldScheduler) -> None:
@@ -508,6 +519,7 @@ class Server:
         self._runners = _Runners(f"minitf-run{task_name}")
         self._stopped = threading.Event()
         self._lock = threading.Lock()
+        self._recordings_changed = threading.Condition(self._lock)
         if start:
             self.start()
 
@@ -604,7 +616,30 @@ class Server:
             ).start()
         with _in_process_lock:
             _IN_PROCESS[f"{host}:{port}"] = self
+        atexit.register(_wait_for_recordings_at_exit, weakref.ref(self))
         logger.info("started %s on %s", self.task_name, self.target)
+
+    def wait_for_recordings(self, patience: float | None = None) -> bool:
+        """Waits until no client records this task's steps (a `Tracer`), or ``patience`` passes.
+
+        A task whose script ends while a tracer records it would take its
+        recorded ops with it. At the exit of its process a server waits, up
+        to `RECORDING_PATIENCE_SECS`, for the tracers to collect them.
+
+        Args:
+            patience: The longest wait in seconds (default: `RECORDING_PATIENCE_SECS`).
+
+        Returns:
+            True if no recording is left.
+        """
+        deadline = time.monotonic() + (RECORDING_PATIENCE_SECS if patience is None else patience)
+        with self._lock:
+            while any(self._recordings_of.values()) and not self._stopped.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._recordings_changed.wait(remaining)
+            return True
 
     def join(self) -> None:
         """Blocks until the server stops (a ps task's main thread waits here)."""
@@ -700,6 +735,7 @@ class Server:
                 # A client gone without stopping its recordings (a Tracer in a
                 # process that died) must not leave every later step traced.
                 orphans = self._recordings_of.pop(wire, set())
+                self._recordings_changed.notify_all()
                 running = self._steps_of.pop(wire, set())
                 stepped = wire in self._stepper_wires
                 self._stepper_wires.discard(wire)
@@ -776,9 +812,10 @@ class Server:
                 self._recordings_of.setdefault(wire, set()).add(rid)
             self._reply(wire, ("ok", message[1], rid))
         elif kind == "trace_stop":
+            self._call(wire, message[1], worker.stop_recording, message[2])
             with self._lock:
                 self._recordings_of.get(wire, set()).discard(message[2])
-            self._call(wire, message[1], worker.stop_recording, message[2])
+                self._recordings_changed.notify_all()
         else:
             raise ValueError(f"unknown request {kind!r}")
 

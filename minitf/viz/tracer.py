@@ -32,6 +32,10 @@ logger = logging.getLogger("minitf")
 class Tracer:
     """A context manager that records every op the session's tasks run while it is open.
 
+    A task whose process comes to its end while a tracer records it waits
+    (up to `minitf.runtime.server.RECORDING_PATIENCE_SECS`) for the tracer to
+    collect what it recorded, so a span that outlives training loses nothing.
+
     Args:
         session: A ``tf.Session`` (local or on a cluster).
         path: Where to write the Chrome trace JSON when the span ends (optional).

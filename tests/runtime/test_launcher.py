@@ -259,3 +259,67 @@ def test_jobs_start_one_at_a_time_and_not_twice():
         assert set(cluster.poll()) == {("ps", 0), ("worker", 0)}
     finally:
         cluster.stop()
+
+
+_TRACED_SCRIPT = textwrap.dedent(
+    """
+    import json, os
+    import minitf as tf
+    config = json.loads(os.environ["TF_CONFIG"])
+    job, index = config["task"]["type"], config["task"]["index"]
+    server = tf.train.Server(config["cluster"], job_name=job, task_index=index)
+    if job == "ps":
+        server.join()
+    with tf.device("/job:ps/task:0"):
+        go = tf.Variable(0, name="go")
+        counter = tf.Variable(3.0, name="counter")
+    with tf.device("/job:worker/task:0"):
+        doubled = counter.value() * 2.0
+    ready = tf.is_variable_initialized(go)
+    with tf.Session(server.target) as sess:
+        while not sess.run(ready) or not sess.run(go):  # the test says when
+            pass
+        for _ in range(5):
+            sess.run(doubled)
+    print("finished", flush=True)
+    """
+)
+
+
+class _Lines:
+    """An output stream for LocalCluster that sets ``finished`` when a task prints it."""
+
+    def __init__(self):
+        self.finished = threading.Event()
+
+    def write(self, text: str) -> None:
+        if "finished" in text:
+            self.finished.set()
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_task_that_ends_while_traced_waits_for_the_tracer_to_collect(tmp_path):
+    from minitf.viz import Tracer
+
+    script = tmp_path / "traced.py"
+    script.write_text(_TRACED_SCRIPT)
+    lines = _Lines()
+    cluster = LocalCluster({"ps": 1, "worker": 1}, script=str(script), output=lines)
+    with tf.device("/job:ps/task:0"):
+        go = tf.Variable(0, name="go")
+        counter = tf.Variable(3.0, name="counter")
+    try:
+        cluster.start()
+        with tf.Session(cluster.target("ps", 0)) as sess:
+            sess.run([go.initializer, counter.initializer])
+            tracer = Tracer(sess).start()
+            sess.run(tf.assign(go, 1))
+            assert lines.finished.wait(60)  # its script is over: the process is exiting
+            stats = tracer.stop()
+        assert cluster.wait(60) == 0
+    finally:
+        cluster.stop()
+    worker = [d for d in stats["dev_stats"] if "/job:worker/" in d["device"]]
+    assert worker and any(n["op"] == "Mul" for n in worker[0]["node_stats"])
