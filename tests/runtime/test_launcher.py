@@ -179,7 +179,7 @@ def test_two_worker_processes_reach_one_shared_queue_and_accumulator(tmp_path):
     assert mean.tolist() == [0.5, 1.0]  # the mean of [0, 0] and [1, 2]
 
 
-_COUNTER_SCRIPT = textwrap.dedent(
+_TASK_HEADER = textwrap.dedent(
     """
     import json, os
     import minitf as tf
@@ -188,6 +188,12 @@ _COUNTER_SCRIPT = textwrap.dedent(
     server = tf.train.Server(config["cluster"], job_name=job, task_index=index)
     if job == "ps":
         server.join()
+    """
+)
+"""A task script's start: its server from ``TF_CONFIG``; a ps serves until killed."""
+
+_COUNTER_SCRIPT = _TASK_HEADER + textwrap.dedent(
+    """
     with tf.device("/job:ps/task:0"):
         counter = tf.Variable(0, name="counter")
     bump = tf.assign_add(counter, 1)
@@ -261,15 +267,8 @@ def test_jobs_start_one_at_a_time_and_not_twice():
         cluster.stop()
 
 
-_TRACED_SCRIPT = textwrap.dedent(
+_TRACED_SCRIPT = _TASK_HEADER + textwrap.dedent(
     """
-    import json, os
-    import minitf as tf
-    config = json.loads(os.environ["TF_CONFIG"])
-    job, index = config["task"]["type"], config["task"]["index"]
-    server = tf.train.Server(config["cluster"], job_name=job, task_index=index)
-    if job == "ps":
-        server.join()
     with tf.device("/job:ps/task:0"):
         go = tf.Variable(0, name="go")
         counter = tf.Variable(3.0, name="counter")
