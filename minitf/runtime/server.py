@@ -623,8 +623,9 @@ class Server:
         """Waits until no client records this task's steps (a `Tracer`), or ``patience`` passes.
 
         A task whose script ends while a tracer records it would take its
-        recorded ops with it. At the exit of its process a server waits, up
-        to `RECORDING_PATIENCE_SECS`, for the tracers to collect them.
+        recorded ops with it. When it is stopped, or at the exit of its
+        process, a server waits, up to `RECORDING_PATIENCE_SECS`, for the
+        tracers to collect them.
 
         Args:
             patience: The longest wait in seconds (default: `RECORDING_PATIENCE_SECS`).
@@ -646,7 +647,14 @@ class Server:
         self._stopped.wait()
 
     def stop(self) -> None:
-        """Stops the server: closes its listener and connections, cancels running steps."""
+        """Stops the server: closes its listener and connections, cancels running steps.
+
+        A server that a `Tracer` records first waits for it to collect what it
+        recorded (`wait_for_recordings`): a worker script that stops its server
+        when training ends must not take its recorded ops with it.
+        """
+        if not self._stopped.is_set():
+            self.wait_for_recordings()
         with self._lock:
             if self._stopped.is_set():
                 return

@@ -281,6 +281,7 @@ _TRACED_SCRIPT = _TASK_HEADER + textwrap.dedent(
         for _ in range(5):
             sess.run(doubled)
     print("finished", flush=True)
+    server.stop()  # as a worker script does when training ends
     """
 )
 
