@@ -25,6 +25,7 @@ burst of ops (`StepContext.post`).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -255,18 +256,9 @@ class Executor:
                 self.drive(execution)
             return execution.fetches()
         vals = initial_values(plan, feed_values)
-        if ctx.transport is None:
-            with np.errstate(all="ignore"):
-                self._run_straight(plan, vals, ctx)
-            return fetched(plan, vals)
         # The walk never waits: its tensors for other tasks leave together at its end.
-        ctx.outbox = {}
-        try:
-            with np.errstate(all="ignore"):
-                self._run_straight(plan, vals, ctx)
-            ctx.flush_outbox()
-        finally:
-            ctx.outbox = None
+        with np.errstate(all="ignore"), _sends_in_batches(ctx, ctx.transport is not None):
+            self._run_straight(plan, vals, ctx)
         return fetched(plan, vals)
 
     def drive(self, execution: StepExecution) -> None:
@@ -315,27 +307,21 @@ class Executor:
         ctx, ready, arrived = execution.ctx, execution.ready, execution.arrived
         inbox_empty = execution._inbox.empty
         batching = ctx.trace is None and ctx.transport is not None
-        if batching:
-            ctx.outbox = {}
         try:
-            while ready or execution.waiting:
-                if not inbox_empty():
-                    execution.collect()
-                if arrived:
-                    execution.deliver(arrived[0])
-                elif ready:
-                    execution.run_op(ready[0])
-                else:
-                    if batching:
-                        ctx.flush_outbox()
-                    self._wait(execution)
-            if batching:
-                ctx.flush_outbox()
+            with _sends_in_batches(ctx, batching):
+                while ready or execution.waiting:
+                    if not inbox_empty():
+                        execution.collect()
+                    if arrived:
+                        execution.deliver(arrived[0])
+                    elif ready:
+                        execution.run_op(ready[0])
+                    else:
+                        ctx.flush_outbox()  # nothing when not batching
+                        self._wait(execution)
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
-        finally:
-            ctx.outbox = None
 
     def _wait(self, execution: StepExecution) -> None:
         """Waits for a completion; logs what waits, every ``wait_log_secs``, while it lasts.
@@ -374,9 +360,8 @@ class Executor:
         segments = plan.segments
         vals = initial_values(plan, feed_values)
         waiting = _Arrivals(plan, ctx)
-        ctx.outbox = {}
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), _sends_in_batches(ctx):
                 completed = 0
                 todo = list(segments.order)
                 unstarted = list(segments.waits)
@@ -403,17 +388,32 @@ class Executor:
                         break
                     ctx.flush_outbox()
                     completed |= waiting.next(vals, self)
-                ctx.flush_outbox()
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
-        finally:
-            ctx.outbox = None
         return fetched(plan, vals)
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
         _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
+
+
+@contextlib.contextmanager
+def _sends_in_batches(ctx: StepContext, batching: bool = True):
+    """While it lasts, ``_Send`` s give their tensors to ``ctx.outbox``; they leave at its end.
+
+    The driver flushes the outbox before each wait too (`StepContext.post`).
+    Without ``batching`` every tensor leaves when its ``_Send`` runs.
+    """
+    if not batching:
+        yield
+        return
+    ctx.outbox = {}
+    try:
+        yield
+        ctx.flush_outbox()
+    finally:
+        ctx.outbox = None
 
 
 def _walk_segment(segment: tuple, vals: list, ctx: StepContext) -> None:
@@ -450,6 +450,7 @@ class _Arrivals:
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._bits: dict[int, int] = {}
         self._vals: list = []
+        self._arrived: tuple | None = None
 
     def start(self, index: int, bit: int, vals: list) -> None:
         """Starts the waiting op at step ``index`` with its inputs from ``vals``."""
@@ -464,20 +465,23 @@ class _Arrivals:
         except Exception as exc:
             raise as_op_error(exc, step.op) from exc
 
+    def wait_for_arrival(self, timeout: float | None) -> bool:
+        """Waits for a completion (as `StepExecution.wait_for_arrival`); False after ``timeout``.
+
+        Args:
+            timeout: The longest wait in seconds, or None.
+        """
+        try:
+            self._arrived = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        return True
+
     def next(self, vals: list, executor: Executor) -> int:
         """Waits for the next completion, stores its outputs; returns the bits of what completed."""
-        ctx, interval = self.ctx, executor.wait_log_secs
-        started = ctx.clock.now()
-        while True:
-            remaining = ctx.clock.remaining(ctx.deadline)
-            logs = bool(interval) and (remaining is None or remaining > interval)
-            try:
-                index, value = self._inbox.get(timeout=interval if logs else remaining)
-                break
-            except queue.Empty:
-                if not logs:
-                    raise _deadline_error(self) from None
-                _log_waiting(executor.task, self, ctx.clock.now() - started)
+        executor._wait(self)  # the deadline and the wait log of the dataflow driver
+        index, value = self._arrived
+        self._arrived = None
         completed = 0
         while True:
             step = self.steps[index]

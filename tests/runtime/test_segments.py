@@ -12,32 +12,15 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.runtime.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def cluster():
-    """A ps task and a worker task on free loopback ports."""
-    ports = free_ports(2)
-    spec = tf.train.ClusterSpec(
-        {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
-    )
-    servers = {
-        "ps": tf.train.Server(spec, job_name="ps", task_index=0),
-        "worker": tf.train.Server(spec, job_name="worker", task_index=0),
-    }
-    yield servers
-    for server in servers.values():
-        server.stop()
 
 
 def _plans(server):
     return [registered.plan for registered in server.worker._registered.values()]
 
 
-def test_async_sgd_on_a_ps_sends_first_and_updates_when_the_gradient_comes(cluster):
+def test_async_sgd_on_a_ps_sends_first_and_updates_when_the_gradient_comes(ps_and_worker):
     with tf.device("/job:ps/task:0"):
         w = tf.Variable(np.array([1.0, -2.0], np.float32), name="w")
     with tf.device("/job:worker/task:0"):
@@ -46,14 +29,14 @@ def test_async_sgd_on_a_ps_sends_first_and_updates_when_the_gradient_comes(clust
         train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
     x_val = np.array([3.0, 0.5], np.float32)
     expected = np.array([1.0, -2.0], np.float32)
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run(w.initializer)
         for _ in range(3):
             sess.run(train, {x: x_val})
             # d/dw sum((w x)^2) = 2 w x^2, by hand
             expected = expected - np.float32(0.1) * (np.float32(2) * expected * x_val * x_val)
         np.testing.assert_allclose(sess.run(w), expected, rtol=1e-6)
-    ps_plan = [p for p in _plans(cluster["ps"]) if p.segments is not None][-1]
+    ps_plan = [p for p in _plans(ps_and_worker["ps"]) if p.segments is not None][-1]
     (first_mask, first, _), (grad_mask, after, _) = ps_plan.segments.order
     everything = (1 << len(ps_plan.segments.waits)) - 1
     assert (first_mask, grad_mask) == (0, everything)
@@ -62,7 +45,7 @@ def test_async_sgd_on_a_ps_sends_first_and_updates_when_the_gradient_comes(clust
     assert [e[5].type for e in after] == ["ApplyGradientDescent"]
 
 
-def test_a_tensor_that_goes_out_and_back_in_one_step_does_not_wait_for_itself(cluster):
+def test_a_tensor_that_goes_out_and_back_in_one_step_does_not_wait_for_itself(ps_and_worker):
     # worker: y = 2 p (from the ps), sent to the ps; ps: z = y + 10, sent back;
     # worker: out = z * p. The worker's second segment needs z, which the ps
     # can only send once the first segment's y has left.
@@ -74,40 +57,40 @@ def test_a_tensor_that_goes_out_and_back_in_one_step_does_not_wait_for_itself(cl
         z = y + 10.0
     with tf.device("/job:worker/task:0"):
         out = z * p.value()
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run(p.initializer)
         got = sess.run(out, options=tf.RunOptions(timeout_in_ms=20000))
     p_val = np.array([1.0, 2.0, 3.0], np.float32)
     np.testing.assert_array_equal(got, (p_val * 2 + 10) * p_val)
-    worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
+    worker_plan = [q for q in _plans(ps_and_worker["worker"]) if q.segments is not None][-1]
     masks = [mask for mask, _, _ in worker_plan.segments.order]
     assert len(worker_plan.segments.waits) == 2
     assert masks == sorted(masks, key=int.bit_count)  # subsets first
     assert len(masks) == 2  # y's segment (p), then out's (p and z)
 
 
-def test_a_step_waits_for_a_tensor_that_only_orders_it(cluster):
+def test_a_step_waits_for_a_tensor_that_only_orders_it(ps_and_worker):
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(0.0, name="counter")
         bump = tf.assign_add(v, 1.0)
     with tf.device("/job:worker/task:0"), tf.control_dependencies([bump]):
         after = tf.constant(5.0) * 2.0
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run(v.initializer)
         for _ in range(3):
             assert sess.run(after) == 10.0
         assert sess.run(v) == 3.0
-    worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
+    worker_plan = [q for q in _plans(ps_and_worker["worker"]) if q.segments is not None][-1]
     assert len(worker_plan.segments.waits) == 1
 
 
-def test_a_segmented_step_past_its_deadline_names_the_tensor_it_waits_for(cluster):
+def test_a_segmented_step_past_its_deadline_names_the_tensor_it_waits_for(ps_and_worker):
     with tf.device("/job:ps/task:0"):
         q = tf.FIFOQueue(1, tf.float32, shapes=[], name="empty_q")
         taken = q.dequeue()  # nobody enqueues: the ps waits
     with tf.device("/job:worker/task:0"):
         out = taken + 1.0
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         with pytest.raises(tf.errors.DeadlineExceededError) as raised:
             sess.run(out, options=tf.RunOptions(timeout_in_ms=300))
     assert "empty_q" in str(raised.value) or "waits for" in str(raised.value)
@@ -141,12 +124,12 @@ def _mlp_steps(target: str | None, steps: int) -> list[np.ndarray]:
         return sess.run([w1, b1, w2])
 
 
-def test_a_segmented_model_with_buffers_and_fused_kernels_trains_as_a_local_session(cluster):
+def test_a_segmented_model_with_buffers_and_fused_kernels_trains_as_a_local_session(ps_and_worker):
     local = _mlp_steps(None, 6)
-    remote = _mlp_steps(cluster["worker"].target, 6)
+    remote = _mlp_steps(ps_and_worker["worker"].target, 6)
     for a, b in zip(local, remote):
         np.testing.assert_array_equal(a, b)  # bit for bit
-    worker_plan = [q for q in _plans(cluster["worker"]) if q.segments is not None][-1]
+    worker_plan = [q for q in _plans(ps_and_worker["worker"]) if q.segments is not None][-1]
     chains = [c for _, _, walks in worker_plan.segments.order for c in walks.chains]
     fused = [[op.type for op in chain.ops] for chain in chains]
     assert ["MatMul", "AddV2", "Relu"] in fused or ["MatMul", "Add", "Relu"] in fused

@@ -18,25 +18,8 @@ import pytest
 import minitf as tf
 from minitf.runtime import server as server_lib
 from minitf.runtime.executor import StepContext
-from minitf.runtime.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def cluster():
-    """A ps task and a worker task on free loopback ports."""
-    ports = free_ports(2)
-    spec = tf.train.ClusterSpec(
-        {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
-    )
-    servers = {
-        "ps": tf.train.Server(spec, job_name="ps", task_index=0),
-        "worker": tf.train.Server(spec, job_name="worker", task_index=0),
-    }
-    yield servers
-    for server in servers.values():
-        server.stop()
 
 
 def _traced(sess, fetches, feed_dict=None):
@@ -53,13 +36,13 @@ def _traced(sess, fetches, feed_dict=None):
 # -- the local worker ---------------------------------------------------------------------
 
 
-def test_the_session_task_runs_its_partition_on_the_calling_thread(cluster):
+def test_the_session_task_runs_its_partition_on_the_calling_thread(ps_and_worker):
     with tf.device("/job:ps/task:0"):
         w = tf.Variable(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), name="w")
     with tf.device("/job:worker/task:0"):
         x = tf.placeholder(tf.float32, [1, 2])
         y = tf.matmul(x, w, name="y")
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run(w.initializer)
         value, nodes = _traced(sess, y, {x: [[1.0, 1.0]]})
     np.testing.assert_array_equal(value, [[4.0, 6.0]])  # [1, 1] @ w by hand
@@ -70,14 +53,14 @@ def test_the_session_task_runs_its_partition_on_the_calling_thread(cluster):
     assert threading.get_ident() not in ps_threads
 
 
-def test_a_fetched_variable_and_a_fed_array_stay_the_callers_own(cluster):
+def test_a_fetched_variable_and_a_fed_array_stay_the_callers_own(ps_and_worker):
     with tf.device("/job:worker/task:0"):
         v = tf.Variable(np.zeros(3, np.float32), name="v")
         new = tf.placeholder(tf.float32, [3])
         assign = tf.assign(v, new)
         doubled = new * 2.0
     fed = np.array([1.0, 2.0, 3.0], np.float32)
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run(v.initializer)
         sess.run(assign, {new: fed})
         fed[:] = -1.0  # the variable keeps what was fed
@@ -90,7 +73,7 @@ def test_a_fetched_variable_and_a_fed_array_stay_the_callers_own(cluster):
         np.testing.assert_array_equal(again, [5.0, 6.0, 7.0])
 
 
-def test_a_failing_remote_part_ends_the_local_part_waiting_for_its_tensor(cluster):
+def test_a_failing_remote_part_ends_the_local_part_waiting_for_its_tensor(ps_and_worker):
     with tf.device("/job:ps/task:0"):
         a = tf.placeholder(tf.float32, None)
         b = tf.placeholder(tf.float32, None)
@@ -98,7 +81,7 @@ def test_a_failing_remote_part_ends_the_local_part_waiting_for_its_tensor(cluste
     with tf.device("/job:worker/task:0"):
         out = tf.identity(bad * 2.0)  # waits for bad's tensor from the ps
     options = tf.RunOptions(timeout_in_ms=30000)
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         # Not DeadlineExceededError after 30 s: the ps's own error, at once.
         with pytest.raises(tf.errors.InvalidArgumentError, match="bad"):
             sess.run(out, {a: np.ones((2, 3)), b: np.ones((4, 5))}, options=options)
@@ -141,9 +124,9 @@ def _spy_on_sends(monkeypatch) -> list:
     return sent
 
 
-def test_a_steps_tensors_for_one_task_leave_in_one_message(cluster, monkeypatch):
+def test_a_steps_tensors_for_one_task_leave_in_one_message(ps_and_worker, monkeypatch):
     parts, total = _three_tensors_to_the_worker()
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run([p.initializer for p in parts])
         sent = _spy_on_sends(monkeypatch)
         assert sess.run(total) == 6.0  # 1 + 2 + 3
@@ -153,9 +136,9 @@ def test_a_steps_tensors_for_one_task_leave_in_one_message(cluster, monkeypatch)
     assert len(keys) == 3
 
 
-def test_a_traced_step_sends_each_tensor_at_once(cluster, monkeypatch):
+def test_a_traced_step_sends_each_tensor_at_once(ps_and_worker, monkeypatch):
     parts, total = _three_tensors_to_the_worker()
-    with tf.Session(cluster["worker"].target) as sess:
+    with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run([p.initializer for p in parts])
         sent = _spy_on_sends(monkeypatch)
         value, nodes = _traced(sess, total)
