@@ -436,9 +436,16 @@ class Master:
         with self._channels_lock:
             self._closed = True
             active = list(self._active)
+            local = in_process_worker(self._address)
             for step_id in active:
                 for channel in self._channels.values():
                     channel.send(("abort", step_id, errors.CANCELLED, "Session was closed."))
+                if local is not None:
+                    # A part running here with a direct call: cancel it directly too,
+                    # not only through the message the connection closed next carries.
+                    local.abort_step(
+                        step_id, errors.CancelledError(None, None, "Session was closed.")
+                    )
             for channel in self._channels.values():
                 channel.close()
             self._channels.clear()
