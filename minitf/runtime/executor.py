@@ -26,8 +26,10 @@ burst of ops (`StepContext.post`).
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import logging
+import math
 import os
 import queue
 import threading
@@ -65,6 +67,7 @@ __all__ = [
 ]
 
 _step_ids = itertools.count(1)
+_watch_lock = threading.Lock()
 
 
 class CancellationManager:
@@ -231,6 +234,7 @@ class Executor:
         self.observe_ops = observe_ops or self.scheduler.observes_ops
         self.task = task
         self.wait_log_secs = wait_log_secs()
+        self._watch: _Watch | None = None
 
     def run(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
         """Runs ``plan`` with the fed values; returns the fetched values.
@@ -357,41 +361,64 @@ class Executor:
                 ``DeadlineExceededError`` naming the ops still waiting and
                 what for. The step is cancelled on the way out.
         """
-        segments = plan.segments
-        vals = initial_values(plan, feed_values)
-        waiting = _Arrivals(plan, ctx)
+        run = _SegmentedRun(plan, ctx, feed_values)
         try:
             with np.errstate(all="ignore"), _sends_in_batches(ctx):
-                completed = 0
-                todo = list(segments.order)
-                unstarted = list(segments.waits)
-                while True:
-                    still = []
-                    for segment in todo:
-                        if segment[0] & ~completed:
-                            still.append(segment)
-                        else:
-                            _walk_segment(segment, vals, ctx)
-                    todo = still
-                    later = []
-                    for wait in unstarted:
-                        if wait[2] & ~completed:
-                            later.append(wait)
-                        else:
-                            waiting.start(wait[0], wait[1], vals)
-                    unstarted = later
-                    if not waiting.waiting:
-                        if todo or unstarted:  # a plan whose masks do not add up
-                            raise errors.InternalError(
-                                None, None, f"step {ctx.step_id:x} has ops that can never run"
-                            )
-                        break
+                while not run.advance():
                     ctx.flush_outbox()
-                    completed |= waiting.next(vals, self)
+                    run.arrivals.next(run, self)
         except BaseException:
             ctx.cancellation.start_cancel()
             raise
-        return fetched(plan, vals)
+        return fetched(plan, run.vals)
+
+    def start_resumed(
+        self,
+        plan: Plan,
+        ctx: StepContext,
+        feed_values: list[Any],
+        done: Callable[[list[Any] | None, BaseException | None], None],
+    ) -> None:
+        """Starts a segmented step that the threads completing its waits carry on.
+
+        The calling thread runs what can run before the first wait and
+        returns; each completion then runs, on the thread that completed it,
+        what it made ready. No thread waits for the step: a ps answering a
+        worker's run costs no hand-off between threads, as TF's executor
+        goes on with a ``_Recv``'s or a dequeue's successors on the thread
+        that completed it. Every waiting op completes outside any lock: a
+        ``_Recv`` from the thread that delivers its tensor, a dequeue or a
+        ``take_grad`` from the thread whose enqueue or ``apply_grad`` let it
+        finish, once that thread has released the resource's lock
+        (`minitf.ops.blocking`), and a cancelled one from the thread that
+        cancels. An arrival while another thread runs the step is queued
+        for that thread.
+
+        Args:
+            plan: The `Plan` of the step (it has `Plan.segments`).
+            ctx: The step's `StepContext`.
+            feed_values: The fed values, in the order of the plan's feeds.
+            done: Called once, on whichever thread ends the step, with the
+                fetched values and None, or None and the step's `OpError`
+                (the step is cancelled first).
+        """
+        _ResumedRun(self, plan, ctx, feed_values, done).start()
+
+    def watch(self, run: _ResumedRun, waiting: bool = True) -> None:
+        """Watches a resumed step's deadline and logs its long waits (`start_resumed`).
+
+        Args:
+            run: The step.
+            waiting: True when it starts to wait, False when it has ended.
+        """
+        if not waiting:
+            self._watch.remove(run)
+            return
+        if self._watch is None:
+            with _watch_lock:
+                if self._watch is None:
+                    self._watch = _Watch(run.ctx.clock, self.wait_log_secs)
+        self._watch.add(run)
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
@@ -436,18 +463,256 @@ def _walk_with_buffers(entries: tuple, walks, vals: list, ctx: StepContext) -> N
         walks.give(walk)
 
 
+class _SegmentedRun:
+    """A segmented step between two completions (`Executor._run_segments`).
+
+    Attributes:
+        vals: The step's value slots.
+        arrivals: Its waiting ops and their completions.
+    """
+
+    def __init__(self, plan: Plan, ctx: StepContext, feed_values: list[Any], arrive=None):
+        self.plan = plan
+        self.ctx = ctx
+        self.vals = initial_values(plan, feed_values)
+        self.arrivals = _Arrivals(plan, ctx, arrive)
+        self._completed = 0
+        self._todo = list(plan.segments.order)
+        self._unstarted = list(plan.segments.waits)
+
+    def advance(self) -> bool:
+        """Runs each segment whose waits have completed and starts each wait that can start.
+
+        Returns:
+            True when every op of the step has run.
+
+        Raises:
+            OpError: a kernel's error, naming its op; ``InternalError`` for
+                a plan whose masks do not add up.
+        """
+        completed, vals, ctx = self._completed, self.vals, self.ctx
+        still = []
+        for segment in self._todo:
+            if segment[0] & ~completed:
+                still.append(segment)
+            else:
+                _walk_segment(segment, vals, ctx)
+        self._todo = still
+        later = []
+        for wait in self._unstarted:
+            if wait[2] & ~completed:
+                later.append(wait)
+            else:
+                self.arrivals.start(wait[0], wait[1], vals)
+        self._unstarted = later
+        if self.arrivals.waiting:
+            return False
+        if self._todo or self._unstarted:
+            raise errors.InternalError(
+                None, None, f"step {ctx.step_id:x} has ops that can never run"
+            )
+        return True
+
+    def arrived(self, index: int, value: Any) -> None:
+        """Stores the completion of the waiting op at step ``index``.
+
+        Raises:
+            OpError: the waiting op's error, if it failed.
+        """
+        self._completed |= self.arrivals.store(index, value, self.vals)
+
+
+class _ResumedRun:
+    """A segmented step carried on by the threads that complete its waits (`start_resumed`).
+
+    One thread at a time advances the step; an arrival while another thread
+    advances it (or while the starting thread runs the first segments) is
+    queued, and that thread takes it before it lets go.
+    """
+
+    def __init__(self, executor: Executor, plan: Plan, ctx, feed_values: list, done):
+        self._executor = executor
+        self._done = done
+        self._lock = threading.Lock()
+        self._queued: list[tuple[int, Any]] = []
+        self._busy = True  # the starting thread advances first
+        self._ended = False
+        self._watched = False
+        self.started = ctx.clock.now()
+        self.run = _SegmentedRun(plan, ctx, feed_values, self._arrive)
+
+    @property
+    def ctx(self) -> StepContext:
+        """The step's context."""
+        return self.run.ctx
+
+    def start(self) -> None:
+        """Runs what can run before the first wait (on the calling thread)."""
+        self._go([])
+
+    def _arrive(self, index: int, value: Any) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            if self._busy:
+                self._queued.append((index, value))
+                return
+            self._busy = True
+        self._go([(index, value)])
+
+    def _go(self, arrivals: list) -> None:
+        run, ctx = self.run, self.run.ctx
+        ctx.outbox = {}
+        try:
+            with np.errstate(all="ignore"):
+                while True:
+                    for index, value in arrivals:
+                        run.arrived(index, value)
+                    finished = run.advance()
+                    ctx.flush_outbox()
+                    with self._lock:
+                        arrivals, self._queued = self._queued, []
+                        if not arrivals:
+                            ctx.outbox = None  # before another thread may take the step
+                            self._busy = False
+                            self._ended = finished
+                            if not finished and not self._watched:
+                                self._watched = True
+                                self._executor.watch(self)
+                            break
+        except BaseException as exc:  # noqa: BLE001 - the step's error goes to ``done``
+            ctx.outbox = None
+            self._end(exc)
+            return
+        if finished:
+            self._unwatch()
+            self._done(fetched(run.plan, run.vals), None)
+
+    def _end(self, error: BaseException) -> None:
+        with self._lock:
+            self._ended = True
+            self._busy = False
+        self._unwatch()
+        self.run.ctx.cancellation.start_cancel()
+        self._done(None, error)
+
+    def _unwatch(self) -> None:
+        if self._watched:
+            self._executor.watch(self, False)
+
+    def expire(self, now: float) -> float | None:
+        """Fails the step if its deadline has passed (`_Watch`).
+
+        Returns:
+            When to look again (the step is running an arrival), or None.
+        """
+        ctx = self.run.ctx
+        with self._lock:
+            if self._ended:
+                return None
+            if self._busy:
+                return now + 0.01  # an arrival is being run; it may end the step
+            self._ended = True
+        ctx.cancellation.start_cancel()
+        self._done(None, _deadline_error(self.run.arrivals))
+        return None
+
+    def log(self, now: float) -> None:
+        """Logs what the step waits for, if it has waited `Executor.wait_log_secs` (`_Watch`)."""
+        waited = now - self.started
+        if not self._ended and waited >= self._executor.wait_log_secs:
+            _log_waiting(self._executor.task, self.run.arrivals, waited)
+
+
+class _Watch:
+    """The thread that watches an executor's resumed steps while they wait.
+
+    A step is added when it first waits and removed when it ends. The
+    thread wakes at a step's deadline, and every ``interval`` seconds to log
+    the steps that have waited that long: never once per step, which would
+    cost a thread switch per step.
+
+    Args:
+        clock: Where time is read.
+        interval: Seconds between two logs of a waiting step (0: never).
+    """
+
+    def __init__(self, clock, interval: float):
+        self._clock = clock
+        self._interval = interval
+        self._lock = threading.Condition(threading.Lock())
+        self._runs: dict[_ResumedRun, None] = {}
+        self._deadlines: list[tuple[float, int, _ResumedRun]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, run: _ResumedRun) -> None:
+        """Watches ``run`` until `remove`."""
+        deadline = run.ctx.deadline
+        with self._lock:
+            self._runs[run] = None
+            if deadline is not None:
+                heapq.heappush(self._deadlines, (deadline, next(self._order), run))
+                if self._deadlines[0][2] is run:
+                    self._lock.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="minitf-watch", daemon=True
+                )
+                self._thread.start()
+
+    def remove(self, run: _ResumedRun) -> None:
+        """Stops watching ``run`` (it has ended)."""
+        with self._lock:
+            self._runs.pop(run, None)
+
+    def _serve(self) -> None:
+        clock, interval, deadlines = self._clock, self._interval, self._deadlines
+        next_log = clock.now() + interval if interval else None
+        while True:
+            with self._lock:
+                while True:
+                    now = clock.now()
+                    first = deadlines[0][0] if deadlines else None
+                    when = min(t for t in (first, next_log, math.inf) if t is not None)
+                    if when <= now:
+                        break
+                    self._lock.wait(None if when == math.inf else when - now)
+                expired = []
+                while deadlines and deadlines[0][0] <= now:
+                    expired.append(heapq.heappop(deadlines)[2])
+                logged = []
+                if next_log is not None and next_log <= now:
+                    logged = list(self._runs)
+                    next_log = now + interval
+            for run in expired:
+                again = run.expire(now)
+                if again is not None:
+                    with self._lock:
+                        heapq.heappush(deadlines, (again, next(self._order), run))
+            for run in logged:
+                run.log(now)
+
+
 class _Arrivals:
     """The waiting ops of a segmented step (`Executor._run_segments`) and their completions.
 
     It answers like a `StepExecution` where the deadline error and the log of
     a waiting step look (``steps``, ``waiting``, ``ctx``, ``waits_for``).
+
+    Args:
+        plan: The step's plan.
+        ctx: The step's context.
+        arrive: Called with ``(step index, value)`` on each completion, on
+            the completing thread; None to queue completions for `next`.
     """
 
-    def __init__(self, plan: Plan, ctx: StepContext):
+    def __init__(self, plan: Plan, ctx: StepContext, arrive=None):
         self.steps = plan.steps
         self.ctx = ctx
         self.waiting: set[int] = set()
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._arrive = arrive if arrive is not None else lambda i, v: self._inbox.put((i, v))
         self._bits: dict[int, int] = {}
         self._vals: list = []
         self._arrived: tuple | None = None
@@ -458,10 +723,10 @@ class _Arrivals:
         self._bits[index] = bit
         self._vals = vals
         step = self.steps[index]
-        inbox = self._inbox
+        arrive = self._arrive
         args = [vals[j] for j in step.in_slots]
         try:
-            step.compute(self.ctx, lambda value: inbox.put((index, value)), *args)
+            step.compute(self.ctx, lambda value: arrive(index, value), *args)
         except Exception as exc:
             raise as_op_error(exc, step.op) from exc
 
@@ -477,23 +742,30 @@ class _Arrivals:
             return False
         return True
 
-    def next(self, vals: list, executor: Executor) -> int:
-        """Waits for the next completion, stores its outputs; returns the bits of what completed."""
+    def next(self, run: _SegmentedRun, executor: Executor) -> None:
+        """Waits for the next completion and gives it, and any others already in, to ``run``."""
         executor._wait(self)  # the deadline and the wait log of the dataflow driver
         index, value = self._arrived
         self._arrived = None
-        completed = 0
         while True:
-            step = self.steps[index]
-            if isinstance(value, BaseException):
-                raise as_op_error(value, step.op)
-            store_outputs(step, vals, value)
-            self.waiting.discard(index)
-            completed |= self._bits[index]
+            run.arrived(index, value)
             try:
                 index, value = self._inbox.get_nowait()
             except queue.Empty:
-                return completed
+                return
+
+    def store(self, index: int, value: Any, vals: list) -> int:
+        """Stores a completion's outputs in ``vals``; returns its bit.
+
+        Raises:
+            OpError: the waiting op's error, if ``value`` is one.
+        """
+        step = self.steps[index]
+        if isinstance(value, BaseException):
+            raise as_op_error(value, step.op)
+        store_outputs(step, vals, value)
+        self.waiting.discard(index)
+        return self._bits[index]
 
     def waits_for(self, i: int) -> dict:
         """What the waiting op at step ``i`` waits for (as `StepExecution.waits_for`)."""

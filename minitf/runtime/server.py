@@ -794,10 +794,10 @@ class Server:
         elif kind == "run":
             if len(message) != 7:
                 raise ValueError(f"a run request has 7 fields, not {len(message)}")
-            if worker.may_block(message[2]):
-                self._runners.start(self._run, wire, message)
-            else:
+            if not worker.may_block(message[2]):
                 self._run(wire, message)
+            elif message[6] or not self._start(wire, message):
+                self._runners.start(self._run, wire, message)
         elif kind == "register":
             self._call(wire, message[1], worker.register_graph, message[2])
         elif kind == "hello":
@@ -857,6 +857,31 @@ class Server:
             with self._lock:
                 self._steps_of.get(wire, set()).discard(step_id)
         self._reply(wire, reply)
+
+    def _start(self, wire: Wire, message: tuple) -> bool:
+        """Starts an untraced run with ops that wait, holding no thread (`Worker.start_graph`).
+
+        Its reply goes out from the thread that ends it: this one, or the
+        one that delivers its last tensor. Returns False, having done
+        nothing, for a run that needs a runner.
+        """
+        _, call, handle, step_id, feed_values, timeout_ms, _ = message
+        with self._lock:
+            self._steps_of.setdefault(wire, set()).add(step_id)
+
+        def done(values, error):
+            with self._lock:
+                self._steps_of.get(wire, set()).discard(step_id)
+            if error is None:
+                self._reply(wire, ("ok", call, [_wire_value(v) for v in values]))
+            else:
+                self._reply(wire, ("error", call, *error_message(error)))
+
+        if self.worker.start_graph(handle, step_id, feed_values, timeout_ms, done):
+            return True
+        with self._lock:
+            self._steps_of.get(wire, set()).discard(step_id)
+        return False
 
     def __repr__(self) -> str:
         return f"<tf.train.Server {self.task_name} at {self.target}>"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from minitf.framework import errors
@@ -173,16 +174,7 @@ class Worker:
         registered = self._registered.get(handle)
         if registered is None:
             raise errors.AbortedError(None, None, f"{self.task_name} lost graph {handle}")
-        deadline = self.clock.now() + timeout_ms / 1000.0 if timeout_ms else None
-        ctx = StepContext(
-            self.resource_mgr,
-            deadline,
-            step_id,
-            rendezvous=self.rendezvous,
-            transport=self.transport,
-            client=registered.client,
-            clock=self.clock,
-        )
+        ctx = self._context(registered, step_id, timeout_ms)
         recording = self.recorders.active
         if traced or recording:
             ctx.trace = []
@@ -209,6 +201,74 @@ class Worker:
         if not traced:
             return values, None
         return values, [delay, *nodes] if delay is not None else nodes
+
+    def start_graph(
+        self,
+        handle: int,
+        step_id: int,
+        feed_values: list,
+        timeout_ms: int,
+        done: Callable[[list[Any] | None, BaseException | None], None],
+    ) -> bool:
+        """Starts a run of a partition with ops that wait; it holds no thread while they do.
+
+        The calling thread runs the partition up to its first op that has to
+        wait; the threads that complete the waits — the one that delivers a
+        tensor (`deliver_tensor`), the one whose enqueue or ``apply_grad``
+        lets a dequeue or a ``take_grad`` finish — run the rest
+        (`Executor.start_resumed`). A run that is traced, recorded, stepped
+        or slowed down by a straggler, or a partition with ``tf.cond``, is
+        not started here: `run_graph` runs it on a thread of its own.
+
+        Args:
+            handle: From `register_graph`.
+            step_id: The step's id, the same on every task of the step.
+            feed_values: The values of the partition's feeds.
+            timeout_ms: The step's deadline from now (0: none).
+            done: Called once, on the thread that ends the run, with the
+                fetched values and None, or None and the step's `OpError`.
+
+        Returns:
+            False if this run must go through `run_graph` instead (nothing was done).
+        """
+        registered = self._registered.get(handle)
+        if (
+            registered is None
+            or registered.plan.segments is None
+            or self._executor.observe_ops
+            or self.recorders.active
+            or self._straggles(registered)
+        ):
+            return False
+        ctx = self._context(registered, step_id, timeout_ms)
+        with self._steps_lock:
+            self._steps[step_id] = ctx
+
+        def finish(values, error):
+            with self._steps_lock:
+                self._steps.pop(step_id, None)
+            self.rendezvous.cleanup(step_id)
+            done(values, error)
+
+        aborted = self.rendezvous.aborted(step_id)
+        if aborted is not None:
+            finish(None, aborted)
+        else:
+            self._executor.start_resumed(registered.plan, ctx, feed_values, finish)
+        return True
+
+    def _context(self, registered: RegisteredGraph, step_id: int, timeout_ms: int) -> StepContext:
+        """A new step's context on this task (its deadline ``timeout_ms`` from now, 0: none)."""
+        deadline = self.clock.now() + timeout_ms / 1000.0 if timeout_ms else None
+        return StepContext(
+            self.resource_mgr,
+            deadline,
+            step_id,
+            rendezvous=self.rendezvous,
+            transport=self.transport,
+            client=registered.client,
+            clock=self.clock,
+        )
 
     def deliver_tensor(self, step_id: int, key: str, value: Any) -> None:
         """A ``_Send`` from another task: the tensor waits here for its ``_Recv``.

@@ -1,0 +1,218 @@
+"""Steps carried on by the threads that complete their waits (`Executor.start_resumed`).
+
+A partition with ops that wait — a ps's part of a training step — runs
+without a thread of its own: the connection's thread runs it up to the first
+op that has to wait, and the thread that completes that op (delivers the
+tensor, enqueues the element) runs the rest and replies. Expected values are
+computed by hand (numpy); the deadline and the log of a long wait name what
+waits, as the dataflow driver's do.
+
+Clusters are in-process servers on loopback ports (``conftest.py``).
+"""
+
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+import minitf as tf
+from minitf.ops.queue_kernels import DEQUEUE
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _runner_threads(server) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"minitf-run{server.task_name}"]
+
+
+def _ps_handle(ps) -> int:
+    """The handle of the ps partition with ops that wait."""
+    handles = [h for h, r in ps.worker._registered.items() if r.plan.segments is not None]
+    assert len(handles) == 1
+    return handles[0]
+
+
+def _async_sgd(worker_target: str):
+    """SGD on a linear loss: each step moves ``w`` by ``-0.1 x`` (its gradient is ``x``)."""
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(np.array([1.0, -2.0], np.float32), name="w")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, [2])
+        loss = tf.reduce_sum(w * x)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    return w, x, train
+
+
+def test_a_ps_part_that_waits_for_gradients_runs_without_a_runner_thread(ps_and_worker):
+    ps = ps_and_worker["ps"]
+    w, x, train = _async_sgd(ps_and_worker["worker"].target)
+    x_val = np.array([3.0, 0.5], np.float32)
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(w.initializer)
+        for _ in range(20):
+            sess.run(train, {x: x_val})
+        got = sess.run(w)
+    # By hand: w0 - 20 steps * 0.1 * x.
+    np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 20 * 0.1 * x_val, rtol=1e-5)
+    _ps_handle(ps)
+    assert _runner_threads(ps) == []
+    assert ps.worker._steps == {}  # every step ended and was forgotten
+
+
+def test_steps_from_two_clients_at_once_each_apply_once(ps_and_worker):
+    # Two sessions in two threads bump one counter on the ps through a
+    # tensor each sends it: every run adds exactly its own value.
+    with tf.device("/job:ps/task:0"):
+        total = tf.Variable(0.0, name="total")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, [])
+        doubled = x * 2.0
+    with tf.device("/job:ps/task:0"):
+        bump = tf.assign_add(total, doubled)
+    runs = 50
+    errors = []
+
+    def client(value: float):
+        try:
+            with tf.Session(ps_and_worker["worker"].target) as sess:
+                for _ in range(runs):
+                    sess.run(bump.op, {x: value})
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(total.initializer)
+        threads = [threading.Thread(target=client, args=(v,)) for v in (1.0, 10.0)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(50)
+        assert not errors
+        assert sess.run(total) == runs * 2 * (1.0 + 10.0)
+    assert _runner_threads(ps_and_worker["ps"]) == []
+
+
+def test_a_dequeue_on_the_ps_goes_on_when_another_clients_enqueue_comes(ps_and_worker):
+    # One client's run waits on the ps for an element; another client's
+    # enqueue completes it, and the first run's value is the element plus 1.
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(4, tf.float32, shapes=[], shared_name="handoff", name="handoff")
+        taken = q.dequeue() + 1.0
+        x = tf.placeholder(tf.float32, [])
+        put = q.enqueue(x * 2.0)
+    with tf.device("/job:worker/task:0"):
+        out = taken * 10.0
+    target = ps_and_worker["worker"].target
+    got, errors = [], []
+
+    def consumer():
+        try:
+            with tf.Session(target) as sess:
+                got.append(sess.run(out, options=tf.RunOptions(timeout_in_ms=20000)))
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    with tf.Session(target) as sess:
+        assert sess.run(q.size()) == 0  # the queue now exists on the ps
+        [queue] = [
+            r for _, name, r in ps_and_worker["ps"].worker.resource_mgr.items() if name == "handoff"
+        ]
+        thread = threading.Thread(target=consumer)
+        thread.start()
+        assert queue.wait_for_waiting(DEQUEUE, 1, 20)  # the consumer's dequeue waits on the ps
+        sess.run(put, {x: 3.5})
+    thread.join(20)
+    assert not errors
+    assert got == [(3.5 * 2.0 + 1.0) * 10.0]
+    assert _runner_threads(ps_and_worker["ps"]) == []
+
+
+def _registered_ps_part(ps_and_worker):
+    """Runs async SGD once, so the ps has its partition; returns the ps server and handle."""
+    w, x, train = _async_sgd(ps_and_worker["worker"].target)
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(w.initializer)
+        sess.run(train, {x: np.array([1.0, 1.0], np.float32)})
+    ps = ps_and_worker["ps"]
+    return ps, _ps_handle(ps)
+
+
+def _start(ps, handle, step_id: int, timeout_ms: int) -> tuple[threading.Event, list]:
+    ended, outcome = threading.Event(), []
+
+    def done(values, error):
+        outcome.append((values, error))
+        ended.set()
+
+    assert ps.worker.start_graph(handle, step_id, [], timeout_ms, done)
+    return ended, outcome
+
+
+def test_a_resumed_step_past_its_deadline_names_the_tensor_it_waits_for(ps_and_worker):
+    ps, handle = _registered_ps_part(ps_and_worker)
+    # No worker sends this step's gradient: the ps part waits until its deadline.
+    ended, outcome = _start(ps, handle, step_id=1 << 40, timeout_ms=200)
+    assert ended.wait(20)
+    [(values, error)] = outcome
+    assert values is None
+    assert isinstance(error, tf.errors.DeadlineExceededError)
+    assert "the run's deadline passed" in str(error)
+    assert "waits for a tensor from /job:worker/replica:0/task:0 (gradients/" in str(error)
+    assert ps.worker._steps == {}
+
+
+def test_an_aborted_resumed_step_ends_with_the_abort_error(ps_and_worker):
+    ps, handle = _registered_ps_part(ps_and_worker)
+    step_id = (1 << 40) + 1
+    ended, outcome = _start(ps, handle, step_id, timeout_ms=0)
+    assert not ended.is_set()  # it waits for its gradient
+    ps.worker.abort_step(step_id, tf.errors.AbortedError(None, None, "the worker went away"))
+    assert ended.wait(20)
+    [(values, error)] = outcome
+    assert isinstance(error, tf.errors.AbortedError)
+    assert "the worker went away" in str(error)
+    assert ps.worker._steps == {}
+
+
+def test_a_resumed_step_that_waits_long_says_what_for(ps_and_worker):
+    ps, handle = _registered_ps_part(ps_and_worker)
+    ps.worker._executor.wait_log_secs = 0.05
+    ps.worker._executor._watch = None  # a new watch, with the short interval
+    step_id = (1 << 40) + 2
+    logged, lines = threading.Event(), []
+
+    class Seen(logging.Handler):
+        def emit(self, record):
+            if "has waited" in record.getMessage():
+                lines.append(record.getMessage())
+                logged.set()
+
+    seen = Seen()
+    logging.getLogger("minitf").addHandler(seen)
+    try:
+        ended, _ = _start(ps, handle, step_id, timeout_ms=0)
+        assert logged.wait(20)
+    finally:
+        logging.getLogger("minitf").removeHandler(seen)
+        ps.worker.abort_step(step_id, tf.errors.CancelledError(None, None, "test over"))
+    assert ended.wait(20)
+    assert f"step {step_id:x} has waited" in lines[0]
+    assert "waits for a tensor from /job:worker/replica:0/task:0" in lines[0]
+
+
+def test_a_traced_step_still_runs_on_a_runner(ps_and_worker):
+    w, x, train = _async_sgd(ps_and_worker["worker"].target)
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(w.initializer)
+        metadata = tf.RunMetadata()
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        sess.run(train, {x: [1.0, 1.0]}, options=options, run_metadata=metadata)
+    ps_nodes = [
+        node
+        for dev in metadata.step_stats["dev_stats"]
+        if dev["device"].startswith("/job:ps")
+        for node in dev["node_stats"]
+    ]
+    assert {n["node_name"] for n in ps_nodes} >= {"w"}
+    assert len(_runner_threads(ps_and_worker["ps"])) == 1
