@@ -57,6 +57,14 @@ _LARGE = struct.Struct("!Q")
 _MAX_BUFFERS = 1 << 16
 # In a header's count: a table of shared-memory handles follows the count.
 _SHARED = 1 << 31
+# In a header's count: how many arrays travel inside the pickle, and their
+# bytes (`_IN_FRAME`), follow the count (for the connection's tally).
+_IN_BAND = 1 << 30
+_IN_FRAME = struct.Struct("!II")
+# Arrays smaller than this travel inside the pickled message: copying a few
+# KiB costs less than the system calls of a frame of their own (a write on
+# one end, two reads on the other).
+IN_BAND_BELOW = 1 << 14
 # Read-only arrays at least this large arrive in memory their receiver may make
 # writable (`_Unpickler`); smaller ones are not worth the slower decoding.
 _OWNED_FROM = 1 << 16
@@ -182,28 +190,46 @@ class Wire:
         Raises:
             OSError: if the connection is broken.
         """
-        buffers: list[pickle.PickleBuffer] = []
-        header = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
-        raws = [buffer.raw() for buffer in buffers]
+        raws: list[memoryview] = []
+        small = [0, 0]  # arrays in the pickle, and their bytes
+
+        def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+            raw = buffer.raw()
+            if raw.nbytes < IN_BAND_BELOW:
+                small[0] += 1
+                small[1] += raw.nbytes
+                return True  # pickled in band
+            raws.append(raw)
+            return False
+
+        header = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
+        count = len(raws)
+        if small[0]:
+            header = _IN_FRAME.pack(*small) + header
+            count |= _IN_BAND
         self._enter(ConnectionResetError)
         try:
             shm = self._shm
             if shm is not None and raws and max(map(len, raws)) >= shm.min_bytes:
                 lent = shm.lend(raws)
                 if lent is not None:
-                    self._send_shared(shm, header, raws, lent)
+                    self._send_shared(shm, count, header, raws, lent, small)
                     return
             counts = self._counts
             with self._send_lock:
-                self._conn.send_bytes(_COUNT.pack(len(raws)) + header)
+                self._conn.send_bytes(_COUNT.pack(count) + header)
                 for raw in raws:
                     self._conn.send_bytes(raw)
                     counts[_TCP] += 1
                     counts[_TCP + 1] += raw.nbytes
+                counts[_TCP] += small[0]
+                counts[_TCP + 1] += small[1]
         finally:
             self._leave()
 
-    def _send_shared(self, shm: shm_lib.Channel, header: bytes, raws: list, lent: list) -> None:
+    def _send_shared(
+        self, shm: shm_lib.Channel, count: int, header: bytes, raws: list, lent: list, small: list
+    ) -> None:
         """Sends a message some of whose buffers wait in shared memory: handles, then the rest.
 
         A failure part way leaves descriptors the peer cannot match to a
@@ -213,7 +239,9 @@ class Wire:
         try:
             with self._send_lock:
                 table = shm.share(lent, raws)
-                self._conn.send_bytes(_COUNT.pack(len(raws) | _SHARED) + table + header)
+                self._conn.send_bytes(_COUNT.pack(count | _SHARED) + table + header)
+                counts[_TCP] += small[0]
+                counts[_TCP + 1] += small[1]
                 for raw, slot in zip(raws, lent):
                     if slot is None:
                         self._conn.send_bytes(raw)
@@ -245,17 +273,26 @@ class Wire:
         frame = self._conn.recv_bytes()
         if len(frame) < _COUNT.size:
             raise MalformedMessage(f"a {len(frame)}-byte frame from {self.peer}: no header")
-        (count,) = _COUNT.unpack_from(frame)
-        start = _COUNT.size
-        if count & _SHARED:
-            count &= ~_SHARED
-            start += count * shm_lib.ENTRY_SIZE
-            if self._shm is None or count > _MAX_BUFFERS or len(frame) < start:
+        (word,) = _COUNT.unpack_from(frame)
+        count = word & ~(_SHARED | _IN_BAND)
+        start, table = _COUNT.size, None
+        if word & _SHARED:
+            end = start + count * shm_lib.ENTRY_SIZE
+            if self._shm is None or count > _MAX_BUFFERS or len(frame) < end:
                 raise MalformedMessage(
                     f"a message from {self.peer} has shared-memory handles this connection "
                     "cannot take"
                 )
-            table = shm_lib.unpack_entries(memoryview(frame)[_COUNT.size : start], count)
+            table = shm_lib.unpack_entries(memoryview(frame)[start:end], count)
+            start = end
+        if word & _IN_BAND:
+            if len(frame) < start + _IN_FRAME.size:
+                raise MalformedMessage(f"a {len(frame)}-byte frame from {self.peer}: no header")
+            arrays, nbytes = _IN_FRAME.unpack_from(frame, start)
+            start += _IN_FRAME.size
+            self._counts[shm_lib.TCP_RECEIVED] += arrays
+            self._counts[shm_lib.TCP_RECEIVED + 1] += nbytes
+        if table is not None:
             buffers = [self._recv_handle(*entry) for entry in table]
         elif count > _MAX_BUFFERS:
             raise MalformedMessage(f"a message from {self.peer} announces {count} buffers")

@@ -1,9 +1,13 @@
 """Fixtures of the runtime tests."""
 
+import queue
+import threading
+
 import pytest
 
 import minitf as tf
 from minitf.runtime.launcher import free_ports
+from minitf.runtime.wire import Wire, WireListener
 
 
 @pytest.fixture
@@ -20,3 +24,20 @@ def ps_and_worker():
     yield servers
     for server in servers.values():
         server.stop()
+
+
+def connected_wires(secret: bytes) -> tuple[Wire, Wire, WireListener]:
+    """Two authenticated ends of one loopback connection, and the listener (close all three)."""
+    listener = WireListener(("127.0.0.1", 0), secret)
+    served: queue.Queue = queue.Queue()
+
+    def serve():
+        sock, peer = listener.accept_socket()
+        served.put(listener.authenticate(sock, peer))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client = Wire.connect(listener.address, secret, timeout=10.0)
+    server = served.get(timeout=10.0)
+    thread.join(10.0)
+    return client, server, listener

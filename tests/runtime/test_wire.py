@@ -1,17 +1,23 @@
-"""The authenticated wire's handshake: a peer that never answers is given up on, cleanly.
+"""The authenticated wire: its handshake, and how a message's arrays are framed.
 
 The handshake of Python's ``multiprocessing.connection`` reads without a
 timeout; a watchdog ends it. The peer here is a plain TCP socket that
 accepts and says nothing, so the bound is the only way out.
+
+Arrays below `IN_BAND_BELOW` bytes travel inside the pickled message, in its
+one frame; larger ones in frames of their own (or shared memory).
 """
 
 import socket
 import threading
 import time
 
+import numpy as np
 import pytest
 
-from minitf.runtime.wire import Wire, WireListener
+from minitf.runtime.shm import transfers
+from minitf.runtime.wire import IN_BAND_BELOW, Wire, WireListener
+from tests.runtime.conftest import connected_wires
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -75,4 +81,41 @@ def test_two_ends_with_the_secret_handshake_and_talk():
         thread.join(5.0)
         assert served["message"] == ("hello", 7)
     finally:
+        listener.close()
+
+
+def test_small_arrays_travel_in_the_message_frame_and_large_ones_beside_it():
+    client, server, listener = connected_wires(SECRET)
+    try:
+        frames = []
+        send_bytes = client._conn.send_bytes
+        client._conn.send_bytes = lambda data: (frames.append(len(data)), send_bytes(data))
+        small = [np.arange(n, dtype=np.float32) * 0.5 for n in (1, 10, 1000)]
+        read_only = np.arange(6, dtype=np.int64).reshape(2, 3)
+        read_only.flags.writeable = False
+        large = np.arange(IN_BAND_BELOW, dtype=np.uint8)  # exactly the threshold: beside it
+        before = transfers.snapshot()
+
+        client.send(("tensors", 1, [("a", small[0]), ("b", small[1]), ("c", small[2])]))
+        kind, step, items = server.recv()
+        assert len(frames) == 1  # one frame: the message and its three arrays
+        for (_, got), sent in zip(items, small):
+            np.testing.assert_array_equal(got, sent)
+            assert got.dtype == np.float32 and got.flags.writeable
+
+        client.send(("tensors", 2, [("r", read_only), ("l", large)]))
+        _, _, [(_, got_read_only), (_, got_large)] = server.recv()
+        np.testing.assert_array_equal(got_read_only, read_only)
+        assert not got_read_only.flags.writeable  # read-only stays read-only, as pickled
+        np.testing.assert_array_equal(got_large, large)
+        assert len(frames) == 3  # the large array left in a frame of its own
+
+        after = transfers.snapshot()
+        received = after.get("tcp_received", 0) - before.get("tcp_received", 0)
+        received_bytes = after.get("tcp_received_bytes", 0) - before.get("tcp_received_bytes", 0)
+        assert received == 5  # every array went by TCP, in the frame or beside it
+        assert received_bytes == sum(a.nbytes for a in small) + read_only.nbytes + large.nbytes
+    finally:
+        client.close()
+        server.close()
         listener.close()

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from minitf.runtime.wire import Wire, WireListener
+from tests.runtime.conftest import connected_wires
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -22,17 +22,7 @@ SECRET = b"d" * 32
 
 
 def test_a_wire_closed_while_a_thread_is_about_to_read_keeps_its_descriptor_until_it_leaves():
-    listener = WireListener(("127.0.0.1", 0), SECRET)
-    served = queue.Queue()
-
-    def serve():
-        sock, peer = listener.accept_socket()
-        served.put(listener.authenticate(sock, peer))
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    wire = Wire.connect(listener.address, SECRET, timeout=10.0)
-    other_end = served.get(timeout=10.0)
+    wire, other_end, listener = connected_wires(SECRET)
     try:
         fd = wire._conn.fileno()
         socket_inode = os.fstat(fd).st_ino
@@ -71,4 +61,3 @@ def test_a_wire_closed_while_a_thread_is_about_to_read_keeps_its_descriptor_unti
         wire.close()
         other_end.close()
         listener.close()
-        thread.join(10.0)
