@@ -453,7 +453,8 @@ def _register_gradient_descent() -> None:
     something else still holds the value). ``delta * alpha`` goes into an
     array the kernel keeps between steps: it is written and read only under
     the variable's lock and never leaves the kernel, so steps that run the
-    kernel at once (two workers' updates on a ps) never share it.
+    kernel at once (two workers' updates on a ps) never share it. Once that
+    array exists, inputs that fit it (`_fits_scratch`) need no further checks.
     """
 
     def builder_for(resource: bool):
@@ -462,18 +463,14 @@ def _register_gradient_descent() -> None:
 
             def compute(ctx, var, alpha, delta):
                 with var.lock:
-                    dtype = _checked_descent(op, var, alpha, delta)
-                    if (
-                        type(delta) is np.ndarray
-                        and delta.dtype == dtype
-                        and getattr(alpha, "dtype", None) == dtype
-                    ):
-                        out = scratch[0]
-                        if out is None or out.shape != delta.shape or out.dtype != dtype:
-                            out = scratch[0] = np.empty(delta.shape, dtype)
-                        var.subtract(np.multiply(delta, alpha, out=out))
-                    else:
-                        var.subtract(delta * alpha)
+                    out = scratch[0]
+                    if out is None or not _fits_scratch(var.value, alpha, delta, out):
+                        dtype = _checked_descent(op, var, alpha, delta)
+                        if not _fits_scratch(var.value, alpha, delta, None):
+                            var.subtract(delta * alpha)
+                            return None if resource else var
+                        out = scratch[0] = np.empty(delta.shape, dtype)
+                    var.subtract(np.multiply(delta, alpha, out=out))
                 return None if resource else var
 
             return compute
@@ -484,6 +481,29 @@ def _register_gradient_descent() -> None:
     register_kernel("ResourceApplyGradientDescent", stateful=True)(builder_for(True))
     NotDifferentiable("ApplyGradientDescent")
     NotDifferentiable("ResourceApplyGradientDescent")
+
+
+def _fits_scratch(value, alpha, delta, out) -> bool:
+    """Whether a gradient-descent step can compute ``delta * alpha`` into ``out``.
+
+    True for a variable with a value, a gradient array of its shape and
+    dtype, a scalar ``alpha`` of that dtype, and ``out`` (if not None) an
+    array of that shape and dtype: TF's checks then hold, and the product
+    needs no cast. (Like `_checked_descent`, a function of its own so that
+    no reference to the variable's array outlives it.)
+    """
+    if value is None or type(delta) is not np.ndarray:
+        return False
+    dtype = value.dtype
+    if delta.dtype is not dtype and delta.dtype != dtype:
+        return False
+    if (
+        delta.shape != value.shape
+        or getattr(alpha, "dtype", None) != dtype
+        or getattr(alpha, "ndim", 1)
+    ):
+        return False
+    return out is None or (out.shape == delta.shape and out.dtype == dtype)
 
 
 def _checked_descent(op, var, alpha, delta) -> np.dtype:

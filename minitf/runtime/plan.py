@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minitf.framework import errors
+from minitf.framework import dtypes, errors
 from minitf.framework.op_registry import get_kernel_def
 from minitf.framework.ops import Operation, Tensor
 from minitf.ops.control_flow_kernels import DEAD
@@ -367,6 +367,33 @@ def _try_fold(op: Operation, info: KernelInfo, known: dict[Tensor, object]) -> l
     return values
 
 
+def _materialized_shape(op: Operation, info: KernelInfo, feeds: set[Tensor]) -> list | None:
+    """The outputs of a ``Shape``, ``ShapeN``, ``Size`` or ``Rank`` whose inputs have static shapes.
+
+    TF's constant folding does the same before a step runs
+    (``ConstantFolding::MaterializeShapes`` in Grappler): the value depends
+    only on shapes the graph already knows, so the op becomes a constant, and
+    an op read only through it (the loss a ``reduce_mean`` gradient takes the
+    shape of) may then go unread (`unread_ops`). Fed inputs, variables and
+    handles are left to the run: their value's shape is only known then.
+    The op's own kernel computes the value, from a stand-in of that shape.
+    """
+    if op.type not in SHAPE_READERS:
+        return None
+    stand_ins = {}
+    for t in op.inputs:
+        shape = t.get_shape()
+        if (
+            t in feeds
+            or not shape.is_fully_defined()
+            or reads_variable(t)
+            or t.dtype.base_dtype in (dtypes.resource, dtypes.variant)
+        ):
+            return None
+        stand_ins[t] = np.broadcast_to(np.zeros((), np.bool_), shape.as_list())
+    return _try_fold(op, info, stand_ins)
+
+
 def build_plan(
     fetches: list[Tensor],
     targets: list[Operation],
@@ -392,6 +419,10 @@ def build_plan(
     feed_set = set(feeds)
     order = topological_order(prune(fetches, targets, feeds), feed_set)
     kernels = {op: kernel_for(op) for op in order}
+    # A _Recv may bring a dead value from a tf.cond on another task.
+    has_control_flow = any(
+        op.type == "Switch" or (recv_dead and op.type == "_Recv") for op in order
+    )
     known: dict[Tensor, object] = {}
     folded: list[Operation] = []
     if fold_constants:
@@ -399,6 +430,8 @@ def build_plan(
             if any(t in feed_set for t in op.outputs):
                 continue
             values = _try_fold(op, kernels[op], known)
+            if values is None and not has_control_flow:
+                values = _materialized_shape(op, kernels[op], feed_set)
             if values is not None:
                 known.update(zip(op.outputs, values))
                 folded.append(op)
@@ -452,10 +485,6 @@ def build_plan(
     straight = tuple(_straight_entry(s) for s in walked)
     fetch_slots = tuple(slots[t] for t in fetches)
     has_async = any(s.is_async for s in steps)
-    # A _Recv may bring a dead value from a tf.cond on another task.
-    has_control_flow = any(
-        s.op.type == "Switch" or (recv_dead and s.op.type == "_Recv") for s in steps
-    )
     walks = segments = None
     if not (has_async or has_control_flow):
         walks = _walks(walked, straight, kernels, fetch_slots)

@@ -202,6 +202,25 @@ def test_sparse_softmax_cross_entropy_with_buffers_gives_the_kernels_bits():
         buffered(None, logits, np.array([0, 1, 5, 0, 0, 0, 0, 0], np.int64))
 
 
+def test_sparse_softmax_cross_entropy_with_buffers_follows_the_batch_size_and_int32_labels():
+    op = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.placeholder(tf.int32, [None]), logits=tf.placeholder(tf.float32, [None, 3])
+    ).op
+    _, buffered = _kernels(op)
+    for n, seed in ((4, 11), (6, 12), (4, 13)):
+        logits = _values((n, 3), seed, special=False)
+        labels = np.arange(n, dtype=np.int32) % 3
+        rows = np.arange(n)
+        shifted = logits - logits.max(axis=-1, keepdims=True)
+        exps = np.exp(shifted)
+        sums = exps.sum(axis=-1, keepdims=True)
+        want_backprop = exps / sums
+        want_backprop[rows, labels] -= 1
+        loss, backprop = buffered(None, logits, labels)
+        _same_bits(loss, np.log(sums[:, 0]) - shifted[rows, labels])
+        _same_bits(backprop, want_backprop)
+
+
 def test_a_result_the_caller_holds_is_not_written_by_the_next_call():
     op = tf.matmul(tf.placeholder(tf.float32, [4, 3]), tf.placeholder(tf.float32, [3, 2])).op
     _, buffered = _kernels(op)

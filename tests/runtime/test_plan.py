@@ -266,6 +266,35 @@ def test_constant_subgraphs_are_folded_out_of_the_steps():
         assert sess.run(c) == 2.0
 
 
+def test_the_shape_of_a_statically_known_tensor_is_folded_and_its_only_reader_goes_unread():
+    # TF's Grappler materializes Shape/Size/Rank of fully defined shapes; the
+    # mean of a [3]-vector has shape [], so its Shape is the empty int32 vector,
+    # the product of its entries 1, and nothing then reads the mean.
+    x = tf.placeholder(tf.float32, [3], name="x")
+    mean = tf.reduce_mean(x * 2.0, name="mean")
+    shape, size, rank = tf.shape(mean), tf.size(x * 2.0), tf.rank(x * 2.0)
+    count = tf.reduce_prod(shape, name="count")
+    plan = plan_lib.build_plan([count, size, rank], [], [x], _kernel_for)
+    assert {shape.op, count.op, size.op, rank.op} <= set(plan.folded_ops)
+    assert mean.op in {s.op for s in plan.steps if s.unread}
+    with tf.Session() as sess:
+        got = sess.run([shape, count, size, rank], {x: np.ones(3, np.float32)})
+    np.testing.assert_array_equal(got[0], np.zeros(0, np.int32))
+    assert got[0].dtype == np.int32 and got[1:] == [1, 3, 1]
+
+
+def test_the_shape_of_a_tensor_with_an_unknown_dimension_runs_with_the_step():
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    known = tf.placeholder(tf.float32, [4], name="known")
+    shape_of_x, shape_of_feed = tf.shape(x * 2.0), tf.shape(known)
+    plan = plan_lib.build_plan([shape_of_x, shape_of_feed], [], [x, known], _kernel_for)
+    assert shape_of_x.op in plan.ops and shape_of_feed.op in plan.ops
+    with tf.Session() as sess:
+        for rows in (1, 5):
+            got = sess.run(shape_of_x, {x: np.ones((rows, 2), np.float32)})
+            np.testing.assert_array_equal(got, [rows, 2])
+
+
 def test_stateful_ops_and_their_consumers_are_not_folded():
     v = tf.Variable(2.0, name="v")
     y = tf.add(v.value(), tf.constant(1.0, name="one"), name="y")

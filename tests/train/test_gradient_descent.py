@@ -165,3 +165,21 @@ def test_apply_gradient_descent_runtime_errors():
         sess.run(w.initializer)
         with pytest.raises(tf.errors.InvalidArgumentError, match="same shape"):
             sess.run(out, {delta: [1.0, 1.0, 1.0]})
+
+
+def test_apply_gradient_descent_checks_every_step_after_steady_updates():
+    w = tf.Variable(np.array([1.0, 2.0], f32), name="w")
+    delta = tf.placeholder(tf.float32)
+    out = training_ops.apply_gradient_descent(w, 0.5, delta)
+    want = np.array([1.0, 2.0], f32)
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        for step in range(3):
+            grad = np.array([step, -1.0], f32)
+            want = want - grad * f32(0.5)
+            np.testing.assert_array_equal(sess.run(out, {delta: grad}), want)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="same shape"):
+            sess.run(out, {delta: [1.0, 1.0, 1.0]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="same shape"):
+            sess.run(out, {delta: [[1.0, 1.0]]})
+        np.testing.assert_array_equal(sess.run(out, {delta: [2.0, 2.0]}), want - f32(1.0))
