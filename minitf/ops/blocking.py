@@ -183,6 +183,8 @@ class BlockingResource:
         self._attempts[direction].clear()
         for attempt in finished:
             attempt.result = make_error()
+        if finished:
+            self._changed.notify_all()
         return finished
 
     def flush_locked(self) -> list[Attempt]:
@@ -190,6 +192,11 @@ class BlockingResource:
 
         Returns the finished attempts: pass them to `finish` after releasing the lock.
         """
+        if not any(self._attempts):
+            # Nothing waits, so nothing can move, and the number waiting stays
+            # what `wait_for_waiting` observers were last told: the hot path of
+            # a producer with no consumer waiting.
+            return []
         return self._flush_locked()
 
     def finish(self, finished: list[Attempt]) -> None:

@@ -37,7 +37,6 @@ lock first. The sparse accumulator adds its rows under the lock.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import deque
 
@@ -65,20 +64,14 @@ HISTORY_LENGTH = 100_000
 """How many pushes and takes an accumulator remembers (`_AccumulatorBase.history`)."""
 
 
-def _cores() -> int:
-    """How many cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+MAX_PARTIAL_SUMS = 4
+"""How many partial sums a dense accumulator keeps at most.
 
-
-MAX_PARTIAL_SUMS = min(4, _cores())
-"""How many partial sums a dense accumulator keeps at most: one per core, up to 4.
-
-More partial sums than cores add nothing in parallel, and each costs one more
-add at the take. And only a few adds can overlap anyway: every apply also runs
-Python code that holds the GIL (about 12 µs of it, against about 26 µs for the
-add of 1 MB).
+Enough that several producers (up to 4) each add into their own, even on a
+machine with fewer cores: an apply that finds every partial sum busy sleeps
+on one's lock, and waking it up and giving it back the interpreter lock
+costs more than the extra add the take then does. (A cap of one per core
+was slower on 2 cores: 4 producers, `benchmarks/dataflow.py`.)
 """
 
 

@@ -363,7 +363,7 @@ class Executor:
         """
         run = _SegmentedRun(plan, ctx, feed_values)
         try:
-            with np.errstate(all="ignore"), _sends_in_batches(ctx):
+            with np.errstate(all="ignore"), _sends_in_batches(ctx, ctx.transport is not None):
                 while not run.advance():
                     ctx.flush_outbox()
                     run.arrivals.next(run, self)
@@ -425,16 +425,21 @@ class Executor:
         _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
 
 
-@contextlib.contextmanager
 def _sends_in_batches(ctx: StepContext, batching: bool = True):
     """While it lasts, ``_Send`` s give their tensors to ``ctx.outbox``; they leave at its end.
 
     The driver flushes the outbox before each wait too (`StepContext.post`).
-    Without ``batching`` every tensor leaves when its ``_Send`` runs.
+    Without ``batching`` every tensor leaves when its ``_Send`` runs, and the
+    bracket is a shared no-op: a local step pays nothing for it.
     """
-    if not batching:
-        yield
-        return
+    return _batched_sends(ctx) if batching else _NOT_BATCHED
+
+
+_NOT_BATCHED = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _batched_sends(ctx: StepContext):
     ctx.outbox = {}
     try:
         yield

@@ -446,6 +446,10 @@ class BaseSession:
             raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e.args[0]}") from None
 
     def _feed_value(self, tensor: ops.Tensor, value, key=None):
+        np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
+        if type(value) is np.ndarray and value.dtype == np_dtype:
+            # The common case, kept cheap: an array of the right dtype.
+            return self._checked_feed(tensor, value)
         if isinstance(value, ops.Tensor) or hasattr(value, "_as_graph_element"):
             raise TypeError(
                 "The value of a feed cannot be a tf.Tensor object. Acceptable feed values "
@@ -453,17 +457,6 @@ class BaseSession:
                 f"reference, the tensor object was {value} which was passed to the feed with "
                 f"key {key if key is not None else tensor}."
             )
-        np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
-        if type(value) is np.ndarray and value.dtype == np_dtype:
-            # The common case, kept cheap: an array of the right dtype.
-            if not self._fits_static_shape(tensor, value.shape):
-                raise ValueError(
-                    f"Cannot feed value of shape {value.shape!r} for Tensor {tensor.name!r}, "
-                    f"which has shape {str(tensor.get_shape())!r}"
-                )
-            if not self._graph.is_feedable(tensor):
-                raise ValueError(f"Tensor {tensor} may not be fed.")
-            return _read_only_view(value)
         if isinstance(value, int) and not isinstance(value, bool):
             if np.asarray(value).astype(np_dtype) != value:
                 raise TypeError(
@@ -478,14 +471,18 @@ class BaseSession:
                 f"Cannot feed value {value!r} for Tensor {tensor.name!r} of dtype "
                 f"{tensor.dtype.base_dtype.name}: {e}"
             ) from None
-        if not tensor.get_shape().is_compatible_with(np_val.shape):
+        return self._checked_feed(tensor, np_val)
+
+    def _checked_feed(self, tensor: ops.Tensor, value: np.ndarray) -> np.ndarray:
+        """``value`` as the step sees it, once its shape fits and ``tensor`` may be fed."""
+        if not self._fits_static_shape(tensor, value.shape):
             raise ValueError(
-                f"Cannot feed value of shape {np_val.shape!r} for Tensor {tensor.name!r}, "
+                f"Cannot feed value of shape {value.shape!r} for Tensor {tensor.name!r}, "
                 f"which has shape {str(tensor.get_shape())!r}"
             )
         if not self._graph.is_feedable(tensor):
             raise ValueError(f"Tensor {tensor} may not be fed.")
-        return _read_only_view(np_val)
+        return _read_only_view(value)
 
     def _fits_static_shape(self, tensor: ops.Tensor, shape: tuple) -> bool:
         """Whether ``shape`` is compatible with the tensor's static shape (cached)."""

@@ -115,6 +115,20 @@ def test_adds_running_at_once_use_separate_partial_sums_and_the_take_adds_them()
         np.testing.assert_array_equal(sess.run(acc.take_grad(3)), grads[0] + grads[1] + grads[2])
 
 
+def test_four_adds_running_at_once_get_four_partial_sums_whatever_the_cores():
+    acc = tf.ConditionalAccumulator(tf.float32, shape=[3], reduction_type="SUM")
+    grads = [np.full(3, 2.0**k, np.float32) for k in range(5)]
+    with tf.Session() as sess:
+        res = resource(sess, acc)
+        held = [begin(res, g) for g in grads]
+        partials = [h[0][1] for h in held]
+        assert len({id(p) for p in partials[:4]}) == 4
+        assert partials[4] in partials[:4]  # the fifth waits its turn on one of them
+        for h in reversed(held):
+            end(res, *h)
+        np.testing.assert_array_equal(sess.run(acc.take_grad(5)), np.sum(grads, axis=0))
+
+
 def test_with_one_partial_sum_adds_running_at_once_take_turns():
     acc = tf.ConditionalAccumulator(tf.float32, shape=[2], reduction_type="SUM")
     with tf.Session() as sess:
