@@ -59,7 +59,7 @@ _MAX_BUFFERS = 1 << 16
 _SHARED = 1 << 31
 # In a header's count: how many arrays travel inside the pickle, and their
 # bytes (`_IN_FRAME`), follow the count (for the connection's tally).
-_IN_BAND = 1 << 30
+_IN_BAND = 1 << 29
 _IN_FRAME = struct.Struct("!II")
 # Arrays smaller than this travel inside the pickled message: copying a few
 # KiB costs less than the system calls of a frame of their own (a write on

@@ -22,8 +22,9 @@ from minitf.ops.queue_kernels import DEQUEUE
 pytestmark = pytest.mark.timeout(60)
 
 
-def _runner_threads(server) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == f"minitf-run{server.task_name}"]
+def _no_runner_ran(server) -> bool:
+    """True if no run of ``server`` went to a runner thread (a runner stays idle for 30 s)."""
+    return server._runners.wait_until_idle(0, 0.0)
 
 
 def _ps_handle(ps) -> int:
@@ -56,7 +57,7 @@ def test_a_ps_part_that_waits_for_gradients_runs_without_a_runner_thread(ps_and_
     # By hand: w0 - 20 steps * 0.1 * x.
     np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 20 * 0.1 * x_val, rtol=1e-5)
     _ps_handle(ps)
-    assert _runner_threads(ps) == []
+    assert _no_runner_ran(ps)
     assert ps.worker._steps == {}  # every step ended and was forgotten
 
 
@@ -90,7 +91,7 @@ def test_steps_from_two_clients_at_once_each_apply_once(ps_and_worker):
             t.join(50)
         assert not errors
         assert sess.run(total) == runs * 2 * (1.0 + 10.0)
-    assert _runner_threads(ps_and_worker["ps"]) == []
+    assert _no_runner_ran(ps_and_worker["ps"])
 
 
 def test_a_dequeue_on_the_ps_goes_on_when_another_clients_enqueue_comes(ps_and_worker):
@@ -125,7 +126,7 @@ def test_a_dequeue_on_the_ps_goes_on_when_another_clients_enqueue_comes(ps_and_w
     thread.join(20)
     assert not errors
     assert got == [(3.5 * 2.0 + 1.0) * 10.0]
-    assert _runner_threads(ps_and_worker["ps"]) == []
+    assert _no_runner_ran(ps_and_worker["ps"])
 
 
 def _registered_ps_part(ps_and_worker):
@@ -215,4 +216,4 @@ def test_a_traced_step_still_runs_on_a_runner(ps_and_worker):
         for node in dev["node_stats"]
     ]
     assert {n["node_name"] for n in ps_nodes} >= {"w"}
-    assert len(_runner_threads(ps_and_worker["ps"])) == 1
+    assert ps_and_worker["ps"]._runners.wait_until_idle(1, 10)
