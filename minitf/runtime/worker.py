@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -117,7 +118,12 @@ class Worker:
         self._registered: dict[int, RegisteredGraph] = {}
         # Each session's stateful kernels, by op name (TF's OpSegment).
         self._segments: dict[str, dict] = {}
-        self._handles = itertools.count(1)
+        # Handles are unique to this worker's process: a client that still
+        # holds a handle of the process this one replaced (a restarted task)
+        # gets "lost graph" (AbortedError, which a MonitoredSession recovers
+        # from), never another client's partition registered under the same
+        # number, as TF's graph handles name one worker incarnation.
+        self._handles = itertools.count((secrets.randbits(31) << 32) + 1)
         self._steps: dict[int, StepContext] = {}
         self._steps_lock = threading.Lock()
 

@@ -51,6 +51,22 @@ def test_an_unknown_handle_is_an_aborted_step_naming_the_task():
         Worker(TASK).run_graph(7, 1, [], 0, False)
 
 
+def test_a_handle_of_a_replaced_worker_is_lost_not_another_partition():
+    # A restarted task is a new Worker: the handle a client kept from the
+    # old one must not name what another client registered on the new one.
+    graph = tf.Graph()
+    with graph.as_default():
+        v = tf.Variable(1.0, name="v")
+        doubled = tf.multiply(v, 2.0, name="doubled")
+    old, new = Worker(TASK), Worker(TASK)
+    stale = _register(old, [doubled], [], [])
+    _register(new, [], [v.initializer], [])
+    fresh = _register(new, [doubled], [], [])
+    assert stale != fresh
+    with pytest.raises(tf.errors.AbortedError, match=f"{TASK} lost graph {stale}"):
+        new.run_graph(stale, 1, [], 0, False)
+
+
 def test_an_aborted_step_fails_when_it_arrives():
     graph = tf.Graph()
     with graph.as_default():
