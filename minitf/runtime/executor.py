@@ -404,21 +404,17 @@ class Executor:
         """
         _ResumedRun(self, plan, ctx, feed_values, done).start()
 
-    def watch(self, run: _ResumedRun, waiting: bool = True) -> None:
-        """Watches a resumed step's deadline and logs its long waits (`start_resumed`).
-
-        Args:
-            run: The step.
-            waiting: True when it starts to wait, False when it has ended.
-        """
-        if not waiting:
-            self._watch.remove(run)
-            return
+    def watch(self, run: _ResumedRun) -> None:
+        """Watches a resumed step that waits: its deadline, and its long waits (`start_resumed`)."""
         if self._watch is None:
             with _watch_lock:
                 if self._watch is None:
                     self._watch = _Watch(run.ctx.clock, self.wait_log_secs)
         self._watch.add(run)
+
+    def unwatch(self, run: _ResumedRun) -> None:
+        """Stops watching a resumed step that has ended."""
+        self._watch.remove(run)
 
     @staticmethod
     def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
@@ -603,7 +599,7 @@ class _ResumedRun:
 
     def _unwatch(self) -> None:
         if self._watched:
-            self._executor.watch(self, False)
+            self._executor.unwatch(self)
 
     def expire(self, now: float) -> float | None:
         """Fails the step if its deadline has passed (`_Watch`).

@@ -844,19 +844,26 @@ class Server:
 
     def _run(self, wire: Wire, message: tuple) -> None:
         _, call, handle, step_id, feed_values, timeout_ms, traced = message
-        with self._lock:
-            self._steps_of.setdefault(wire, set()).add(step_id)
+        self._track(wire, step_id)
         try:
             values, nodes = self.worker.run_graph(handle, step_id, feed_values, timeout_ms, traced)
-            reply = ("ok", call, [_wire_value(v) for v in values])
+            reply = _ok(call, values)
             if nodes is not None:
                 reply = (*reply, nodes)
         except Exception as exc:  # noqa: BLE001 - reported to the client
             reply = ("error", call, *error_message(exc))
         finally:
-            with self._lock:
-                self._steps_of.get(wire, set()).discard(step_id)
+            self._untrack(wire, step_id)
         self._reply(wire, reply)
+
+    def _track(self, wire: Wire, step_id: int) -> None:
+        """Notes a step run for the client at ``wire`` (aborted if that client goes away)."""
+        with self._lock:
+            self._steps_of.setdefault(wire, set()).add(step_id)
+
+    def _untrack(self, wire: Wire, step_id: int) -> None:
+        with self._lock:
+            self._steps_of.get(wire, set()).discard(step_id)
 
     def _start(self, wire: Wire, message: tuple) -> bool:
         """Starts an untraced run with ops that wait, holding no thread (`Worker.start_graph`).
@@ -866,21 +873,17 @@ class Server:
         nothing, for a run that needs a runner.
         """
         _, call, handle, step_id, feed_values, timeout_ms, _ = message
-        with self._lock:
-            self._steps_of.setdefault(wire, set()).add(step_id)
+        self._track(wire, step_id)
 
         def done(values, error):
-            with self._lock:
-                self._steps_of.get(wire, set()).discard(step_id)
-            if error is None:
-                self._reply(wire, ("ok", call, [_wire_value(v) for v in values]))
-            else:
-                self._reply(wire, ("error", call, *error_message(error)))
+            self._untrack(wire, step_id)
+            self._reply(
+                wire, _ok(call, values) if error is None else ("error", call, *error_message(error))
+            )
 
         if self.worker.start_graph(handle, step_id, feed_values, timeout_ms, done):
             return True
-        with self._lock:
-            self._steps_of.get(wire, set()).discard(step_id)
+        self._untrack(wire, step_id)
         return False
 
     def __repr__(self) -> str:
@@ -890,6 +893,11 @@ class Server:
 def _is_request(message: Any) -> bool:
     """Whether ``message`` carries a call id a reply can name."""
     return isinstance(message, tuple) and len(message) > 1 and isinstance(message[1], int)
+
+
+def _ok(call: int, values: list) -> tuple:
+    """The reply to a run that ended well: its fetched values, as they cross the wire."""
+    return ("ok", call, [_wire_value(v) for v in values])
 
 
 def _wire_value(value: Any) -> Any:

@@ -184,13 +184,9 @@ class Worker:
         recording = self.recorders.active
         if traced or recording:
             ctx.trace = []
-        with self._steps_lock:
-            self._steps[step_id] = ctx
+        aborted = self._begin(ctx)
         delay = None
         try:
-            # An abort that came before the step was registered (a session
-            # closed right after sending the run) left its mark here.
-            aborted = self.rendezvous.aborted(step_id)
             if aborted is not None:
                 raise aborted
             if self._straggles(registered):
@@ -200,9 +196,7 @@ class Worker:
                     self.recorders.record([delay])
             values = self._executor.run(registered.plan, ctx, feed_values)
         finally:
-            with self._steps_lock:
-                self._steps.pop(step_id, None)
-            self.rendezvous.cleanup(step_id)
+            self._end(step_id)
             nodes = self._record(ctx, recording)
         if not traced:
             return values, None
@@ -247,16 +241,12 @@ class Worker:
         ):
             return False
         ctx = self._context(registered, step_id, timeout_ms)
-        with self._steps_lock:
-            self._steps[step_id] = ctx
 
         def finish(values, error):
-            with self._steps_lock:
-                self._steps.pop(step_id, None)
-            self.rendezvous.cleanup(step_id)
+            self._end(step_id)
             done(values, error)
 
-        aborted = self.rendezvous.aborted(step_id)
+        aborted = self._begin(ctx)
         if aborted is not None:
             finish(None, aborted)
         else:
@@ -275,6 +265,22 @@ class Worker:
             client=registered.client,
             clock=self.clock,
         )
+
+    def _begin(self, ctx: StepContext) -> errors.OpError | None:
+        """Registers a step that starts here (`abort_step` finds it); returns its abort, if any.
+
+        An abort that came before the step was registered (a session closed
+        right after sending the run) left its mark in the rendezvous.
+        """
+        with self._steps_lock:
+            self._steps[ctx.step_id] = ctx
+        return self.rendezvous.aborted(ctx.step_id)
+
+    def _end(self, step_id: int) -> None:
+        """Forgets a step that has ended here, and what is left of it in the rendezvous."""
+        with self._steps_lock:
+            self._steps.pop(step_id, None)
+        self.rendezvous.cleanup(step_id)
 
     def deliver_tensor(self, step_id: int, key: str, value: Any) -> None:
         """A ``_Send`` from another task: the tensor waits here for its ``_Recv``.
