@@ -102,6 +102,8 @@ def _malformed(rng: random.Random, marker: str) -> list[tuple[str, object]]:
         ("random bytes", rng.randbytes(200)),
         ("a bad pickle", struct.pack("!I", 0) + b"\x80\x05garbage"),
         ("too many buffers", struct.pack("!I", 1 << 30) + pickle.dumps(("hello", 1))),
+        # The flag of arrays inside the frame, without the count of them that must follow.
+        ("a short in-frame count", struct.pack("!I", 1 << 29) + b"\x00\x01"),
         ("not a tuple", ("msg", 42)),
         ("an empty tuple", ("msg", ())),
         ("an unknown kind", ("msg", ("launch_missiles", 3))),
