@@ -405,7 +405,11 @@ class Executor:
         _ResumedRun(self, plan, ctx, feed_values, done).start()
 
     def watch(self, run: _ResumedRun) -> None:
-        """Watches a resumed step that waits: its deadline, and its long waits (`start_resumed`)."""
+        """Watches a resumed step that waits: its deadline, and its long waits (`start_resumed`).
+
+        Args:
+            run: The step, when it first waits.
+        """
         if self._watch is None:
             with _watch_lock:
                 if self._watch is None:
@@ -413,7 +417,11 @@ class Executor:
         self._watch.add(run)
 
     def unwatch(self, run: _ResumedRun) -> None:
-        """Stops watching a resumed step that has ended."""
+        """Stops watching a resumed step that has ended.
+
+        Args:
+            run: The step.
+        """
         self._watch.remove(run)
 
     @staticmethod
