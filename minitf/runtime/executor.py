@@ -25,6 +25,7 @@ burst of ops (`StepContext.post`).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import heapq
 import itertools
@@ -68,6 +69,15 @@ __all__ = [
 
 _step_ids = itertools.count(1)
 _watch_lock = threading.Lock()
+
+
+class _Advancing(threading.local):
+    """Per thread: the resumed steps whose turn comes after the one this thread advances."""
+
+    deferred: collections.deque | None = None
+
+
+_advancing = _Advancing()
 
 
 class CancellationManager:
@@ -557,7 +567,7 @@ class _ResumedRun:
 
     def start(self) -> None:
         """Runs what can run before the first wait (on the calling thread)."""
-        self._go([])
+        self._advance([])
 
     def _arrive(self, index: int, value: Any) -> None:
         with self._lock:
@@ -567,7 +577,34 @@ class _ResumedRun:
                 self._queued.append((index, value))
                 return
             self._busy = True
-        self._go([(index, value)])
+        self._advance([(index, value)])
+
+    def _advance(self, arrivals: list) -> None:
+        """Advances the step now, or, on a thread that is advancing another, right after it.
+
+        A completion can come from a kernel of another resumed step (an
+        ``apply_grad`` that lets a ``take_grad`` finish). Run there and then,
+        the completed step would go ahead of the rest of the step whose
+        kernel completed it: the chief's update and its tokens would come
+        before that worker's own token dequeue had even started, and another
+        worker could take its token. So the thread finishes its step's burst
+        of ops first, as TF's executor queues the ops a completion makes
+        ready behind the node that is running.
+        """
+        deferred = _advancing.deferred
+        if deferred is not None:
+            deferred.append((self, arrivals))
+            return
+        _advancing.deferred = deferred = collections.deque([(self, arrivals)])
+        try:
+            while deferred:
+                run, items = deferred.popleft()
+                try:
+                    run._go(items)
+                except Exception:  # noqa: BLE001 - keep going with the other steps
+                    logger.exception("a resumed step failed outside its own error handling")
+        finally:
+            _advancing.deferred = None
 
     def _go(self, arrivals: list) -> None:
         run, ctx = self.run, self.run.ctx

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from minitf.ops.blocking import BlockingResource
 from minitf.ops.queue_kernels import DEQUEUE
 
 pytestmark = pytest.mark.timeout(60)
@@ -217,3 +218,62 @@ def test_a_traced_step_still_runs_on_a_runner(ps_and_worker):
     ]
     assert {n["node_name"] for n in ps_nodes} >= {"w"}
     assert ps_and_worker["ps"]._runners.wait_until_idle(1, 10)
+
+
+def test_a_step_a_kernel_completes_goes_on_after_that_kernels_own_step(ps_and_worker, monkeypatch):
+    # As SyncReplicas' chief and a worker: the chief's part waits for a
+    # gradient (q1), then puts a token (q2); the worker's part pushes its
+    # gradient, then waits for a token. The worker's push completes the
+    # chief's wait, but the chief goes on only once the worker's part has
+    # run what it could: its token dequeue waits before the token comes,
+    # or a second worker could take that token first.
+    with tf.device("/job:ps/task:0"):
+        q1 = tf.FIFOQueue(4, tf.float32, shapes=[], shared_name="grads", name="grads")
+        q2 = tf.FIFOQueue(4, tf.float32, shapes=[], shared_name="tokens", name="tokens")
+        taken = q1.dequeue()
+        put_token = q2.enqueue(taken + 100.0)
+        x = tf.placeholder(tf.float32, [])
+        push = q1.enqueue(x)
+        with tf.control_dependencies([push]):
+            token = q2.dequeue()
+    with tf.device("/job:worker/task:0"):
+        got_token = token * 1.0
+    target = ps_and_worker["worker"].target
+    resources = ps_and_worker["ps"].worker.resource_mgr
+    with tf.Session(target) as sess:
+        assert sess.run(q1.size()) == 0 and sess.run(q2.size()) == 0  # both queues exist
+        names = {id(r): name for _, name, r in resources.items() if name in ("grads", "tokens")}
+        attempts = []
+        original = BlockingResource.try_attempt
+
+        def recorded(self, direction, *args, **kwargs):
+            if id(self) in names:
+                attempts.append((names[id(self)], "dequeue" if direction == DEQUEUE else "enqueue"))
+            return original(self, direction, *args, **kwargs)
+
+        monkeypatch.setattr(BlockingResource, "try_attempt", recorded)
+        chief_done = threading.Event()
+        errors = []
+
+        def chief():
+            try:
+                with tf.Session(target) as chief_sess:
+                    chief_sess.run(put_token)
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(exc)
+            chief_done.set()
+
+        thread = threading.Thread(target=chief)
+        thread.start()
+        [grads] = [r for _, name, r in resources.items() if name == "grads"]
+        assert grads.wait_for_waiting(DEQUEUE, 1, 20), errors  # the chief waits for a gradient
+        assert sess.run(got_token, {x: 2.5}) == 102.5
+        assert chief_done.wait(20)
+        thread.join(20)
+    assert not errors
+    assert attempts == [
+        ("grads", "dequeue"),  # the chief waits
+        ("grads", "enqueue"),  # the worker's push completes that wait ...
+        ("tokens", "dequeue"),  # ... and the worker's own dequeue starts first
+        ("tokens", "enqueue"),  # then the chief goes on and puts the token
+    ]
