@@ -241,7 +241,9 @@ def _assert_tf_error(text: str, codes: dict) -> None:
 def _assert_went_on(mode, job, index, restarted, codes, text, mark, last_checkpoint, tmp_path):
     for key, code in codes.items():
         if key[0] == "worker" and (restarted or key != (job, index)):
-            assert code in (0, -signal.SIGTERM), (key, code, text[-3000:])
+            assert code in (0, -signal.SIGTERM), (
+                f"{key} exited with {code}; the output ends:\n{text[-3000:]}"
+            )
     if mode == "plain":
         return
     train_dir = str(tmp_path / "train")
