@@ -321,11 +321,9 @@ class Stepper:
     def _task_state(self, task, limit: int) -> dict:
         """One task's state; a task whose process has ended (a finished worker) is shown so."""
         if task.name not in self._ended:
-            try:
-                return task.call("state", limit)
-            except errors.UnavailableError:
-                if not self._task_exited(task.name, wait=5.0):
-                    raise
+            state = self._ask(task, "state", limit)
+            if state is not None:
+                return state
         return {"task": task.name, "held": False, "ended": True, "steps": [], "resources": []}
 
     def highlight(self, state: dict | None = None) -> dict[str, str]:
@@ -589,11 +587,7 @@ class Stepper:
                 # training) may take another path than recorded: let it finish.
                 logger.warning("%s; the run goes on without the recording from here", exc.message)
         for task in self._live():
-            try:
-                task.call("hold", False, [])
-            except errors.UnavailableError:
-                if not self._task_exited(task.name, wait=5.0):
-                    raise
+            self._ask(task, "hold", False, [])
 
     def hold(self) -> None:
         """Holds every task again (steps stop before their next move)."""
@@ -644,12 +638,10 @@ class Stepper:
             progressed = False
             for name in list(pending):
                 task, (step_id, kind, op) = self._tasks[name], pending[name][0]
-                try:
-                    task.call("settle", self.settle_timeout, timeout=self.settle_timeout + 5)
-                    state = task.call("state")
-                except errors.UnavailableError:
-                    if not self._task_exited(name, wait=5.0):
-                        raise
+                state = None
+                if self._ask(task, "settle") is not None:
+                    state = self._ask(task, "state")
+                if state is None:
                     del pending[name]  # it ended: it made its moves
                     continue
                 for candidate in _candidates([state]):
@@ -691,14 +683,12 @@ class Stepper:
             if name in self._ended:
                 lengths[name] = self._ended[name]
                 continue
-            try:
-                lengths[name] = task.call("moves")
-            except errors.UnavailableError:
-                if not self._task_exited(name, wait=5.0):
-                    raise
+            count = self._ask(task, "moves")
+            if count is None:
                 # Its process finished (a worker at the end of its script): its
                 # moves are all made; the count before it went is the count.
-                self._ended[name] = lengths[name] = self._known_lengths.get(name, 0)
+                self._ended[name] = count = self._known_lengths.get(name, 0)
+            lengths[name] = count
         self._known_lengths = lengths
         return lengths
 
@@ -728,21 +718,32 @@ class Stepper:
                 return name
         raise ValueError(f"no task {pattern!r}; the tasks are {', '.join(self._tasks)}")
 
+    def _ask(self, task, method: str, *args):
+        """``task.call(method, *args)``, or None once the task's process has ended.
+
+        A worker's process ends with its script, between any two calls: a
+        lost connection to a task that exited is that end, not an error.
+        """
+        timeout = self.settle_timeout + 5 if method == "settle" else 30.0
+        args = (self.settle_timeout,) if method == "settle" else args
+        try:
+            return task.call(method, *args, timeout=timeout)
+        except errors.UnavailableError:
+            if not self._task_exited(task.name, wait=5.0):
+                raise
+            return None
+
     def _settle(self) -> None:
         for task in self._live():
-            try:
-                task.call("settle", self.settle_timeout, timeout=self.settle_timeout + 5)
-            except errors.UnavailableError:
-                if not self._task_exited(task.name, wait=5.0):
-                    raise
+            self._ask(task, "settle")
 
     def _first_candidate(self, task: str | None, wait: float) -> dict | None:
         deadline = time.monotonic() + wait
         while True:
             self._refresh()
             self._settle()
-            states = [t.call("state") for t in self._live() if task in (None, t.name)]
-            found = _candidates(states)
+            states = [self._ask(t, "state") for t in self._live() if task in (None, t.name)]
+            found = _candidates([state for state in states if state is not None])
             rest = self._recorded_rest()
             if self._recording is not None and not rest:
                 return None  # the recording's moves are all made: `continue_` finishes the run
@@ -763,7 +764,10 @@ class Stepper:
         kind = RUN if candidate["move"] == "run" else DELIVER
         task = self._tasks[candidate["task"]]
         try:
-            task.call("grant", candidate["step_id"], kind, candidate["index"], self.settle_timeout)
+            # A None answer: the task's process ended after its last move.
+            self._ask(
+                task, "grant", candidate["step_id"], kind, candidate["index"], self.settle_timeout
+            )
         except (errors.OpError, ValueError) as exc:
             raise errors.FailedPreconditionError(
                 None, None, f"the move {candidate} could not be made: {exc}"

@@ -444,3 +444,46 @@ def test_a_launch_whose_tasks_cannot_be_reached_stops_their_processes(tmp_path, 
         Stepper.launch(str(script), {"ps": 1, "worker": 1})
     (cluster,) = started
     assert all(code is not None for code in cluster.poll().values())  # every process has exited
+
+
+class _EndingTask:
+    """A worker whose script ends while the stepper asks it for its state."""
+
+    name = "/job:worker/replica:0/task:0"
+
+    def __init__(self, states: int):
+        self.exited = False
+        self._states = states  # the states it answers before it ends
+
+    def call(self, method, *args, timeout=30.0):
+        if method == "state":
+            self.exited = self._states == 0  # it exits under the call: its connection resets
+            self._states -= 1
+        if self.exited:
+            raise tf.errors.UnavailableError(None, None, f"lost the connection to {self.name}")
+        if method == "state":
+            return {"task": self.name, "held": True, "steps": [], "resources": []}
+        return {"settle": True, "moves": 3}[method]
+
+
+class _ClusterOf:
+    def __init__(self, task):
+        self._task = task
+
+    def wait_task(self, job, index, timeout):
+        return 0 if self._task.exited else None
+
+    def stop(self):
+        pass
+
+
+@pytest.mark.parametrize("states", [0, 1, 2])
+def test_a_worker_whose_script_ends_between_two_questions_is_shown_ended_not_an_error(states):
+    task = _EndingTask(states)
+    stepper = Stepper([task], settle_timeout=1.0)
+    stepper.cluster = _ClusterOf(task)
+    # Alive when the stepper lists the live tasks, gone when it asks for a state.
+    assert stepper.step(1000, wait=0.2) == []
+    assert stepper.state()["tasks"] == [
+        {"task": task.name, "held": False, "ended": True, "steps": [], "resources": []}
+    ]
