@@ -53,8 +53,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors
+from minitf.runtime import allocator, simulation
 from minitf.runtime import partition as partition_lib
-from minitf.runtime import simulation
 from minitf.runtime.cluster_spec import ClusterSpec, server_def
 from minitf.runtime.scheduler import HeldScheduler
 from minitf.runtime.wire import MalformedMessage, Wire, WireListener
@@ -596,6 +596,8 @@ class Server:
 
     def start(self) -> None:
         """Starts listening on this task's address (idempotent)."""
+        # A task runs steps all its life: its freed memory is kept for the next step.
+        allocator.keep_freed_memory()
         with self._lock:
             if self._listener is not None:
                 return
