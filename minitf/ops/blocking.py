@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors, ops
+from minitf.framework.locks import ShortLock
 
 if TYPE_CHECKING:
     from minitf.runtime.executor import StepContext
@@ -104,7 +105,9 @@ class BlockingResource:
     """
 
     def __init__(self, directions: int = 1):
-        self.lock = threading.Lock()
+        # Held for a few microseconds of Python by every thread that uses the
+        # resource: a plain lock would convoy under the GIL (framework.locks).
+        self.lock = ShortLock()
         self._changed = threading.Condition(self.lock)
         self._attempts: tuple[deque[Attempt], ...] = tuple(deque() for _ in range(directions))
 
