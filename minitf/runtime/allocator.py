@@ -7,8 +7,11 @@ block back to the kernel when it is freed at the top of a heap (above
 ``M_TRIM_THRESHOLD``, 128 KiB at first), so the next step's copy touches
 fresh pages: 30–40 page faults per synchronous global step on the ps of
 ``benchmarks/sync_training.py`` (``docs/distributed.md`` has the measured
-cost). TF's allocator (``BFCAllocator``) keeps what it freed for the next
-step.
+cost). TF's CPU device allocates from ``ProcessState``'s CPU allocator, a
+``PoolAllocator`` that keeps up to 100 freed buffers for reuse by size (a
+``BFCAllocator`` with ``TF_CPU_ALLOCATOR_USE_BFC``,
+``tensorflow/core/common_runtime/process_state.cc``): what it freed serves
+the next step.
 
 `keep_freed_memory` asks glibc for the same: blocks up to `KEEP_BELOW` come
 from the heap, and a heap gives memory back to the kernel only once more than
