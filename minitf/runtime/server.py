@@ -242,6 +242,7 @@ class _Peers:
         self._lock = threading.Lock()
         self._wires: dict[str, Wire] = {}
         self._connecting: dict[str, threading.Lock] = {}
+        self._reached: set[str] = set()  # tasks connected to once: they have started
 
     def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
         """Delivers ``value`` to ``task``'s rendezvous."""
@@ -289,16 +290,45 @@ class _Peers:
         with connecting:
             with self._lock:
                 wire = self._wires.get(task)
+                lost = task in self._reached
             if wire is not None and not wire.hung_up():
                 return wire  # another thread connected meanwhile
             if wire is not None:
                 wire.close()  # the task went away; it may be back at its address
             spec = partition_lib.parse_task(task)
             address = self._cluster.task_address(spec[0], spec[1])
-            wire = connect_with_retry(address, task)
+            if lost:
+                wire = self._reconnect(task, address)
+            else:
+                wire = connect_with_retry(address, task)  # it may still be starting up
             with self._lock:
                 self._wires[task] = wire
+                self._reached.add(task)
             return wire
+
+    @staticmethod
+    def _reconnect(task: str, address: str) -> Wire:
+        """One try to reach a task that was reached before and went away.
+
+        The sending thread may be running another client's step (a resumed
+        step, `Executor.start_resumed`): retrying for `connect_timeout`
+        seconds would hold up everything that thread carries. A task that
+        is down fails the send at once, as TF's RPC to a task that is gone
+        fails with ``UNAVAILABLE``; the next step tries again, and reaches
+        the task once it is back.
+
+        Raises:
+            UnavailableError: if the task does not answer now.
+        """
+        try:
+            return Wire.connect(parse_address(address), cluster_secret(), timeout=1.0, peer=task)
+        except Exception as exc:  # noqa: BLE001 - refused, reset, timed out, or the handshake
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"lost the connection to {task}, and it does not answer at {address} "
+                f"({type(exc).__name__}: {exc}): it is down or restarting",
+            ) from None
 
     def close(self) -> None:
         with self._lock:

@@ -6,6 +6,7 @@ the same authenticated TCP transport that separate processes use.
 """
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -492,3 +493,34 @@ def test_a_queue_without_a_shared_name_lives_as_long_as_its_session_across_run_s
             assert sess.run(q.size()) == 0
     finally:
         server.stop()
+
+
+def _received(server, step_id: int, key: str, timeout: float = 10.0):
+    """The value the task's rendezvous got for ``key`` in step ``step_id`` (waits for it)."""
+    from minitf.runtime.executor import StepContext
+
+    got, arrived = [], threading.Event()
+    server.rendezvous.recv(
+        step_id, key, StepContext(None), lambda v: (got.append(v), arrived.set())
+    )
+    assert arrived.wait(timeout), f"{key} never arrived"
+    return got[0]
+
+
+def test_a_send_to_a_task_that_went_away_fails_at_once_and_reaches_it_once_back(
+    cluster, monkeypatch
+):
+    # A retry would wait this long: a thread that sends carries other steps too.
+    monkeypatch.setenv("MINITF_CONNECT_TIMEOUT", "30")
+    peers, ps = cluster["worker0"]._peers, "/job:ps/replica:0/task:0"
+    peers.send_tensor(ps, 1, "before", np.arange(3.0))
+    np.testing.assert_array_equal(_received(cluster["ps"], 1, "before"), [0.0, 1.0, 2.0])
+    spec = cluster["ps"].cluster
+    cluster["ps"].stop()
+    started = time.monotonic()
+    with pytest.raises(tf.errors.UnavailableError, match=r"lost the connection to /job:ps/"):
+        peers.send_tensor(ps, 2, "while_down", np.arange(3.0))
+    assert time.monotonic() - started < 5.0
+    cluster["ps"] = tf.train.Server(spec, job_name="ps", task_index=0)
+    peers.send_tensor(ps, 3, "after", np.ones(2))
+    np.testing.assert_array_equal(_received(cluster["ps"], 3, "after"), [1.0, 1.0])
