@@ -17,7 +17,8 @@ the next step.
 from the heap, and a heap gives memory back to the kernel only once more than
 `TRIM_ABOVE` of it is free. A process keeps at most what it used at its peak.
 It is called when a `tf.train.Server` starts: a task's process runs steps
-all its life. ``MINITF_KEEP_FREED_MEMORY=0`` leaves malloc as it is, and so
+all its life. ``MINITF_KEEP_FREED_MEMORY=0`` (or ``off``, ``false``, ``no``)
+leaves malloc as it is, and so
 does a process started with glibc's own ``MALLOC_TRIM_THRESHOLD_`` or
 ``MALLOC_MMAP_THRESHOLD_``. Elsewhere than glibc it does nothing.
 """
@@ -28,6 +29,8 @@ import ctypes
 import logging
 import os
 import threading
+
+from minitf.runtime.config import env_switch
 
 logger = logging.getLogger("minitf")
 
@@ -60,7 +63,9 @@ def keep_freed_memory() -> bool:
 
 
 def _apply() -> bool:
-    if os.environ.get(ENV, "1") == "0" or any(name in os.environ for name in _GLIBC_ENV):
+    if not env_switch(ENV, "keeping freed memory"):
+        return False
+    if any(name in os.environ for name in _GLIBC_ENV):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

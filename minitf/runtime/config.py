@@ -4,11 +4,16 @@ TF defines these as protocol buffers; minitf keeps their field names and default
 so TF1 code that builds them with keyword arguments works unchanged. Unknown
 fields raise ``ValueError`` and a value of the wrong type for a number, bool or
 string field ``TypeError``, as a protobuf constructor does.
+
+`env_switch` reads the on/off environment variables a task's process is
+configured with (``MINITF_SHM``, ``MINITF_KEEP_FREED_MEMORY``).
 """
 
 from __future__ import annotations
 
+import logging
 import numbers
+import os
 from typing import Any
 
 from minitf.runtime import step_stats
@@ -131,3 +136,32 @@ class RunMetadata(_Message):
     """
 
     _FIELDS = {"step_stats": step_stats.empty, "partition_graphs": list, "cost_graph": dict}
+
+
+_OFF_WORDS = ("0", "off", "false", "no")
+_ON_WORDS = ("", "1", "on", "true", "yes")
+
+
+def env_switch(name: str, what: str) -> bool:
+    """Whether the on/off environment variable ``name`` is on; it is when unset.
+
+    ``0``, ``off``, ``false`` and ``no`` turn it off, ``1``, ``on``, ``true``
+    and ``yes`` on (in any case). Any other value is logged as a warning that
+    names the accepted values, and the switch stays on.
+
+    Args:
+        name: The variable.
+        what: What it turns on, for the warning ("shared memory").
+    """
+    raw = os.environ.get(name, "1")
+    value = raw.strip().lower()
+    if value in _OFF_WORDS:
+        return False
+    if value not in _ON_WORDS:
+        logging.getLogger("minitf").warning(
+            "%s=%r is not understood: use 0 (off) or 1 (on, the default); %s stays on",
+            name,
+            raw,
+            what,
+        )
+    return True

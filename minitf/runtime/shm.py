@@ -71,11 +71,11 @@ from typing import Any
 
 import numpy as np
 
-ENV = "MINITF_SHM"
-_OFF_VALUES = ("0", "off", "false", "no")
-_ON_VALUES = ("", "1", "on", "true", "yes")
+from minitf.runtime.config import env_switch
 
 logger = logging.getLogger("minitf")
+
+ENV = "MINITF_SHM"
 """``0`` (or ``off``, ``false``, ``no``) keeps every connection on TCP."""
 
 MIN_BYTES = 64 << 10
@@ -117,15 +117,8 @@ def available() -> bool:
     Returns:
         True if connections of this process may agree on shared memory.
     """
-    value = os.environ.get(ENV, "1").strip().lower()
-    if value in _OFF_VALUES:
+    if not env_switch(ENV, "shared memory"):
         return False
-    if value not in _ON_VALUES:
-        logger.warning(
-            "%s=%r is not understood: use 0 (off) or 1 (on, the default); shared memory stays on",
-            ENV,
-            os.environ[ENV],
-        )
     return (
         sys.platform.startswith("linux")
         and hasattr(os, "memfd_create")

@@ -38,7 +38,7 @@ print(json.dumps({"kept": kept, "faults": faults}))
 PAGES_PER_ROUND = 4 * (1 << 20) // os.sysconf("SC_PAGE_SIZE")
 
 
-def _rounds(mode: str, **env) -> dict:
+def _run_rounds(mode: str, **env) -> subprocess.CompletedProcess:
     done = subprocess.run(
         [sys.executable, "-c", ROUNDS, mode],
         capture_output=True,
@@ -47,7 +47,11 @@ def _rounds(mode: str, **env) -> dict:
         env={**os.environ, **env},
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return done
+
+
+def _rounds(mode: str, **env) -> dict:
+    return json.loads(_run_rounds(mode, **env).stdout)
 
 
 def _glibc() -> bool:
@@ -68,8 +72,18 @@ def test_kept_memory_is_reused_without_touching_fresh_pages():
 
 def test_the_environment_can_leave_malloc_as_it_is():
     assert _rounds("keep", MINITF_KEEP_FREED_MEMORY="0")["kept"] is False
+    assert _rounds("keep", MINITF_KEEP_FREED_MEMORY="Off")["kept"] is False
     # glibc's own tuning, given at start, wins over ours.
     assert _rounds("keep", MALLOC_TRIM_THRESHOLD_="131072")["kept"] is False
+
+
+@pytest.mark.skipif(not _glibc(), reason="the thresholds are glibc's malloc's")
+def test_a_value_it_does_not_understand_is_named_in_a_warning_and_memory_is_kept():
+    done = _run_rounds("keep", MINITF_KEEP_FREED_MEMORY="maybe")
+    assert json.loads(done.stdout)["kept"] is True
+    assert "MINITF_KEEP_FREED_MEMORY='maybe' is not understood: use 0 (off) or 1 (on" in (
+        done.stderr
+    )
 
 
 SERVER = """
