@@ -639,7 +639,7 @@ class Stepper:
             for name in list(pending):
                 task, (step_id, kind, op) = self._tasks[name], pending[name][0]
                 state = None
-                if self._ask(task, "settle") is not None:
+                if self._settle_task(task) is not None:
                     state = self._ask(task, "state")
                 if state is None:
                     del pending[name]  # it ended: it made its moves
@@ -718,14 +718,12 @@ class Stepper:
                 return name
         raise ValueError(f"no task {pattern!r}; the tasks are {', '.join(self._tasks)}")
 
-    def _ask(self, task, method: str, *args):
+    def _ask(self, task, method: str, *args, timeout: float = 30.0):
         """``task.call(method, *args)``, or None once the task's process has ended.
 
         A worker's process ends with its script, between any two calls: a
         lost connection to a task that exited is that end, not an error.
         """
-        timeout = self.settle_timeout + 5 if method == "settle" else 30.0
-        args = (self.settle_timeout,) if method == "settle" else args
         try:
             return task.call(method, *args, timeout=timeout)
         except errors.UnavailableError:
@@ -733,9 +731,13 @@ class Stepper:
                 raise
             return None
 
+    def _settle_task(self, task):
+        """Waits until ``task`` holds still; None once its process has ended."""
+        return self._ask(task, "settle", self.settle_timeout, timeout=self.settle_timeout + 5)
+
     def _settle(self) -> None:
         for task in self._live():
-            self._ask(task, "settle")
+            self._settle_task(task)
 
     def _first_candidate(self, task: str | None, wait: float) -> dict | None:
         deadline = time.monotonic() + wait
