@@ -632,7 +632,9 @@ class _ResumedRun:
             return
         if finished:
             self._unwatch()
-            self._done(fetched(run.plan, run.vals), None)
+            values = fetched(run.plan, run.vals)
+            run.arrivals.detach()
+            self._done(values, None)
 
     def _end(self, error: BaseException) -> None:
         with self._lock:
@@ -640,6 +642,7 @@ class _ResumedRun:
             self._busy = False
         self._unwatch()
         self.run.ctx.cancellation.start_cancel()
+        self.run.arrivals.detach()
         self._done(None, error)
 
     def _unwatch(self) -> None:
@@ -660,7 +663,9 @@ class _ResumedRun:
                 return now + 0.01  # an arrival is being run; it may end the step
             self._ended = True
         ctx.cancellation.start_cancel()
-        self._done(None, _deadline_error(self.run.arrivals))
+        error = _deadline_error(self.run.arrivals)
+        self.run.arrivals.detach()
+        self._done(None, error)
         return None
 
     def log(self, now: float) -> None:
@@ -740,6 +745,10 @@ class _Watch:
                 run.log(now)
 
 
+def _ignore_arrival(index: int, value: Any) -> None:
+    """The ``arrive`` of a step that has ended (`_Arrivals.detach`)."""
+
+
 class _Arrivals:
     """The waiting ops of a segmented step (`Executor._run_segments`) and their completions.
 
@@ -757,8 +766,11 @@ class _Arrivals:
         self.steps = plan.steps
         self.ctx = ctx
         self.waiting: set[int] = set()
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._arrive = arrive if arrive is not None else lambda i, v: self._inbox.put((i, v))
+        self._inbox = inbox = queue.SimpleQueue()
+        # Not through ``self``: a cycle would keep the step's values (a take's
+        # 1 MB result) alive until the garbage collector runs, and the memory
+        # they free would come back cold (see docs/architecture.md).
+        self._arrive = arrive if arrive is not None else lambda i, v: inbox.put((i, v))
         self._bits: dict[int, int] = {}
         self._vals: list = []
         self._arrived: tuple | None = None
@@ -775,6 +787,17 @@ class _Arrivals:
             step.compute(self.ctx, lambda value: arrive(index, value), *args)
         except Exception as exc:
             raise as_op_error(exc, step.op) from exc
+
+    def detach(self) -> None:
+        """Drops the step's values and the link back to its run, once the step has ended.
+
+        The run holds its arrivals and they hold its ``arrive``: a cycle that
+        would keep the step's arrays alive until the garbage collector runs.
+        Freed now, their memory is what the next step allocates, still in the
+        cache. A completion that comes later (of a cancelled op) is ignored.
+        """
+        self._arrive = _ignore_arrival
+        self._vals = []
 
     def wait_for_arrival(self, timeout: float | None) -> bool:
         """Waits for a completion (as `StepExecution.wait_for_arrival`); False after ``timeout``.

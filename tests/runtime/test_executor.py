@@ -6,6 +6,7 @@ the run's ``timeout_in_ms`` passes, and closing a session cancels its steps.
 Test-only op types (``Test*``) are registered below with their kernels.
 """
 
+import gc
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from minitf.runtime.executor import (
     CancellationManager,
     Executor,
     StepContext,
+    _Arrivals,
     as_op_error,
 )
 from minitf.runtime.plan import KernelInfo
@@ -468,3 +470,33 @@ def test_a_step_that_waits_says_which_op_waits_for_what_every_interval(monkeypat
     assert len(lines) >= 2  # once per interval, not once
     assert lines[0].startswith("/job:localhost/replica:0/task:0: step ")
     assert "take_token waits for queue" in lines[0] and "holds 0, needs 1" in lines[0]
+
+
+def _live(cls) -> list:
+    """The instances of ``cls`` still in memory, reachable or not (the collector is off)."""
+    return [o for o in gc.get_objects() if isinstance(o, cls)]
+
+
+def test_a_step_with_a_waiting_op_is_freed_when_it_ends_not_by_the_collector():
+    # A take's result is freed as soon as its caller drops it: were the step
+    # left in a reference cycle, its arrays would wait for the garbage
+    # collector and their memory would come back cold.
+    acc = tf.ConditionalAccumulator(tf.float32, shape=[4], reduction_type="SUM")
+    g = tf.placeholder(tf.float32, [4])
+    apply = acc.apply_grad(g, local_step=100)  # fresh for every take below
+    take = acc.take_grad(2)
+    grads = [np.arange(4, dtype=np.float32), np.full(4, 0.5, np.float32)]
+    with tf.Session() as sess:
+        gc.collect()
+        gc.disable()
+        try:
+            before = {id(o) for o in _live(_Arrivals)}  # other tests' may still be held
+            for _ in range(3):
+                for grad in grads:
+                    sess.run(apply, {g: grad})
+                taken = sess.run(take)
+                np.testing.assert_allclose(taken, grads[0] + grads[1])  # by hand
+            left = [o for o in _live(_Arrivals) if id(o) not in before]
+        finally:
+            gc.enable()
+    assert left == []

@@ -10,6 +10,7 @@ waits, as the dataflow driver's do.
 Clusters are in-process servers on loopback ports (``conftest.py``).
 """
 
+import gc
 import logging
 import threading
 
@@ -19,6 +20,7 @@ import pytest
 import minitf as tf
 from minitf.ops.blocking import BlockingResource
 from minitf.ops.queue_kernels import DEQUEUE
+from minitf.runtime.executor import _ResumedRun
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -277,3 +279,31 @@ def test_a_step_a_kernel_completes_goes_on_after_that_kernels_own_step(ps_and_wo
         ("tokens", "dequeue"),  # ... and the worker's own dequeue starts first
         ("tokens", "enqueue"),  # then the chief goes on and puts the token
     ]
+
+
+def _live_resumed_runs() -> list:
+    """The resumed steps still in memory, reachable or not (the collector is off)."""
+    return [o for o in gc.get_objects() if isinstance(o, _ResumedRun)]
+
+
+def test_a_resumed_step_is_freed_when_it_ends_not_by_the_collector(ps_and_worker):
+    # A step in a reference cycle would keep its gradients alive until the
+    # garbage collector runs; freed at once, their memory is what the next
+    # step allocates, still in the cache.
+    w, x, train = _async_sgd(ps_and_worker["worker"].target)
+    x_val = np.array([3.0, 0.5], np.float32)
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(w.initializer)
+        sess.run(train, {x: x_val})
+        gc.collect()
+        gc.disable()
+        try:
+            before = {id(o) for o in _live_resumed_runs()}  # other tests' may still be held
+            for _ in range(10):
+                sess.run(train, {x: x_val})
+            left = [o for o in _live_resumed_runs() if id(o) not in before]
+        finally:
+            gc.enable()
+        got = sess.run(w)
+    np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 11 * 0.1 * x_val, rtol=1e-5)  # by hand
+    assert left == []
