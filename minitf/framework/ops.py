@@ -561,6 +561,8 @@ class Graph:
             ValueError: if ``obj`` belongs to another graph.
             KeyError: if a name does not exist in this graph.
         """
+        if type(obj) is Tensor and allow_tensor and obj.graph is self:
+            return obj  # the common case (a feed or a fetch every step): no lock needed
         with self._lock:
             return self._as_graph_element_locked(obj, allow_tensor, allow_operation)
 
