@@ -25,7 +25,15 @@ Prints one JSON line with:
   gradients a take aggregated on average;
 * ``numpy_add_2_threads_gb_per_s``: two threads each running the numpy add
   into its own buffer — what the machine's cores give when adds run in
-  parallel (the accumulator's producers add outside its lock).
+  parallel (the accumulator's producers add outside its lock);
+* ``kernels_only_fraction_of_numpy``: the headline aggregation (4 producers,
+  one consumer) with each thread calling the ``apply_grad`` and
+  ``take_grad`` kernels directly instead of through ``Session.run``: what
+  the accumulator itself reaches. The difference to
+  ``aggregation_fraction_of_numpy`` is the session's cost per run (feeds,
+  plan, step context, walk), paid while the interpreter lock is contended;
+  ``session_apply_us`` and ``kernel_apply_us`` are one apply of a 16-value
+  gradient each way, in one thread (the best of 5 timings).
 
 The machine may be shared: each aggregation figure and the numpy baselines are
 measured 5 times, one after the other, and the medians are reported.
@@ -50,6 +58,9 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import minitf as tf  # noqa: E402
+from minitf.runtime.executor import StepContext  # noqa: E402
+from minitf.runtime.plan import bind_kernel  # noqa: E402
+from minitf.runtime.resource_mgr import ResourceMgr  # noqa: E402
 
 QUEUE_ELEMENTS = 20_000
 GRAD_VALUES = 262_144  # 1 MB of float32
@@ -211,10 +222,92 @@ def bench_aggregation() -> dict:
     }
 
 
+class _Kernels:
+    """An accumulator's ``apply_grad`` and ``take_grad`` kernels, called without a session.
+
+    Args:
+        values: The gradient's length.
+    """
+
+    def __init__(self, values: int):
+        graph = tf.Graph()
+        with graph.as_default():
+            acc = tf.ConditionalAccumulator(tf.float32, shape=[values], reduction_type="SUM")
+            g = tf.placeholder(tf.float32, [values])
+            apply_op = acc.apply_grad(g, local_step=1 << 40)
+            take_op = acc.take_grad(1).op
+        resources = ResourceMgr()
+        self._resource = bind_kernel(acc.accumulator_ref.op).compute(StepContext(resources))
+        self._apply = bind_kernel(apply_op).compute
+        self._take = bind_kernel(take_op).compute
+        self._resources = resources
+        self._step = np.int64(1 << 40)
+
+    def apply(self, grad) -> None:
+        """One ``apply_grad`` of ``grad`` (read-only, as a session feeds it)."""
+        self._apply(StepContext(self._resources), self._resource, self._step, grad)
+
+    def take(self, required: int) -> np.ndarray:
+        """One ``take_grad(required)``: waits for its result as a session would."""
+        arrived: queue.SimpleQueue = queue.SimpleQueue()
+        self._take(StepContext(self._resources), arrived.put, self._resource, np.int32(required))
+        result = arrived.get(timeout=600)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+def _best_us(call, count: int = 20_000) -> float:
+    """The best of 5 timings of ``count`` calls, in microseconds per call."""
+    for _ in range(1_000):
+        call()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(count):
+            call()
+        best = min(best, (time.perf_counter() - start) / count)
+    return best * 1e6
+
+
+def bench_kernels_only() -> dict:
+    grad = np.random.default_rng(0).random(GRAD_VALUES, dtype=np.float32)
+    grad[0] = 1.0
+    fed = grad.view()
+    fed.flags.writeable = False
+    kernels = _Kernels(GRAD_VALUES)
+    for _ in range(PRODUCERS):
+        kernels.apply(fed)
+    np.testing.assert_allclose(kernels.take(PRODUCERS), PRODUCERS * grad, rtol=1e-6)
+    fractions = []
+    for _ in range(REPEATS):
+        baseline = _numpy_add(grad, 1)
+        seconds, _ = _aggregate(kernels.apply, kernels.take, fed, PRODUCERS)
+        fractions.append(GRADIENTS * grad.nbytes / seconds / 1e9 / baseline)
+
+    small = np.ones(16, np.float32)
+    small.flags.writeable = False
+    graph = tf.Graph()
+    with graph.as_default():
+        acc = tf.ConditionalAccumulator(tf.float32, shape=[16], reduction_type="SUM")
+        g = tf.placeholder(tf.float32, [16])
+        with tf.Session(graph=graph) as sess:
+            apply = sess.make_callable(acc.apply_grad(g, local_step=1 << 40), [g])
+            session_us = _best_us(lambda: apply(small))
+    kernels_small = _Kernels(16)
+    kernel_us = _best_us(lambda: kernels_small.apply(small))
+    return {
+        "kernels_only_fraction_of_numpy": round(statistics.median(fractions), 3),
+        "session_apply_us": round(session_us, 2),
+        "kernel_apply_us": round(kernel_us, 2),
+    }
+
+
 def main() -> None:
     result = {"benchmark": "dataflow"}
     result.update(bench_queue())
     result.update(bench_aggregation())
+    result.update(bench_kernels_only())
     print(json.dumps(result))
 
 
