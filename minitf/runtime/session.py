@@ -348,13 +348,19 @@ class BaseSession:
         self._check_open()
         mapper = fetch_lib.FetchMapper(self._graph, fetches)
         feed_tensors = [self._feed_tensor(f) for f in (feed_list or [])]
+        feeds = [(t, t.dtype.base_dtype.as_numpy_dtype) for t in feed_tensors]
+        checked, converted = self._checked_feed, self._feed_value
 
         def runner(*feed_args, **kwargs):
             if len(feed_args) != len(feed_tensors):
                 raise ValueError(f"Expected {len(feed_tensors)} feed values, got {len(feed_args)}")
             options = kwargs.pop("options", None) if accept_options else None
             metadata = kwargs.pop("run_metadata", None) if accept_options else None
-            values = [self._feed_value(t, v) for t, v in zip(feed_tensors, feed_args)]
+            # An array of the feed's dtype, the usual case, skips the conversions.
+            values = [
+                checked(t, v) if type(v) is np.ndarray and v.dtype == dtype else converted(t, v)
+                for (t, dtype), v in zip(feeds, feed_args)
+            ]
             return mapper.build(
                 self._run_signature(
                     mapper.tensors, mapper.ops, feed_tensors, values, options, metadata
@@ -490,7 +496,7 @@ class BaseSession:
             static = tensor.get_shape()
             self._static_dims[tensor] = None if static.ndims is None else tuple(static.as_list())
         dims = self._static_dims[tensor]
-        if dims is None:
+        if dims is None or dims == shape:
             return True
         return len(dims) == len(shape) and all(d is None or d == s for d, s in zip(dims, shape))
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 import zlib
 
 import numpy as np
@@ -500,3 +501,46 @@ def test_a_step_with_a_waiting_op_is_freed_when_it_ends_not_by_the_collector():
         finally:
             gc.enable()
     assert left == []
+
+
+@pytest.mark.parametrize("driver", ["straight", "segmented", "dataflow", "failing"])
+def test_a_step_never_warns_about_inf_or_nan_and_leaves_the_callers_float_errors_as_they_were(
+    driver,
+):
+    # TF's kernels compute log(0) = -inf and 0/0 = nan without a word; the
+    # caller's own numpy keeps the error handling it chose.
+    x = tf.placeholder(tf.float32, [2])
+    quotient = tf.log(x) / x
+    if driver == "straight":
+        fetch, feed = quotient, {x: np.array([0.0, 1.0], np.float32)}
+    else:
+        q = tf.FIFOQueue(2, tf.float32, shapes=[2])
+        dequeued = q.dequeue()
+        fetch = dequeued * tf.log(dequeued) if driver != "dataflow" else None
+        feed = None
+    with tf.Session() as sess:
+        if driver != "straight":
+            sess.run(q.enqueue(np.array([0.0, 2.0], np.float32)))
+        if driver == "dataflow":  # a tf.cond takes the dataflow driver
+            fetch = tf.cond(tf.constant(True), lambda: dequeued / 0.0, lambda: dequeued)
+        with np.errstate(divide="raise", invalid="raise", over="raise"):
+            before = np.geterr()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                if driver == "failing":
+                    z = tf.placeholder(tf.float32)  # no static shape: the kernel fails
+                    with pytest.raises(tf.errors.InvalidArgumentError):
+                        sess.run(tf.reshape(tf.log(z), [3]), {z: np.zeros(2, np.float32)})
+                    got = None
+                else:
+                    got = sess.run(fetch, feed)
+            after = np.geterr()
+            with pytest.raises(FloatingPointError):  # the caller's choice still holds
+                np.log(np.float32(0.0))
+    assert after == before
+    if driver == "straight":
+        assert np.isneginf(got[0]) and got[1] == 0.0  # log(0)/0 = -inf, log(1)/1 = 0
+    elif driver == "segmented":
+        assert np.isnan(got[0]) and got[1] == pytest.approx(2 * np.log(2.0))  # 0*-inf = nan
+    elif driver == "dataflow":
+        assert np.isnan(got[0]) and np.isposinf(got[1])  # 0/0 = nan, 2/0 = inf
