@@ -311,11 +311,13 @@ class Executor:
                 _floats_back(quiet)
             return execution.fetches()
         vals = initial_values(plan, feed_values)
-        # The walk never waits: its tensors for other tasks leave together at its end.
         quiet = _quiet_floats()
         try:
-            with _sends_in_batches(ctx, ctx.transport is not None):
+            if ctx.transport is None:  # a local step: nothing to send
                 self._run_straight(plan, vals, ctx)
+            else:  # the walk never waits: its tensors for other tasks leave together at its end
+                with _batched_sends(ctx):
+                    self._run_straight(plan, vals, ctx)
         finally:
             _floats_back(quiet)
         return fetched(plan, vals)
