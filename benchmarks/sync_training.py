@@ -12,6 +12,11 @@ times (the median is reported):
 * ``sync_1w`` and ``sync_4w``: 1 ps + 1 and 4 workers (scaling);
 * ``async_2w``: 1 ps + 2 workers, plain asynchronous ``minimize``.
 
+Each configuration runs on minitf and right after it on TensorFlow, then
+the next configuration: the machine may be shared, and its speed drifts by
+±20 % over minutes, so the two figures of a ratio are taken as close in
+time as they can be.
+
 For each, with ``<fw>`` ``minitf`` or ``tf``:
 
 * ``<fw>_<config>_steps_per_s``: global steps per second over the measured
@@ -379,7 +384,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--tf-python", help="a Python interpreter with tensorflow installed")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each configuration")
     parser.add_argument("--warmup", type=int, default=20, help="global steps before the window")
-    parser.add_argument("--steps", type=int, default=200, help="global steps measured")
+    parser.add_argument("--steps", type=int, default=500, help="global steps measured")
     parser.add_argument(
         "--timeout", type=float, default=180.0, help="seconds one configuration may take"
     )
@@ -406,8 +411,10 @@ def main(argv=None) -> None:
     runs: dict[tuple, list[dict]] = {}
     for repeat in range(args.repeats):
         log(f"repeat {repeat + 1}/{args.repeats}")
-        for framework, python in frameworks:
-            for mode, workers in CONFIGS:
+        # Each configuration on one framework and at once on the other: the two
+        # figures of a ratio come from the same minute of a shared machine.
+        for mode, workers in CONFIGS:
+            for framework, python in frameworks:
                 runs.setdefault((framework, mode, workers), []).append(
                     run_config(framework, python, mode, workers, args)
                 )
