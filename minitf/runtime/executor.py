@@ -186,6 +186,10 @@ class StepContext:
             (``{op name: {field: value}}``; see `note`).
         outbox: The tensors ``_Send`` has given and the driver has not sent
             yet (`post`, `flush_outbox`), or None to send each one at once.
+        carry_to: The task whose tensors from the step's last burst of ops
+            wait for the step's reply instead of leaving in a message of
+            their own (`Worker.start_graph`), or None.
+        carried: Those tensors, ``(key, value)`` pairs, once the step has ended.
     """
 
     def __init__(
@@ -211,6 +215,8 @@ class StepContext:
         self.trace: list | None = None
         self.notes: dict[str, dict] = {}
         self.outbox: dict[str, list] | None = None
+        self.carry_to: str | None = None
+        self.carried: list[tuple[str, Any]] | None = None
 
     def post(self, task: str, key: str, value: Any, op: Operation) -> None:
         """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
@@ -665,6 +671,11 @@ class _ResumedRun:
                 for index, value in arrivals:
                     run.arrived(index, value)
                 finished = run.advance()
+                if finished and ctx.carry_to is not None:
+                    # The reply goes to that task anyway: its tensors go with it.
+                    held = ctx.outbox.pop(ctx.carry_to, None)
+                    if held:
+                        ctx.carried = [(key, value) for key, value, _ in held]
                 ctx.flush_outbox()
                 with self._lock:
                     arrivals, self._queued = self._queued, []

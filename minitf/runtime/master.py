@@ -24,6 +24,7 @@ task.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -168,7 +169,7 @@ _FINISHED.set()
 
 
 class _Call:
-    __slots__ = ("event", "reply", "notify", "on_error")
+    __slots__ = ("event", "reply", "notify", "on_error", "carried_to")
 
     def __init__(self, notify: threading.Event | None = None, finished: bool = False):
         # A call made in this process is over before anyone waits on it.
@@ -176,8 +177,14 @@ class _Call:
         self.reply: tuple | None = None
         self.notify = notify  # also set when the reply comes (one event for many calls)
         self.on_error = None  # called with an error reply, on the thread that brings it
+        # (worker, step id): where the tensors a run's reply carries go (server's ``carry``).
+        self.carried_to: tuple | None = None
 
     def finish(self, reply: tuple) -> None:
+        if len(reply) > 4 and reply[0] == "ok" and self.carried_to is not None:
+            worker, step_id = self.carried_to
+            for key, value in reply[4]:
+                worker.deliver_tensor(step_id, key, value)
         self.reply = reply
         if self.event is not _FINISHED:
             self.event.set()
@@ -204,14 +211,19 @@ class Channel:
         self._lost: str | None = None
         threading.Thread(target=self._read, name=f"minitf-channel{task}", daemon=True).start()
 
-    def call(self, build, notify: threading.Event | None = None) -> _Call:
+    def call(
+        self, build, notify: threading.Event | None = None, carried_to: tuple | None = None
+    ) -> _Call:
         """Sends ``build(call_id)``; returns the pending call (``notify`` is set when it ends).
 
         Args:
             build: ``build(call_id) -> message``: the request to send.
             notify: An event to set too when the reply comes (one event may serve many calls).
+            carried_to: ``(worker, step id)``: the in-process worker that receives
+                the tensors the reply carries (a run sent with ``carry``), or None.
         """
         pending = _Call(notify)
+        pending.carried_to = carried_to  # before the request leaves: the reply may come at once
         with self._lock:
             call_id = next(self._ids)
             if self._lost is None:
@@ -281,6 +293,11 @@ class Channel:
         """Closes the connection; calls still waiting for a reply fail with UnavailableError."""
         self._fail_all(f"the connection to {self.task} was closed")
         self._wire.close()
+
+
+def _run_message(call: int, *, handle, step_id, feeds, timeout_ms, trace, carry) -> tuple:
+    """The ``run`` request of one task's part of a step (`minitf.runtime.server`)."""
+    return ("run", call, handle, step_id, feeds, timeout_ms, trace, carry)
 
 
 def unpack(reply: tuple, graph: ops.Graph | None) -> Any:
@@ -519,18 +536,28 @@ class Master:
     def _run_step(self, plan, step_id, feed_values, timeout_ms, trace):
         calls, used = [], []
         answered = threading.Event()  # set whenever a task answers
+        here = None  # this process's worker, when it is the session's own task
+        if any(task == self.task_name for task, _, _ in plan.parts):
+            worker = in_process_worker(self._address)
+            if worker is not None and worker.task_name == self.task_name:
+                here = worker
+        # With this task's part run here, a task's reply may carry the tensors
+        # its last ops send to this task (`Server._start`).
+        carry = here is not None and not trace
+        carried_to = (here, step_id) if carry else None
         local = None
         for task, handle, feed_idx in plan.parts:
             values = [feed_values[i] for i in feed_idx]
             channel = self.channel(task)
             used.append(channel)
-            if task == self.task_name and local is None:
-                worker = in_process_worker(self._address)
-                if worker is not None and worker.task_name == task:
-                    local = (worker, handle, values)
-                    continue
-            message = lambda c, h=handle, v=values: ("run", c, h, step_id, v, timeout_ms, trace)  # noqa: E731
-            calls.append((task, channel.call(message, answered)))
+            if here is not None and task == self.task_name and local is None:
+                local = (here, handle, values)
+                continue
+            message = functools.partial(
+                _run_message, handle=handle, step_id=step_id, feeds=values,
+                timeout_ms=timeout_ms, trace=trace, carry=carry,
+            )  # fmt: skip
+            calls.append((task, channel.call(message, answered, carried_to)))
         if local is not None:
             # Every other task has its part of the step: this one runs here.
             calls.append((self.task_name, self._run_here(step_id, calls, local, timeout_ms, trace)))

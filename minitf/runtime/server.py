@@ -18,9 +18,11 @@ Messages are tuples whose first element names them; each is one `Worker` call:
 ===============================================  ================================
 ``("hello", call)``                               → the cluster and this task's name
 ``("register", call, partition)``                 → a handle for the partition
-``("run", call, handle, step, feeds, ms, trace)`` → the fetched values (and, when
-                                                  traced, the step's op stats), or
-                                                  the error
+``("run", call, handle, step, feeds, ms, trace,`` → the fetched values (and, when
+``carry)``                                        traced, the step's op stats), or
+                                                  the error; with ``carry``, the
+                                                  tensors for the client's task
+                                                  that the run's last ops sent
 ``("tensor", step, key, value)``                  a ``_Send`` from another task
 ``("abort", step, code, message)``                cancel the step here
 ``("clock", call)``                               → this task's clock (µs), for traces
@@ -824,8 +826,8 @@ class Server:
                 step_id, errors.exception_type_from_error_code(code)(None, None, text)
             )
         elif kind == "run":
-            if len(message) != 7:
-                raise ValueError(f"a run request has 7 fields, not {len(message)}")
+            if len(message) != 8:
+                raise ValueError(f"a run request has 8 fields, not {len(message)}")
             if not worker.may_block(message[2]):
                 self._run(wire, message)
             elif message[6] or not self._start(wire, message):
@@ -875,7 +877,7 @@ class Server:
     # -- running partitions --------------------------------------------------------------
 
     def _run(self, wire: Wire, message: tuple) -> None:
-        _, call, handle, step_id, feed_values, timeout_ms, traced = message
+        _, call, handle, step_id, feed_values, timeout_ms, traced, _ = message
         self._track(wire, step_id)
         try:
             values, nodes = self.worker.run_graph(handle, step_id, feed_values, timeout_ms, traced)
@@ -901,19 +903,25 @@ class Server:
         """Starts an untraced run with ops that wait, holding no thread (`Worker.start_graph`).
 
         Its reply goes out from the thread that ends it: this one, or the
-        one that delivers its last tensor. Returns False, having done
+        one that delivers its last tensor. When the client runs its own
+        task's part in its process (``carry``), the tensors the run's last
+        ops send to that task go with the reply: one message, and one
+        thread woken there, instead of two. Returns False, having done
         nothing, for a run that needs a runner.
         """
-        _, call, handle, step_id, feed_values, timeout_ms, _ = message
+        _, call, handle, step_id, feed_values, timeout_ms, _, carry = message
         self._track(wire, step_id)
 
-        def done(values, error):
+        def done(values, error, carried=None):
             self._untrack(wire, step_id)
-            self._reply(
-                wire, _ok(call, values) if error is None else ("error", call, *error_message(error))
-            )
+            if error is not None:
+                self._reply(wire, ("error", call, *error_message(error)))
+            elif carried:
+                self._reply(wire, (*_ok(call, values), None, carried))
+            else:
+                self._reply(wire, _ok(call, values))
 
-        if self.worker.start_graph(handle, step_id, feed_values, timeout_ms, done):
+        if self.worker.start_graph(handle, step_id, feed_values, timeout_ms, done, bool(carry)):
             return True
         self._untrack(wire, step_id)
         return False

@@ -208,7 +208,8 @@ class Worker:
         step_id: int,
         feed_values: list,
         timeout_ms: int,
-        done: Callable[[list[Any] | None, BaseException | None], None],
+        done: Callable[..., None],
+        carry: bool = False,
     ) -> bool:
         """Starts a run of a partition with ops that wait; it holds no thread while they do.
 
@@ -226,7 +227,13 @@ class Worker:
             feed_values: The values of the partition's feeds.
             timeout_ms: The step's deadline from now (0: none).
             done: Called once, on the thread that ends the run, with the
-                fetched values and None, or None and the step's `OpError`.
+                fetched values and None, or None and the step's `OpError`;
+                with ``carry``, also with the tensors held back for the
+                client (a list of ``(key, value)``, or None).
+            carry: Whether the tensors for the client's task that the run's
+                last burst of ops sends wait for ``done`` instead of leaving
+                in a message of their own: the client's reply carries them
+                (`StepContext.carry_to`).
 
         Returns:
             False if this run must go through `run_graph` instead (nothing was done).
@@ -241,10 +248,15 @@ class Worker:
         ):
             return False
         ctx = self._context(registered, step_id, timeout_ms)
+        if carry:
+            ctx.carry_to = ctx.client
 
         def finish(values, error):
             self._end(step_id)
-            done(values, error)
+            if carry:
+                done(values, error, ctx.carried if error is None else None)
+            else:
+                done(values, error)
 
         aborted = self._begin(ctx)
         if aborted is not None:

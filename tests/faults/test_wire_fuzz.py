@@ -111,7 +111,7 @@ def _malformed(rng: random.Random, marker: str) -> list[tuple[str, object]]:
         ("a short run", ("msg", ("run", 5, "handle"))),
         ("a short tensor", ("msg", ("tensor", 6))),
         ("a non-string kind", ("msg", (7, 8, 9))),
-        ("an unknown graph", ("msg", ("run", 10, "no-such-handle", 1, [], None, False))),
+        ("an unknown graph", ("msg", ("run", 10, "no-such-handle", 1, [], None, False, False))),
         # Authenticated peers are trusted with pickles, as TF's workers trust
         # their peers' protobufs; this one decodes to an open file, not a request.
         ("a decoding object", struct.pack("!I", 0) + evil),

@@ -307,3 +307,38 @@ def test_a_resumed_step_is_freed_when_it_ends_not_by_the_collector(ps_and_worker
         got = sess.run(w)
     np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 11 * 0.1 * x_val, rtol=1e-5)  # by hand
     assert left == []
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_a_tensor_the_ps_parts_last_ops_send_to_the_client_comes_with_the_reply(
+    ps_and_worker, monkeypatch, trace
+):
+    # The ps's part ends by sending the dequeued element to the worker, whose
+    # session runs its own part in its process: the element travels with
+    # the ps's reply (delivered by the thread that reads replies) instead of
+    # in a message of its own (delivered by the worker's connection thread).
+    # A traced run keeps the message of its own.
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(4, tf.float32, shapes=[], shared_name="carried", name="carried")
+        taken = q.dequeue() + 1.0
+        put = q.enqueue(3.5)
+    with tf.device("/job:worker/task:0"):
+        out = taken * 10.0
+    worker = ps_and_worker["worker"].worker
+    delivered_by = []
+    deliver = type(worker).deliver_tensor
+
+    def recording(self, step_id, key, value):
+        if self is worker:
+            delivered_by.append(threading.current_thread().name)
+        return deliver(self, step_id, key, value)
+
+    monkeypatch.setattr(type(worker), "deliver_tensor", recording)
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if trace else None
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(put)
+        got = sess.run(out, options=options, run_metadata=tf.RunMetadata() if trace else None)
+    assert got == (3.5 + 1.0) * 10.0  # by hand
+    assert len(delivered_by) == 1
+    reader = "minitf-conn" if trace else "minitf-channel"
+    assert delivered_by[0].startswith(reader), delivered_by
