@@ -20,9 +20,13 @@ script with ``--framework tf``):
 
 TensorFlow's figures are ``tf_chain100_runs_per_s``, ``tf_mlp_steps_per_s`` and
 ``tf_assign_read_gb_per_s``, and ``mlp_vs_tf`` is minitf's MLP rate over
-TensorFlow's (target: at least 1.2). Both frameworks get one thread per op
-pool (``ConfigProto(intra_op_parallelism_threads=1,
-inter_op_parallelism_threads=1)``) and BLAS pinned to one thread.
+TensorFlow's (target: at least 1.2). With ``--tf-python`` the two frameworks
+take turns, `ROUNDS` times, and each figure is the median of its rounds: the
+machine's speed drifts over seconds, and the two figures of a ratio should
+be measured side by side. ``mlp_vs_tf_by_round`` is the ratio of each round.
+Both frameworks get one thread per op pool
+(``ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)``)
+and BLAS pinned to one thread.
 
 Baselines measured in the same run, in numpy:
 
@@ -289,6 +293,15 @@ def mlp_allocations(data, steps: int = 10) -> dict:
     }
 
 
+ROUNDS = 3
+"""How many times each framework runs the workloads when TensorFlow is measured too."""
+
+
+def _medians(rounds: list[dict]) -> dict:
+    """Each figure's median over ``rounds`` (dicts with the same keys)."""
+    return {key: float(np.median([r[key] for r in rounds])) for key in rounds[0]}
+
+
 def framework_figures(name: str) -> dict:
     """The three workloads on one framework."""
     tf = _framework(name)
@@ -336,7 +349,12 @@ def main(argv=None) -> None:
         print(json.dumps(framework_figures(args.framework)))
         return
     data = mlp_data()
-    minitf = framework_figures("minitf")
+    mine, theirs = [], []
+    for _ in range(ROUNDS if args.tf_python else 1):
+        mine.append(framework_figures("minitf"))
+        if args.tf_python:
+            theirs.append(tf_figures(args.tf_python))
+    minitf = _medians(mine)
     limit = bench_matmul_limit(data)
     by_hand = bench_numpy_mlp(data)
     result = {
@@ -353,13 +371,17 @@ def main(argv=None) -> None:
     }
     result.update(mlp_allocations(data))
     if args.tf_python:
-        tf = tf_figures(args.tf_python)
+        tf = _medians(theirs)
         result.update(
             {
                 "tf_chain100_runs_per_s": round(tf["chain100_runs_per_s"]),
                 "tf_mlp_steps_per_s": round(tf["mlp_steps_per_s"]),
                 "tf_assign_read_gb_per_s": round(tf["assign_read_gb_per_s"], 2),
                 "mlp_vs_tf": round(minitf["mlp_steps_per_s"] / tf["mlp_steps_per_s"], 3),
+                "mlp_vs_tf_by_round": [
+                    round(m["mlp_steps_per_s"] / t["mlp_steps_per_s"], 3)
+                    for m, t in zip(mine, theirs)
+                ],
             }
         )
     print(json.dumps(result))
