@@ -269,6 +269,11 @@ class Channel:
         """True once the connection is gone."""
         return self._lost is not None
 
+    @property
+    def wire(self) -> Wire:
+        """The connection (the server in this process sends tensors on it too)."""
+        return self._wire
+
     def _read(self) -> None:
         while True:
             try:
@@ -436,7 +441,11 @@ class Master:
                 self._forget_plans()
             channel = Channel(wire, task)
             self._channels[task] = channel
-            return channel
+        here = in_process_worker(self._address)
+        share = getattr(here.transport, "share", None) if here is not None else None
+        if share is not None and here.task_name == self.task_name:
+            share(task, channel)  # this task's tensors for ``task`` go on it too
+        return channel
 
     def _forget_plans(self) -> None:
         with self._build_lock:

@@ -245,6 +245,25 @@ class _Peers:
         self._wires: dict[str, Wire] = {}
         self._connecting: dict[str, threading.Lock] = {}
         self._reached: set[str] = set()  # tasks connected to once: they have started
+        self._shared: dict[str, Any] = {}  # task -> a session's channel to it (`share`)
+
+    def share(self, task: str, channel) -> None:
+        """Sends the tensors for ``task`` on a session's connection to it, while it lasts.
+
+        A worker script's session in this process holds a connection to each
+        task it runs steps on (`minitf.runtime.master.Channel`). A tensor sent
+        on it reaches that task's reader right behind the run request that
+        needs it, and the reader takes both with one wake-up, where a second
+        connection would wake a second reader. Once the channel is lost or
+        closed, this task's own connection carries the tensors again.
+
+        Args:
+            task: The receiving task.
+            channel: The session's channel to it.
+        """
+        if task != self._name:
+            with self._lock:
+                self._shared[task] = channel
 
     def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
         """Delivers ``value`` to ``task``'s rendezvous."""
@@ -257,6 +276,7 @@ class _Peers:
         except OSError as exc:
             with self._lock:
                 self._wires.pop(task, None)
+                self._shared.pop(task, None)
             raise errors.UnavailableError(
                 None, None, f"lost the connection to {task} while sending {key}: {exc}"
             ) from None
@@ -276,6 +296,7 @@ class _Peers:
         except OSError as exc:
             with self._lock:
                 self._wires.pop(task, None)
+                self._shared.pop(task, None)
             keys = ", ".join(key for key, _ in items)
             raise errors.UnavailableError(
                 None, None, f"lost the connection to {task} while sending {keys}: {exc}"
@@ -283,6 +304,11 @@ class _Peers:
 
     def _wire(self, task: str) -> Wire:
         with self._lock:
+            channel = self._shared.get(task)
+            if channel is not None:
+                if not channel.lost:
+                    return channel.wire
+                del self._shared[task]
             wire = self._wires.get(task)
             if wire is not None and not wire.hung_up():
                 return wire

@@ -342,3 +342,29 @@ def test_a_tensor_the_ps_parts_last_ops_send_to_the_client_comes_with_the_reply(
     assert len(delivered_by) == 1
     reader = "minitf-conn" if trace else "minitf-channel"
     assert delivered_by[0].startswith(reader), delivered_by
+
+
+def test_tensors_for_the_ps_go_on_the_sessions_connection_and_on_their_own_once_it_closes(
+    ps_and_worker,
+):
+    # A worker script's session holds a connection to the ps; the worker's
+    # server sends its tensors for the ps on it, behind the run request,
+    # instead of opening a second connection. When that session closes,
+    # another session's steps still get their tensors through.
+    w, x, train = _async_sgd(ps_and_worker["worker"].target)
+    x_val = np.array([3.0, 0.5], np.float32)
+    target = ps_and_worker["worker"].target
+    peers = ps_and_worker["worker"]._peers
+    ps = "/job:ps/replica:0/task:0"
+    first = tf.Session(target)
+    first.run(w.initializer)
+    first.run(train, {x: x_val})
+    assert ps not in peers._wires  # the gradient went on the session's connection
+    second = tf.Session(target)
+    second.run(train, {x: x_val})
+    second.close()  # the connection the server last shared goes away
+    first.run(train, {x: x_val})  # its gradient goes on the server's own connection
+    assert ps in peers._wires
+    got = first.run(w)
+    first.close()
+    np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 3 * 0.1 * x_val, rtol=1e-5)  # by hand
