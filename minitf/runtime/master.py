@@ -410,6 +410,9 @@ class Master:
         self._active: set[int] = set()  # steps running now, aborted by close()
         self._step_ids = StepIds(self.task_name)
         self._closed = False
+        # Connections made again after one was lost (`channel`), and to which task last.
+        self._remade = 0
+        self._remade_task: str | None = None
 
     def devices(self) -> list[str]:
         """Every device of the cluster (each task's one CPU)."""
@@ -437,8 +440,11 @@ class Master:
             wire = connect_with_retry(self.cluster.task_address(job, index), task, connect_timeout)
             if channel is not None:
                 # The task may be a new process (restarted) that knows none of our
-                # partitions: every step registers its partitions again.
+                # partitions: every step registers its partitions again, and the
+                # run that made the connection again fails (`run`).
                 self._forget_plans()
+                self._remade += 1
+                self._remade_task = task
             channel = Channel(wire, task)
             self._channels[task] = channel
         here = in_process_worker(self._address)
@@ -528,7 +534,14 @@ class Master:
         Raises:
             OpError: the root-cause TF error of a failing task, or
                 ``DeadlineExceededError`` after ``timeout_ms`` (0: no limit).
+            AbortedError: if a connection to a task was lost and had to be
+                made again during this run: the task may be a new process,
+                whose state is gone (uninitialized variables), as TF's run
+                fails when a task restarts under it. The next run registers
+                its partitions again; ``MonitoredSession`` makes a new session
+                and waits until the model is ready again.
         """
+        remade = self._remade
         plan = self._plan(fetches, targets, feeds)
         step_id = self._step_ids.next(fetches, targets, feeds)
         # Registered under the lock close() takes: a step either is aborted by
@@ -538,11 +551,23 @@ class Master:
                 raise errors.CancelledError(None, None, "Session has been closed.")
             self._active.add(step_id)
         try:
-            return self._run_step(plan, step_id, feed_values, timeout_ms, trace)
+            return self._run_step(plan, step_id, feed_values, timeout_ms, trace, remade)
         finally:
             self._active.discard(step_id)
 
-    def _run_step(self, plan, step_id, feed_values, timeout_ms, trace):
+    def _run_step(self, plan, step_id, feed_values, timeout_ms, trace, remade):
+        channels = [self.channel(task) for task, _, _ in plan.parts]
+        if self._remade != remade:
+            # Nothing was sent: running the partitions registered on a task that
+            # restarted could read its state before a chief restores it.
+            raise errors.AbortedError(
+                None,
+                None,
+                f"the connection to {self._remade_task} was lost and made again during this "
+                "run: the task may have restarted, and its state with it. The next run "
+                "registers this session's partitions again (MonitoredSession makes a new "
+                "session and waits until the model is ready).",
+            )
         calls, used = [], []
         answered = threading.Event()  # set whenever a task answers
         here = None  # this process's worker, when it is the session's own task
@@ -555,9 +580,8 @@ class Master:
         carry = here is not None and not trace
         carried_to = (here, step_id) if carry else None
         local = None
-        for task, handle, feed_idx in plan.parts:
+        for (task, handle, feed_idx), channel in zip(plan.parts, channels):
             values = [feed_values[i] for i in feed_idx]
-            channel = self.channel(task)
             used.append(channel)
             if here is not None and task == self.task_name and local is None:
                 local = (here, handle, values)
