@@ -695,9 +695,12 @@ class _ResumedRun:
             _floats_back(quiet)
         if finished:
             self._unwatch()
-            values = fetched(run.plan, run.vals)
-            run.arrivals.detach()
-            self._done(values, None)
+            self._report(fetched(run.plan, run.vals), None)
+
+    def _report(self, values: list | None, error: BaseException | None) -> None:
+        """Hands the step's outcome to ``done``, having let go of the step's values."""
+        self.run.arrivals.detach()
+        self._done(values, error)
 
     def _end(self, error: BaseException) -> None:
         with self._lock:
@@ -705,8 +708,7 @@ class _ResumedRun:
             self._busy = False
         self._unwatch()
         self.run.ctx.cancellation.start_cancel()
-        self.run.arrivals.detach()
-        self._done(None, error)
+        self._report(None, error)
 
     def _unwatch(self) -> None:
         if self._watched:
@@ -726,9 +728,7 @@ class _ResumedRun:
                 return now + 0.01  # an arrival is being run; it may end the step
             self._ended = True
         ctx.cancellation.start_cancel()
-        error = _deadline_error(self.run.arrivals)
-        self.run.arrivals.detach()
-        self._done(None, error)
+        self._report(None, _deadline_error(self.run.arrivals))
         return None
 
     def log(self, now: float) -> None:

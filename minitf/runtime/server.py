@@ -270,16 +270,7 @@ class _Peers:
         if task == self._name:
             self._local.deliver_tensor(step_id, key, value)
             return
-        wire = self._wire(task)
-        try:
-            wire.send(("tensor", step_id, key, value))
-        except OSError as exc:
-            with self._lock:
-                self._wires.pop(task, None)
-                self._shared.pop(task, None)
-            raise errors.UnavailableError(
-                None, None, f"lost the connection to {task} while sending {key}: {exc}"
-            ) from None
+        self._send(task, ("tensor", step_id, key, value))
 
     def send_tensors(self, task: str, step_id: int, items: list[tuple[str, Any]]) -> None:
         """Delivers ``(key, value)`` pairs of one step to ``task``'s rendezvous, in one message."""
@@ -290,14 +281,25 @@ class _Peers:
         if len(items) == 1:
             self.send_tensor(task, step_id, *items[0])
             return
+        self._send(task, ("tensors", step_id, items))
+
+    def _send(self, task: str, message: tuple) -> None:
+        """Sends a ``tensor`` or ``tensors`` message to ``task``; a broken connection is forgotten.
+
+        Raises:
+            UnavailableError: if the connection broke; it names the tensors' keys.
+        """
         wire = self._wire(task)
         try:
-            wire.send(("tensors", step_id, items))
+            wire.send(message)
         except OSError as exc:
             with self._lock:
                 self._wires.pop(task, None)
                 self._shared.pop(task, None)
-            keys = ", ".join(key for key, _ in items)
+            if message[0] == "tensor":
+                keys = message[2]
+            else:
+                keys = ", ".join(key for key, _ in message[2])
             raise errors.UnavailableError(
                 None, None, f"lost the connection to {task} while sending {keys}: {exc}"
             ) from None

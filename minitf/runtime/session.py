@@ -349,18 +349,14 @@ class BaseSession:
         mapper = fetch_lib.FetchMapper(self._graph, fetches)
         feed_tensors = [self._feed_tensor(f) for f in (feed_list or [])]
         feeds = [(t, t.dtype.base_dtype.as_numpy_dtype) for t in feed_tensors]
-        checked, converted = self._checked_feed, self._feed_value
+        feed_value = self._feed_value
 
         def runner(*feed_args, **kwargs):
             if len(feed_args) != len(feed_tensors):
                 raise ValueError(f"Expected {len(feed_tensors)} feed values, got {len(feed_args)}")
             options = kwargs.pop("options", None) if accept_options else None
             metadata = kwargs.pop("run_metadata", None) if accept_options else None
-            # An array of the feed's dtype, the usual case, skips the conversions.
-            values = [
-                checked(t, v) if type(v) is np.ndarray and v.dtype == dtype else converted(t, v)
-                for (t, dtype), v in zip(feeds, feed_args)
-            ]
+            values = [feed_value(t, v, None, dtype) for (t, dtype), v in zip(feeds, feed_args)]
             return mapper.build(
                 self._run_signature(
                     mapper.tensors, mapper.ops, feed_tensors, values, options, metadata
@@ -451,8 +447,9 @@ class BaseSession:
         except (TypeError, ValueError, KeyError) as e:
             raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e.args[0]}") from None
 
-    def _feed_value(self, tensor: ops.Tensor, value, key=None):
-        np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
+    def _feed_value(self, tensor: ops.Tensor, value, key=None, np_dtype=None):
+        if np_dtype is None:  # make_callable looks it up once
+            np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
         if type(value) is np.ndarray and value.dtype == np_dtype:
             # The common case, kept cheap: an array of the right dtype.
             return self._checked_feed(tensor, value)

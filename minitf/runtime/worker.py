@@ -229,7 +229,8 @@ class Worker:
             done: Called once, on the thread that ends the run, with the
                 fetched values and None, or None and the step's `OpError`;
                 with ``carry``, also with the tensors held back for the
-                client (a list of ``(key, value)``, or None).
+                client (a list of ``(key, value)``, or None; to be ignored
+                with an error).
             carry: Whether the tensors for the client's task that the run's
                 last burst of ops sends wait for ``done`` instead of leaving
                 in a message of their own: the client's reply carries them
@@ -254,7 +255,7 @@ class Worker:
         def finish(values, error):
             self._end(step_id)
             if carry:
-                done(values, error, ctx.carried if error is None else None)
+                done(values, error, ctx.carried)
             else:
                 done(values, error)
 
