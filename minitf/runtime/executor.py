@@ -70,6 +70,7 @@ __all__ = [
 
 _step_ids = itertools.count(1)
 _watch_lock = threading.Lock()
+_cancellation_lock = threading.Lock()
 
 
 def _float_warning_switches():
@@ -204,7 +205,7 @@ class StepContext:
     ):
         self.step_id = next(_step_ids) if step_id is None else step_id
         self.resource_mgr = resource_mgr
-        self.cancellation = CancellationManager()
+        self._cancellation: CancellationManager | None = None  # made when first asked for
         self.deadline = deadline
         self.rendezvous = rendezvous
         self.transport = transport
@@ -217,6 +218,20 @@ class StepContext:
         self.outbox: dict[str, list] | None = None
         self.carry_to: str | None = None
         self.carried: list[tuple[str, Any]] | None = None
+
+    @property
+    def cancellation(self) -> CancellationManager:
+        """The step's `CancellationManager`, made the first time a kernel or a caller asks.
+
+        Most steps never wait, and never need one.
+        """
+        manager = self._cancellation
+        if manager is None:
+            with _cancellation_lock:  # two threads asking at once must get the same one
+                if self._cancellation is None:
+                    self._cancellation = CancellationManager()
+                manager = self._cancellation
+        return manager
 
     def post(self, task: str, key: str, value: Any, op: Operation) -> None:
         """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
@@ -301,6 +316,8 @@ class Executor:
         Raises:
             OpError: the TF error of the first failing op (the step is cancelled).
         """
+        if self.walks_straight(plan, ctx):
+            return self.run_straight(plan, ctx, feed_values)
         if (
             plan.segments is not None
             and ctx.trace is None
@@ -308,22 +325,48 @@ class Executor:
             and type(self.scheduler) is FifoScheduler
         ):
             return self._run_segments(plan, ctx, feed_values)
-        if plan.has_async or plan.has_control_flow or self.observe_ops or ctx.trace is not None:
-            execution = StepExecution(plan, ctx, feed_values)
-            quiet = _quiet_floats()
-            try:
-                self.drive(execution)
-            finally:
-                _floats_back(quiet)
-            return execution.fetches()
+        execution = StepExecution(plan, ctx, feed_values)
+        quiet = _quiet_floats()
+        try:
+            self.drive(execution)
+        finally:
+            _floats_back(quiet)
+        return execution.fetches()
+
+    def walks_straight(self, plan: Plan, ctx: StepContext | None) -> bool:
+        """Whether `run` runs ``plan`` as one straight walk, which never waits.
+
+        Args:
+            plan: The `Plan` of the step.
+            ctx: The step's `StepContext`; None for an untraced step.
+        """
+        return not (
+            plan.has_async
+            or plan.has_control_flow
+            or self.observe_ops
+            or (ctx is not None and ctx.trace is not None)
+            or plan.segments is not None
+        )
+
+    def run_straight(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
+        """Walks a plan for which `walks_straight` holds; returns what it fetches.
+
+        Args:
+            plan: A plan that walks straight.
+            ctx: Its step's context.
+            feed_values: What is fed, in the plan's order of feeds.
+
+        Raises:
+            OpError: the TF error of the kernel that failed.
+        """
         vals = initial_values(plan, feed_values)
         quiet = _quiet_floats()
         try:
             if ctx.transport is None:  # a local step: nothing to send
-                self._run_straight(plan, vals, ctx)
+                _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
             else:  # the walk never waits: its tensors for other tasks leave together at its end
                 with _batched_sends(ctx):
-                    self._run_straight(plan, vals, ctx)
+                    _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
         finally:
             _floats_back(quiet)
         return fetched(plan, vals)
@@ -489,10 +532,6 @@ class Executor:
             run: The step.
         """
         self._watch.remove(run)
-
-    @staticmethod
-    def _run_straight(plan: Plan, vals: list, ctx: StepContext) -> None:
-        _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
 
 
 def _sends_in_batches(ctx: StepContext, batching: bool = True):

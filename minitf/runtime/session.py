@@ -127,6 +127,7 @@ class BaseSession:
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
         self._graph = graph
         self._config = config or ConfigProto()
+        self._timeout = self._timeout_ms(None)  # a run's without options
         self._target = target or ""
         self._closed = False
         self._lock = threading.Lock()
@@ -347,9 +348,16 @@ class BaseSession:
         """
         self._check_open()
         mapper = fetch_lib.FetchMapper(self._graph, fetches)
-        feed_tensors = [self._feed_tensor(f) for f in (feed_list or [])]
+        feed_tensors = tuple(self._feed_tensor(f) for f in (feed_list or []))
         feeds = [(t, t.dtype.base_dtype.as_numpy_dtype) for t in feed_tensors]
         feed_value = self._feed_value
+        # Tuples, which the plan's key takes as they are.
+        fetch_tensors, target_ops = tuple(mapper.tensors), tuple(mapper.ops)
+        signature = (fetch_tensors, target_ops, feed_tensors)
+        # The plan while the graph is at this version, if it is a local straight
+        # walk: the common training step, which the runner then runs itself.
+        straight: list = [None, None]
+        graph, build = self._graph, mapper.build
 
         def runner(*feed_args, **kwargs):
             if len(feed_args) != len(feed_tensors):
@@ -357,13 +365,29 @@ class BaseSession:
             options = kwargs.pop("options", None) if accept_options else None
             metadata = kwargs.pop("run_metadata", None) if accept_options else None
             values = [feed_value(t, v, None, dtype) for (t, dtype), v in zip(feeds, feed_args)]
-            return mapper.build(
-                self._run_signature(
-                    mapper.tensors, mapper.ops, feed_tensors, values, options, metadata
-                )
-            )
+            if options is None and metadata is None:
+                if straight[0] != graph.version:
+                    straight[:] = graph.version, self._straight_plan(*signature)
+                plan = straight[1]
+                if plan is not None and not self.recorders.active:
+                    self._check_open()
+                    ctx = StepContext(self._resource_mgr)
+                    results = self._executor.run_straight(plan, ctx, values)
+                    return build([_client_value(v) for v in results] if results else results)
+            return build(self._run_signature(*signature, values, options, metadata))
 
         return runner
+
+    def _straight_plan(self, fetch_tensors, target_ops, feed_tensors) -> Plan | None:
+        """The plan of a signature if it runs here as one straight walk without a deadline.
+
+        Such a step never waits: it has nothing for `close` to cancel, and
+        nothing to time out.
+        """
+        if self._master is not None or self._timeout:
+            return None
+        plan = self._plan(fetch_tensors, target_ops, feed_tensors)
+        return plan if self._executor.walks_straight(plan, None) else None
 
     def _check_open(self) -> None:
         if self._closed:
@@ -379,10 +403,16 @@ class BaseSession:
                 run_metadata if tracing else None,
             )  # fmt: skip
         plan = self._plan(fetch_tensors, target_ops, feed_tensors)
-        ctx = StepContext(self._resource_mgr, deadline=self._deadline(options))
+        deadline = self._deadline(options) if options is not None or self._timeout else None
+        ctx = StepContext(self._resource_mgr, deadline=deadline)
         recording = self.recorders.active
         if tracing or recording:
             ctx.trace = []
+        elif self._executor.walks_straight(plan, ctx):
+            # A straight walk never waits: close() would have nothing to cancel.
+            self._check_open()
+            results = self._executor.run_straight(plan, ctx, feed_values)
+            return [_client_value(v) for v in results] if results else results
         # No lock here: many threads run steps at once, and set.add/discard are
         # atomic. close() sets _closed before it cancels the active steps, so a
         # step registered after that is caught by the second check.

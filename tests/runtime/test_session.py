@@ -500,6 +500,41 @@ def test_make_callable_without_feeds():
         assert sess.run(v) == 2.0
 
 
+def test_a_callable_checks_its_session_its_feeds_and_a_recording_on_every_call():
+    # The runner walks a straight plan itself; it must still do what run() does.
+    x = tf.placeholder(tf.float32, shape=[2], name="x")
+    doubled = x * 2.0
+    sess = tf.Session()
+    run = sess.make_callable(doubled, [x])
+    fed = np.array([1.0, 2.5], np.float32)
+    np.testing.assert_array_equal(run(fed), [2.0, 5.0])
+    with pytest.raises(ValueError, match="Cannot feed value of shape"):
+        run(np.zeros(3, np.float32))
+    token = sess.start_recording()
+    run(fed)
+    stats, _ = sess.stop_recording(token)
+    names = [n.node_name for d in stats.dev_stats for n in d.node_stats]
+    assert doubled.op.name in names
+    # A graph that changed under the runner: the same signature, a new plan.
+    tf.constant(0.0, name="later")
+    np.testing.assert_array_equal(run(fed), [2.0, 5.0])
+    result = run(fed)
+    result[0] = -1.0  # the caller owns what it fetched
+    np.testing.assert_array_equal(run(fed), [2.0, 5.0])
+    sess.close()
+    with pytest.raises(RuntimeError, match="closed Session"):
+        run(fed)
+
+
+def test_a_callable_with_an_operation_timeout_still_times_out_its_waits():
+    q = tf.FIFOQueue(1, tf.float32, shapes=[[]])
+    config = tf.ConfigProto(operation_timeout_in_ms=50)
+    with tf.Session(config=config) as sess:
+        take = sess.make_callable(q.dequeue())
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            take()
+
+
 def test_run_accepts_options_and_run_metadata():
     a = tf.constant(1.0)
     with tf.Session() as sess:
