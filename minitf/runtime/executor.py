@@ -70,7 +70,6 @@ __all__ = [
 
 _step_ids = itertools.count(1)
 _watch_lock = threading.Lock()
-_cancellation_lock = threading.Lock()
 
 
 def _float_warning_switches():
@@ -122,10 +121,12 @@ _advancing = _Advancing()
 class CancellationManager:
     """Lets blocked kernels register how to wake up when a step is cancelled."""
 
+    __slots__ = ("_lock", "_callbacks", "_tokens", "_cancelled")
+
     def __init__(self):
         self._lock = threading.Lock()
         self._callbacks: dict[int, Callable[[], None]] = {}
-        self._tokens = itertools.count()
+        self._tokens = 0  # the last token given
         self._cancelled = False
 
     @property
@@ -142,7 +143,7 @@ class CancellationManager:
         with self._lock:
             if self._cancelled:
                 return None
-            token = next(self._tokens)
+            token = self._tokens = self._tokens + 1
             self._callbacks[token] = callback
             return token
 
@@ -205,7 +206,7 @@ class StepContext:
     ):
         self.step_id = next(_step_ids) if step_id is None else step_id
         self.resource_mgr = resource_mgr
-        self._cancellation: CancellationManager | None = None  # made when first asked for
+        self.cancellation = CancellationManager()
         self.deadline = deadline
         self.rendezvous = rendezvous
         self.transport = transport
@@ -218,20 +219,6 @@ class StepContext:
         self.outbox: dict[str, list] | None = None
         self.carry_to: str | None = None
         self.carried: list[tuple[str, Any]] | None = None
-
-    @property
-    def cancellation(self) -> CancellationManager:
-        """The step's `CancellationManager`, made the first time a kernel or a caller asks.
-
-        Most steps never wait, and never need one.
-        """
-        manager = self._cancellation
-        if manager is None:
-            with _cancellation_lock:  # two threads asking at once must get the same one
-                if self._cancellation is None:
-                    self._cancellation = CancellationManager()
-                manager = self._cancellation
-        return manager
 
     def post(self, task: str, key: str, value: Any, op: Operation) -> None:
         """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
