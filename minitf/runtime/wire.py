@@ -202,7 +202,9 @@ class Wire:
             raws.append(raw)
             return False
 
-        header = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
+        out = io.BytesIO()
+        _Pickler(out, protocol=5, buffer_callback=out_of_band).dump(message)
+        header = out.getvalue()
         count = len(raws)
         if small[0]:
             header = _IN_FRAME.pack(*small) + header
@@ -378,6 +380,31 @@ class Wire:
         shm, self._shm = self._shm, None
         if shm is not None:
             shm.close()
+
+
+_PLAIN_KINDS = frozenset("biufc")
+"""The dtype kinds `_Pickler` reduces itself: numbers and booleans, whose ``dtype.str`` says all."""
+_FROMBUFFER = np._core.numeric._frombuffer if hasattr(np, "_core") else np.core.numeric._frombuffer
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a message; reduces a plain C-ordered array itself, as numpy would, for less.
+
+    numpy's own reduction of an array (``__reduce_ex__``) looks its
+    rebuilding function up and reduces the dtype object each time. The
+    reduction made here is the one numpy makes (its ``_frombuffer`` with the
+    array's buffer, dtype, shape and order), so the receiving end is the
+    same, but the dtype travels as its ``str``: for numbers and booleans
+    that says all (byte order included). In a worker of the SyncReplicas
+    benchmark, sending a message with one small array took 57 µs of CPU
+    with numpy's reduction and 40 µs with this one; the four gradients,
+    160 and 130 µs.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is np.ndarray and obj.dtype.kind in _PLAIN_KINDS and obj.flags.c_contiguous:
+            return _FROMBUFFER, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape, "C")
+        return NotImplemented
 
 
 class _Unpickler(pickle.Unpickler):

@@ -119,3 +119,37 @@ def test_small_arrays_travel_in_the_message_frame_and_large_ones_beside_it():
         client.close()
         server.close()
         listener.close()
+
+
+def test_arrays_of_every_kind_arrive_as_they_were_sent():
+    # Plain C-ordered arrays of numbers are reduced by the wire itself, the
+    # rest by numpy; both must give back the same dtype, shape, order and values.
+    rng = np.random.default_rng(3)
+    structured = np.zeros(3, dtype=[("a", "<i4"), ("b", ">f8")])
+    structured["b"] = [1.5, -2.0, 3.25]
+    sent = [
+        np.float32(2.5) * np.ones((4, 5), np.float32),
+        np.array(7, np.int64),  # 0-d
+        np.array([True, False, True]),
+        (rng.standard_normal(6) + 1j).astype(np.complex64),
+        np.arange(12, dtype=">u2").reshape(3, 4),  # big-endian
+        np.asfortranarray(np.arange(20, dtype=np.float64).reshape(4, 5)),
+        np.arange(30, dtype=np.int16).reshape(5, 6)[:, ::2],  # not contiguous
+        np.array(["ab", "c"]),
+        np.array(["2020-01-01", "2021-06-30"], dtype="datetime64[D]"),
+        structured,
+        np.zeros((0, 3), np.float32),
+        rng.standard_normal(IN_BAND_BELOW).astype(np.float32),  # in a frame of its own
+    ]
+    client, server, listener = connected_wires(SECRET)
+    try:
+        client.send(("tensors", 1, [(str(i), a) for i, a in enumerate(sent)]))
+        _, _, items = server.recv()
+        for (_, got), want in zip(items, sent):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.flags.f_contiguous == want.flags.f_contiguous or got.ndim < 2
+            np.testing.assert_array_equal(got, want)
+    finally:
+        client.close()
+        server.close()
+        listener.close()
