@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 6. `replica_device_setter`
+# # 6. Placing variables on ps tasks
 #
 # Tutorial 5 pinned every variable to the ps by hand. Real TF1 models build
 # their graph under `tf.device(tf.train.replica_device_setter(cluster=...))`.
@@ -242,7 +242,7 @@ for label in ("round robin", "greedy"):
 # put back together to be used. For an embedding, `tf.nn.embedding_lookup`
 # reads the rows it needs from each shard, next to that shard.
 #
-# ## `embedding_lookup` across shards
+# ## Embedding lookups across shards
 #
 # A table of 10 rows in 3 shards, on a cluster of three ps tasks and one
 # worker, each a `tf.train.Server` in this process (as in tutorial 5). Row

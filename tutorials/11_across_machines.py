@@ -51,7 +51,7 @@ STEPS = notebook.sized(300, 100)  # global steps of each run
 W_TRUE = np.linspace(-1.0, 1.0, 8)  # train.py learns y = x . w_true + 1
 
 # %% [markdown]
-# ## The script: flags first, then `TF_CONFIG`
+# ## The script: flags first, then TF_CONFIG
 #
 # `train.py` is TF's distributed trainer: `replica_device_setter`,
 # `SyncReplicasOptimizer`, and a `MonitoredTrainingSession` whose chief saves
@@ -241,7 +241,7 @@ print("the ps's checkpoint shards and the chief's index:", sorted(os.listdir(tra
 print("w =", np.round(w, 3), "(w_true = linspace(-1, 1, 8))")
 
 # %% [markdown]
-# ## 2. `TF_CONFIG`, as a TFJob pod gets it
+# ## 2. TF_CONFIG, as a TFJob pod gets it
 #
 # Kubeflow's training operator makes a pod per replica and a headless service
 # per pod, named `<job>-<replica type>-<index>` in the job's namespace. It
@@ -299,7 +299,7 @@ for job, index in TASKS:
 assert "worker 0: replica 0 of 2 (chief)" in tasks.output("worker/0")
 
 # %% [markdown]
-# ## On Kubernetes: `tfjob.yaml`
+# ## On Kubernetes, with tfjob.yaml
 #
 # A TFJob names its replica types (`PS`, `Worker`, and optionally `Chief`)
 # and gives each a count and a pod template. The container must be named
@@ -317,7 +317,7 @@ print(spec + "    Worker:\n      replicas: 2\n      ...")
 assert "replicas: 2" in yaml_text[yaml_text.index("    Worker:") :].splitlines()[1]
 
 # %% [markdown]
-# ## On Slurm: `slurm_job.sh`
+# ## On Slurm, with slurm_job.sh
 #
 # `sbatch` runs the batch script once, on the first of the job's nodes, and
 # `srun` starts one task per node. Slurm gives each task its rank in
