@@ -286,34 +286,58 @@ class _Peers:
     def _send(self, task: str, message: tuple) -> None:
         """Sends a ``tensor`` or ``tensors`` message to ``task``; a broken connection is forgotten.
 
+        A session's connection may close under the send (the session closed
+        on another thread): the message then goes on this task's own
+        connection. Nothing of it was taken at the other end, whose reader
+        of that connection has gone.
+
         Raises:
             UnavailableError: if the connection broke; it names the tensors' keys.
         """
-        wire = self._wire(task)
+        wire, channel = self._wire(task)
         try:
             wire.send(message)
+            return
         except OSError as exc:
+            error = exc
             with self._lock:
-                self._wires.pop(task, None)
-                self._shared.pop(task, None)
-            if message[0] == "tensor":
-                keys = message[2]
-            else:
-                keys = ", ".join(key for key, _ in message[2])
-            raise errors.UnavailableError(
-                None, None, f"lost the connection to {task} while sending {keys}: {exc}"
-            ) from None
+                if channel is None:
+                    self._wires.pop(task, None)
+                elif self._shared.get(task) is channel:
+                    del self._shared[task]
+        if channel is not None:
+            wire, _ = self._wire(task, shared=False)
+            try:
+                wire.send(message)
+                return
+            except OSError as exc:
+                error = exc
+                with self._lock:
+                    self._wires.pop(task, None)
+        if message[0] == "tensor":
+            keys = message[2]
+        else:
+            keys = ", ".join(key for key, _ in message[2])
+        raise errors.UnavailableError(
+            None, None, f"lost the connection to {task} while sending {keys}: {error}"
+        ) from None
 
-    def _wire(self, task: str) -> Wire:
+    def _wire(self, task: str, shared: bool = True) -> tuple[Wire, Any]:
+        """The connection to send on, and the session's channel it belongs to (or None).
+
+        Args:
+            task: The receiving task.
+            shared: Whether a session's shared connection may be used.
+        """
         with self._lock:
-            channel = self._shared.get(task)
+            channel = self._shared.get(task) if shared else None
             if channel is not None:
                 if not channel.lost:
-                    return channel.wire
+                    return channel.wire, channel
                 del self._shared[task]
             wire = self._wires.get(task)
             if wire is not None and not wire.hung_up():
-                return wire
+                return wire, None
             # One lock per peer: connecting to a task that is down (retried
             # for seconds) must not hold up the tensors for the others.
             connecting = self._connecting.setdefault(task, threading.Lock())
@@ -322,7 +346,7 @@ class _Peers:
                 wire = self._wires.get(task)
                 lost = task in self._reached
             if wire is not None and not wire.hung_up():
-                return wire  # another thread connected meanwhile
+                return wire, None  # another thread connected meanwhile
             if wire is not None:
                 wire.close()  # the task went away; it may be back at its address
             spec = partition_lib.parse_task(task)
@@ -334,7 +358,7 @@ class _Peers:
             with self._lock:
                 self._wires[task] = wire
                 self._reached.add(task)
-            return wire
+            return wire, None
 
     @staticmethod
     def _reconnect(task: str, address: str) -> Wire:

@@ -368,3 +368,38 @@ def test_tensors_for_the_ps_go_on_the_sessions_connection_and_on_their_own_once_
     got = first.run(w)
     first.close()
     np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 3 * 0.1 * x_val, rtol=1e-5)  # by hand
+
+
+class _BreakingChannel:
+    """A session's channel whose connection breaks under the next send (its session closing)."""
+
+    lost = False
+
+    class wire:  # noqa: N801 - stands in for the channel's Wire
+        sends = 0
+
+        @classmethod
+        def send(cls, message):
+            cls.sends += 1
+            raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_tensor_whose_session_connection_breaks_under_it_goes_on_the_servers_own(
+    ps_and_worker,
+):
+    # Two sessions in two threads: one closes while the worker's server is
+    # sending the other's gradient on the connection it shared. The gradient
+    # must still arrive, once.
+    w, x, train = _async_sgd(ps_and_worker["worker"].target)
+    x_val = np.array([3.0, 0.5], np.float32)
+    peers = ps_and_worker["worker"]._peers
+    ps = "/job:ps/replica:0/task:0"
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(w.initializer)
+        peers.share(ps, _BreakingChannel())
+        sess.run(train, {x: x_val})
+        assert _BreakingChannel.wire.sends == 1
+        assert ps in peers._wires  # the server's own connection took it
+        assert not isinstance(peers._shared.get(ps), _BreakingChannel)
+        got = sess.run(w)
+    np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 0.1 * x_val, rtol=1e-5)  # by hand
