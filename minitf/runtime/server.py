@@ -295,25 +295,20 @@ class _Peers:
             UnavailableError: if the connection broke; it names the tensors' keys.
         """
         wire, channel = self._wire(task)
-        try:
-            wire.send(message)
-            return
-        except OSError as exc:
-            error = exc
-            with self._lock:
-                if channel is None:
-                    self._wires.pop(task, None)
-                elif self._shared.get(task) is channel:
-                    del self._shared[task]
-        if channel is not None:
-            wire, _ = self._wire(task, shared=False)
+        while True:
             try:
                 wire.send(message)
                 return
             except OSError as exc:
                 error = exc
                 with self._lock:
-                    self._wires.pop(task, None)
+                    if channel is None:
+                        self._wires.pop(task, None)
+                    elif self._shared.get(task) is channel:
+                        del self._shared[task]
+            if channel is None:
+                break
+            wire, channel = self._wire(task, shared=False)
         if message[0] == "tensor":
             keys = message[2]
         else:
