@@ -127,7 +127,7 @@ class BaseSession:
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
         self._graph = graph
         self._config = config or ConfigProto()
-        self._timeout = self._timeout_ms(None)  # a run's without options
+        self._default_timeout_ms = self._timeout_ms(None)  # a run's without options
         self._target = target or ""
         self._closed = False
         self._lock = threading.Lock()
@@ -370,10 +370,7 @@ class BaseSession:
                     straight[:] = graph.version, self._straight_plan(*signature)
                 plan = straight[1]
                 if plan is not None and not self.recorders.active:
-                    self._check_open()
-                    ctx = StepContext(self._resource_mgr)
-                    results = self._executor.run_straight(plan, ctx, values)
-                    return build([_client_value(v) for v in results] if results else results)
+                    return build(self._walk_straight(plan, StepContext(self._resource_mgr), values))
             return build(self._run_signature(*signature, values, options, metadata))
 
         return runner
@@ -384,10 +381,19 @@ class BaseSession:
         Such a step never waits: it has nothing for `close` to cancel, and
         nothing to time out.
         """
-        if self._master is not None or self._timeout:
+        if self._master is not None or self._default_timeout_ms:
             return None
         plan = self._plan(fetch_tensors, target_ops, feed_tensors)
         return plan if self._executor.walks_straight(plan, None) else None
+
+    def _walk_straight(self, plan: Plan, ctx: StepContext, feed_values: list) -> list:
+        """Runs a local plan that walks straight; returns the values for the caller.
+
+        Such a step never waits: it is not registered for `close` to cancel.
+        """
+        self._check_open()
+        results = self._executor.run_straight(plan, ctx, feed_values)
+        return [_client_value(v) for v in results] if results else results
 
     def _check_open(self) -> None:
         if self._closed:
@@ -403,16 +409,14 @@ class BaseSession:
                 run_metadata if tracing else None,
             )  # fmt: skip
         plan = self._plan(fetch_tensors, target_ops, feed_tensors)
-        deadline = self._deadline(options) if options is not None or self._timeout else None
+        timed = options is not None or self._default_timeout_ms
+        deadline = self._deadline(options) if timed else None
         ctx = StepContext(self._resource_mgr, deadline=deadline)
         recording = self.recorders.active
         if tracing or recording:
             ctx.trace = []
         elif self._executor.walks_straight(plan, ctx):
-            # A straight walk never waits: close() would have nothing to cancel.
-            self._check_open()
-            results = self._executor.run_straight(plan, ctx, feed_values)
-            return [_client_value(v) for v in results] if results else results
+            return self._walk_straight(plan, ctx, feed_values)
         # No lock here: many threads run steps at once, and set.add/discard are
         # atomic. close() sets _closed before it cancels the active steps, so a
         # step registered after that is caught by the second check.
