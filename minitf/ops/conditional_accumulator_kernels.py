@@ -302,6 +302,8 @@ class ConditionalAccumulator(_AccumulatorBase):
             ``(value, owned)``: ``owned`` is True when the conversion made a new
             array, which nobody else holds.
         """
+        if type(grad) is np.ndarray and grad.dtype is self._np_dtype:
+            return grad, False  # the common case: what a session feeds or a kernel gives
         value = np.asarray(grad, dtype=self._np_dtype)
         return value, value is not grad and value.base is None
 
@@ -550,7 +552,8 @@ def _apply_kernel(op):
             with acc.lock:
                 acc.finish_apply(held, added)
                 finished = acc.flush_locked()
-            acc.finish(finished)
+            if finished:  # a take it let finish
+                acc.finish(finished)
 
     return compute
 

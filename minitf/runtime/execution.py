@@ -119,9 +119,7 @@ def initial_values(plan: Plan, feed_values: list[Any]) -> list[Any]:
         plan: The `Plan`.
         feed_values: The fed values, in the order of ``plan.feed_slots``.
     """
-    vals: list[Any] = [None] * plan.num_slots
-    for slot, value in plan.constants:
-        vals[slot] = value
+    vals = plan.initial_slots.copy()
     for slot, value in zip(plan.feed_slots, feed_values):
         vals[slot] = value
     return vals

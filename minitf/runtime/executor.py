@@ -177,7 +177,10 @@ class StepContext:
         step_id: The step's id: in a process, local steps count up from 1; a
             cluster step's id comes from its master (`minitf.runtime.master`).
         resource_mgr: The task's `ResourceMgr`.
-        cancellation: The step's `CancellationManager`.
+        cancellation: The step's `CancellationManager`; None for a step made
+            with ``cancellable=False``, one that walks straight
+            (`Executor.walks_straight`): nothing in it waits, so nothing
+            registers to be woken.
         deadline: ``time.monotonic()`` value after which the step fails, or None.
         rendezvous: The task's `Rendezvous`, where ``_Recv`` waits (cluster steps).
         transport: What ``_Send`` uses to reach other tasks (cluster steps).
@@ -192,6 +195,10 @@ class StepContext:
             wait for the step's reply instead of leaving in a message of
             their own (`Worker.start_graph`), or None.
         carried: Those tensors, ``(key, value)`` pairs, once the step has ended.
+
+    Args:
+        cancellable: False for a step that walks straight: it gets no
+            `CancellationManager` (``cancellation`` is None).
     """
 
     def __init__(
@@ -203,10 +210,11 @@ class StepContext:
         transport=None,
         client: str = "/job:localhost/replica:0/task:0",
         clock: WallClock = WALL_CLOCK,
+        cancellable: bool = True,
     ):
         self.step_id = next(_step_ids) if step_id is None else step_id
         self.resource_mgr = resource_mgr
-        self.cancellation = CancellationManager()
+        self.cancellation = CancellationManager() if cancellable else None
         self.deadline = deadline
         self.rendezvous = rendezvous
         self.transport = transport
@@ -356,7 +364,7 @@ class Executor:
                     _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
         finally:
             _floats_back(quiet)
-        return fetched(plan, vals)
+        return fetched(plan, vals) if plan.fetch_slots else []
 
     def drive(self, execution: StepExecution) -> None:
         """Makes the scheduler's moves until the step is done; waits when none can be made.

@@ -36,6 +36,7 @@ through a control edge only.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,6 +132,17 @@ class Plan:
     def ops(self) -> list[Operation]:
         """The planned ops, in execution order."""
         return [s.op for s in self.steps]
+
+    @functools.cached_property
+    def initial_slots(self) -> list:
+        """The value slots before a run's feeds: None, and the folded constants.
+
+        A run copies it (`minitf.runtime.execution.initial_values`).
+        """
+        slots: list = [None] * self.num_slots
+        for slot, value in self.constants:
+            slots[slot] = value
+        return slots
 
 
 def prune(fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) -> list[Operation]:

@@ -349,8 +349,16 @@ class BaseSession:
         self._check_open()
         mapper = fetch_lib.FetchMapper(self._graph, fetches)
         feed_tensors = tuple(self._feed_tensor(f) for f in (feed_list or []))
-        feeds = [(t, t.dtype.base_dtype.as_numpy_dtype) for t in feed_tensors]
-        feed_value = self._feed_value
+        # Per feed: its tensor, numpy type, and what a value must match to be
+        # fed without the general checks: an array of the numpy dtype and the
+        # static shape (when fully known), or, for an integer scalar, a Python
+        # int within the dtype's range.
+        feeds = [
+            (t, t.dtype.base_dtype.as_numpy_dtype, np.dtype(t.dtype.base_dtype.as_numpy_dtype),
+             _full_shape(t), _int_range(t))
+            for t in feed_tensors
+        ]  # fmt: skip
+        feed_value, is_feedable = self._feed_value, self._graph.is_feedable
         # Tuples, which the plan's key takes as they are.
         fetch_tensors, target_ops = tuple(mapper.tensors), tuple(mapper.ops)
         signature = (fetch_tensors, target_ops, feed_tensors)
@@ -364,13 +372,27 @@ class BaseSession:
                 raise ValueError(f"Expected {len(feed_tensors)} feed values, got {len(feed_args)}")
             options = kwargs.pop("options", None) if accept_options else None
             metadata = kwargs.pop("run_metadata", None) if accept_options else None
-            values = [feed_value(t, v, None, dtype) for (t, dtype), v in zip(feeds, feed_args)]
+            values = []
+            for (t, np_type, dtype, shape, ints), v in zip(feeds, feed_args):
+                if type(v) is np.ndarray and v.dtype is dtype and v.shape == shape:
+                    v = v.view()
+                elif type(v) is int and ints is not None and ints[0] <= v <= ints[1]:
+                    v = np.array(v, dtype)
+                else:
+                    values.append(feed_value(t, v, None, np_type))
+                    continue
+                if not is_feedable(t):
+                    raise ValueError(f"Tensor {t} may not be fed.")
+                v.flags.writeable = False  # as _read_only_view
+                values.append(v)
             if options is None and metadata is None:
                 if straight[0] != graph.version:
                     straight[:] = graph.version, self._straight_plan(*signature)
                 plan = straight[1]
                 if plan is not None and not self.recorders.active:
-                    return build(self._walk_straight(plan, StepContext(self._resource_mgr), values))
+                    # Nothing in a straight walk waits: the step needs no cancellation manager.
+                    ctx = StepContext(self._resource_mgr, cancellable=False)
+                    return build(self._walk_straight(plan, ctx, values))
             return build(self._run_signature(*signature, values, options, metadata))
 
         return runner
@@ -583,6 +605,21 @@ def _satisfies(requested: pydev.DeviceSpec, device: pydev.DeviceSpec) -> bool:
         if want is not None and want != getattr(device, field):
             return False
     return True
+
+
+def _full_shape(tensor: ops.Tensor) -> tuple | None:
+    """The tensor's static shape as a tuple when every dimension is known, else None."""
+    static = tensor.get_shape()
+    return tuple(static.as_list()) if static.is_fully_defined() else None
+
+
+def _int_range(tensor: ops.Tensor) -> tuple[int, int] | None:
+    """For a scalar of an integer dtype: the Python ints it takes as they are; else None."""
+    dtype = np.dtype(tensor.dtype.base_dtype.as_numpy_dtype)
+    if dtype.kind not in "iu" or _full_shape(tensor) != ():
+        return None
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def _read_only_view(array: np.ndarray) -> np.ndarray:

@@ -526,6 +526,34 @@ def test_a_callable_checks_its_session_its_feeds_and_a_recording_on_every_call()
         run(fed)
 
 
+def test_a_callable_checks_what_it_is_fed_as_run_does_on_its_quick_lanes():
+    # Arrays of the placeholder's dtype and shape, and Python ints for an
+    # integer scalar, skip the general conversion; everything else takes it.
+    x = tf.placeholder(tf.float32, shape=[2], name="x")
+    n = tf.placeholder(tf.int32, shape=[], name="n")
+    out = x * tf.cast(n, tf.float32)
+    with tf.Session() as sess:
+        run = sess.make_callable(out, [x, n])
+        fed = np.array([1.0, 2.5], np.float32)
+        np.testing.assert_array_equal(run(fed, 3), [3.0, 7.5])
+        np.testing.assert_array_equal(run([1, 2], np.int32(-2)), [-2.0, -4.0])
+        np.testing.assert_array_equal(run(fed, True), [1.0, 2.5])  # a bool, converted
+        assert fed.flags.writeable  # the caller's array is untouched
+        with pytest.raises(TypeError, match="not compatible with Tensor type"):
+            run(fed, 2**31)  # out of int32's range
+        np.testing.assert_array_equal(run(fed, 2**31 - 1), fed * np.float32(2**31 - 1))
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            run(np.zeros(3, np.float32), 1)
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            run(fed, np.array([1, 2], np.int32))
+        tf.get_default_graph().prevent_feeding(n)
+        with pytest.raises(ValueError, match="may not be fed"):
+            run(fed, 3)
+        tf.get_default_graph().prevent_feeding(x)
+        with pytest.raises(ValueError, match="may not be fed"):
+            run(fed, np.int32(3))
+
+
 def test_a_callable_with_an_operation_timeout_still_times_out_its_waits():
     q = tf.FIFOQueue(1, tf.float32, shapes=[[]])
     config = tf.ConfigProto(operation_timeout_in_ms=50)
