@@ -135,6 +135,8 @@ def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
     Raises:
         InvalidArgumentError: for a fetch on a ``tf.cond`` branch that was not taken.
     """
+    if not plan.fetch_slots:  # a training step: nothing to collect
+        return []
     values = [
         dereference(vals[s]) if read else vals[s]
         for s, read in zip(plan.fetch_slots, plan.fetch_reads)

@@ -364,7 +364,7 @@ class Executor:
                     _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
         finally:
             _floats_back(quiet)
-        return fetched(plan, vals) if plan.fetch_slots else []
+        return fetched(plan, vals)
 
     def drive(self, execution: StepExecution) -> None:
         """Makes the scheduler's moves until the step is done; waits when none can be made.
