@@ -1,15 +1,12 @@
 """Shared memory between tasks on one machine: large tensors cross as memory, not as bytes.
 
-Two tasks on one machine authenticate over TCP (`minitf.runtime.wire`), but a
-large out-of-band buffer of a message — a tensor of at least `MIN_BYTES` —
-does not go through a socket. The sender copies it into a shared-memory
-segment, and the message carries only the segment's handle (its slot number
-and the buffer's size). The receiver's array is a view of that segment: one
-copy instead of the two (into the kernel and out again) that a socket
-makes, plus the system calls. The messages themselves go over a Unix stream
-socket that the handshake hands over (`Channel.take_stream`): the kernel
-skips its TCP stack, and a small message costs about a quarter less time
-and CPU than on loopback TCP.
+Two tasks on one machine still talk over their authenticated TCP connection
+(`minitf.runtime.wire`), but a large out-of-band buffer of a message — a
+tensor of at least `MIN_BYTES` — does not go through the socket. The sender
+copies it into a shared-memory segment, and the TCP message carries only the
+segment's handle (its slot number and the buffer's size). The receiver's
+array is a view of that segment: one copy instead of the two (into the
+kernel and out again) that TCP makes, plus the system calls.
 
 **Which memory.** Each segment is an anonymous Linux memory file,
 ``os.memfd_create``. The receiver gets the file's descriptor over a Unix
@@ -29,10 +26,7 @@ POSIX segments (``/dev/shm``, `multiprocessing.shared_memory`) because:
   authenticated peer is handed its descriptor. The Unix socket that carries
   the descriptor has an unguessable abstract name (no file either), given to
   the peer over the authenticated connection and used only once; each end
-  checks that the other runs as the same user (``SO_PEERCRED``). The message
-  stream is one end of a ``socketpair`` that the listening end sends over
-  that socket with its control segment, and closes its own copy of: when
-  either process dies, the other reads the end of the stream, as on TCP.
+  checks that the other runs as the same user (``SO_PEERCRED``).
 
 **Reuse.** The kernel allocates a new segment's pages on their first write,
 at about a quarter of memcpy's speed, so each connection keeps a pool of
@@ -357,16 +351,11 @@ class Channel:
         unix: The connected Unix socket that carries segment descriptors.
         own_fd: This end's control segment (the sender's side of the lent flags).
         peer_control: The peer's control segment, mapped.
-        stream: This end of the Unix stream socket that carries the
-            connection's messages from now on (`take_stream`).
     """
 
-    def __init__(
-        self, unix: socket.socket, own_fd: int, peer_control: Mapping, stream: socket.socket
-    ):
+    def __init__(self, unix: socket.socket, own_fd: int, peer_control: Mapping):
         unix.settimeout(None)
         self._unix = unix
-        self._stream: socket.socket | None = stream
         self._lent = Mapping(own_fd, _CONTROL_BYTES).array(MAX_SLOTS, _NONCE)
         self._peer_lent = peer_control.array(MAX_SLOTS, _NONCE)
         self._lock = threading.Lock()
@@ -375,21 +364,6 @@ class Channel:
         self._mapped: dict[int, Mapping] = {}
         self._closed = False
         self.min_bytes = MIN_BYTES
-
-    def take_stream(self) -> socket.socket:
-        """The Unix stream socket for the connection's messages; the caller owns it now.
-
-        Messages between two processes of one machine cost about half as much
-        CPU, and half the time, over a Unix socket as over loopback TCP
-        (`benchmarks/sync_training.py`): the kernel skips the TCP stack.
-
-        Raises:
-            RuntimeError: if it was taken before.
-        """
-        stream, self._stream = self._stream, None
-        if stream is None:
-            raise RuntimeError("the message stream was taken already")
-        return stream
 
     @property
     def pool_bytes(self) -> int:
@@ -532,9 +506,6 @@ class Channel:
         for slot in slots:
             slot.forget()
         self._mapped = {}
-        stream, self._stream = self._stream, None
-        if stream is not None:  # never taken: the handshake failed after agreeing
-            stream.close()
         try:
             self._unix.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -595,49 +566,18 @@ def _control_segment() -> tuple[int, bytes]:
     return fd, nonce
 
 
-def _receive_control(unix: socket.socket, stream: bool) -> tuple[Mapping, socket.socket | None]:
-    """Receives the peer's control segment over the Unix socket and maps it.
-
-    Args:
-        unix: The Unix socket.
-        stream: Whether the message stream's socket comes with it (from the
-            listening end).
-
-    Returns:
-        ``(mapping, stream socket or None)``.
-    """
-    wanted = 2 if stream else 1
-    data, fds, flags, _ = socket.recv_fds(unix, _FD_NOTE.size, wanted)
+def _receive_control(unix: socket.socket) -> Mapping:
+    """Receives the peer's control segment over the Unix socket and maps it."""
+    data, fds, flags, _ = socket.recv_fds(unix, _FD_NOTE.size, 1)
     try:
-        if len(fds) != wanted or flags & socket.MSG_CTRUNC:
+        if len(fds) != 1 or flags & socket.MSG_CTRUNC:
             raise OSError("no control segment came")
         if os.fstat(fds[0]).st_size < _CONTROL_BYTES:
             raise OSError("the control segment is too small")
-        if stream and _socket_type(fds[1]) != (socket.AF_UNIX, socket.SOCK_STREAM):
-            raise OSError("the message stream is not a Unix stream socket")
-        control = Mapping(fds[0], _CONTROL_BYTES)
-        sock = socket.socket(fileno=fds.pop()) if stream else None
-        return control, sock
+        return Mapping(fds[0], _CONTROL_BYTES)
     finally:
         for fd in fds:
             os.close(fd)
-
-
-def _socket_type(fd: int) -> tuple[int, int]:
-    """The family and type of the socket ``fd`` (without taking it over)."""
-    probe = socket.socket(fileno=os.dup(fd))
-    try:
-        return probe.family, probe.type
-    finally:
-        probe.close()
-
-
-def _stream_pair() -> tuple[socket.socket, socket.socket]:
-    """A connected pair of Unix stream sockets for a connection's messages (`Channel.stream`)."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    for sock in (ours, theirs):
-        sock.setblocking(True)
-    return ours, theirs
 
 
 def _offer(conn: Any, wanted: bool, deadline: float) -> Channel | None:
@@ -652,7 +592,7 @@ def _offer(conn: Any, wanted: bool, deadline: float) -> Channel | None:
         return None
     name = b"\0minitf-shm-" + secrets.token_urlsafe(18).encode()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    unix = own_fd = stream = None
+    unix = own_fd = None
     try:
         try:
             listener.bind(name)
@@ -669,13 +609,9 @@ def _offer(conn: Any, wanted: bool, deadline: float) -> Channel | None:
             unix.settimeout(_left(deadline))
             if not _same_user(unix):
                 raise OSError("the peer runs as another user")
-            peer_control, _ = _receive_control(unix, stream=False)
+            peer_control = _receive_control(unix)
             own_fd, nonce = _control_segment()
-            stream, theirs = _stream_pair()
-            try:
-                socket.send_fds(unix, [b"control"], [own_fd, theirs.fileno()])
-            finally:
-                theirs.close()  # the peer's now: only its death may end the stream
+            socket.send_fds(unix, [b"control"], [own_fd])
         except OSError:
             conn.send_bytes(_NO)
             return None
@@ -687,12 +623,12 @@ def _offer(conn: Any, wanted: bool, deadline: float) -> Channel | None:
             conn.send_bytes(_NO)
             return None
         conn.send_bytes(_ON)
-        channel = Channel(unix, own_fd, peer_control, stream)
-        unix = stream = None  # the channel has them now
+        channel = Channel(unix, own_fd, peer_control)
+        unix = None  # the channel has it now
         return channel
     finally:
         listener.close()
-        _drop(unix, own_fd, stream)
+        _drop(unix, own_fd)
 
 
 def _accept(conn: Any, wanted: bool, deadline: float) -> Channel | None:
@@ -700,7 +636,7 @@ def _accept(conn: Any, wanted: bool, deadline: float) -> Channel | None:
     offer = conn.recv_bytes(128)
     if not offer.startswith(_OFFER):
         return None  # the listener keeps TCP
-    unix = own_fd = stream = None
+    unix = own_fd = None
     try:
         try:
             if not wanted:
@@ -722,23 +658,22 @@ def _accept(conn: Any, wanted: bool, deadline: float) -> Channel | None:
         try:
             if not hmac.compare_digest(echo, _ECHO + nonce):
                 raise OSError("the listener read another nonce")
-            peer_control, stream = _receive_control(unix, stream=True)
+            peer_control = _receive_control(unix)
         except OSError:
             conn.send_bytes(_NO)
             return None
         conn.send_bytes(_ECHO + read_nonce(peer_control))
         if conn.recv_bytes(64) != _ON:
             return None
-        channel = Channel(unix, own_fd, peer_control, stream)
-        unix = stream = None
+        channel = Channel(unix, own_fd, peer_control)
+        unix = None
         return channel
     finally:
-        _drop(unix, own_fd, stream)
+        _drop(unix, own_fd)
 
 
-def _drop(unix: socket.socket | None, fd: int | None, stream: socket.socket | None) -> None:
-    for sock in (unix, stream):
-        if sock is not None:
-            sock.close()
+def _drop(unix: socket.socket | None, fd: int | None) -> None:
+    if unix is not None:
+        unix.close()
     if fd is not None:
         os.close(fd)

@@ -23,10 +23,7 @@ Between two tasks on one machine, large buffers go through shared memory
 instead (`minitf.runtime.shm`): after authentication the handshake agrees on
 it, and such a buffer's frame is replaced by a handle in the message's
 header. A header whose count has its top bit set carries a table of handles,
-one per buffer (slot ``-1``: the buffer follows as a frame, as usual). The
-messages themselves then leave TCP: the handshake also hands over a Unix
-stream socket, and the connection's frames go over it, the TCP socket
-closed (`minitf.runtime.shm.Channel.take_stream`).
+one per buffer (slot ``-1``: the buffer follows as a frame, as usual).
 """
 
 from __future__ import annotations
@@ -148,10 +145,6 @@ class Wire:
     def shm(self) -> shm_lib.Channel | None:
         """The connection's shared memory, or None: everything goes by TCP."""
         return self._shm
-
-    def fileno(self) -> int:
-        """The descriptor the messages go over: a Unix stream socket when `shm` is set, else TCP."""
-        return self._conn.fileno()
 
     def hung_up(self) -> bool:
         """For a connection this end only writes to: whether the other end has gone.
@@ -499,11 +492,6 @@ def _handshake(sock: socket.socket, secret: bytes, timeout: float, client: bool,
             shm.close()
         conn.close()
         raise ConnectionError(f"no handshake with {peer} within {timeout:g} s")
-    if shm is not None:
-        # Both ends of one machine: the messages go on over the Unix stream
-        # socket the handshake agreed on; the TCP connection has done its part.
-        conn.close()
-        conn = Connection(shm.take_stream().detach())
     return conn, shm
 
 
