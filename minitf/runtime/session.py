@@ -362,10 +362,11 @@ class BaseSession:
         # Tuples, which the plan's key takes as they are.
         fetch_tensors, target_ops = tuple(mapper.tensors), tuple(mapper.ops)
         signature = (fetch_tensors, target_ops, feed_tensors)
-        # The plan while the graph is at this version, if it is a local straight
-        # walk: the common training step, which the runner then runs itself.
+        # The walker of the plan while the graph is at this version, if it is a
+        # local straight walk: the common training step, which the runner then
+        # runs itself.
         straight: list = [None, None]
-        graph, build = self._graph, mapper.build
+        graph, build, resource_mgr = self._graph, mapper.build, self._resource_mgr
 
         def runner(*feed_args, **kwargs):
             if len(feed_args) != len(feed_tensors):
@@ -387,12 +388,16 @@ class BaseSession:
                 values.append(v)
             if options is None and metadata is None:
                 if straight[0] != graph.version:
-                    straight[:] = graph.version, self._straight_plan(*signature)
-                plan = straight[1]
-                if plan is not None and not self.recorders.active:
+                    plan = self._straight_plan(*signature)
+                    walker = None if plan is None else self._executor.local_walker(plan)
+                    straight[:] = graph.version, walker
+                walk = straight[1]
+                if walk is not None and not self.recorders.active:
+                    if self._closed:
+                        self._check_open()
                     # Nothing in a straight walk waits: the step needs no cancellation manager.
-                    ctx = StepContext(self._resource_mgr, cancellable=False)
-                    return build(self._walk_straight(plan, ctx, values))
+                    results = walk(StepContext(resource_mgr, cancellable=False), values)
+                    return build([_client_value(v) for v in results] if results else results)
             return build(self._run_signature(*signature, values, options, metadata))
 
         return runner
