@@ -110,7 +110,8 @@ class Plan:
             a walk in topological order they have nothing left to do (their
             control edges only order the dataflow loop).
         walks: The walks with buffers and fused chains of a plan the executor
-            may walk straight (`Walks`), or None.
+            may walk straight (`Walks`), or None (also when no kernel of the
+            plan keeps buffers and nothing fuses).
         segments: For a plan with ops that may wait and no ``tf.cond``, the
             walk cut into `Segments`; else None.
     """
@@ -847,11 +848,13 @@ def _walks(
     kernels: dict[Operation, KernelInfo],
     fetch_slots: tuple[int, ...],
     members: list[int] | None = None,
-) -> Walks:
+) -> Walks | None:
     """The `Walks` of ``walked`` (all the plan's walked steps), or of those at ``members`` only.
 
     A segment's walks (`Segments`) fuse chains within the segment; who reads
-    a value is still counted over the whole plan.
+    a value is still counted over the whole plan. None when no kernel would
+    get buffers and nothing fuses: every walk would be ``straight`` itself,
+    and a step walks it without taking one.
     """
     chains = _fused_chains(walked, fetch_slots, kernels, None if members is None else set(members))
     if members is not None:
@@ -861,6 +864,7 @@ def _walks(
     fused = {op for chain in chains for op in chain.ops}
     # For each entry of a walk: how to make it.
     makers: list[Callable[[], tuple]] = []
+    any_buffered = False
     for step, entry in zip(walked, straight):
         buffered = kernels[step.op].buffered if _worth_buffers(step.op) else None
         if step.op in first_of:
@@ -868,9 +872,12 @@ def _walks(
         elif step.op in fused:
             continue
         elif buffered is not None:
+            any_buffered = True
             makers.append(lambda step=step, buffered=buffered: _straight_entry(step, buffered()))
         else:
             makers.append(lambda entry=entry: entry)
+    if not (chains or any_buffered):
+        return None
 
     def build() -> tuple:
         return tuple(make() for make in makers)
