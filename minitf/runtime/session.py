@@ -383,7 +383,7 @@ class BaseSession:
                     values.append(feed_value(t, v, None, np_type))
                     continue
                 if not is_feedable(t):
-                    raise ValueError(f"Tensor {t} may not be fed.")
+                    raise _not_feedable(t)
                 v.flags.writeable = False  # as _read_only_view
                 values.append(v)
             if options is None and metadata is None:
@@ -397,7 +397,7 @@ class BaseSession:
                         self._check_open()
                     # Nothing in a straight walk waits: the step needs no cancellation manager.
                     results = walk(StepContext(resource_mgr, cancellable=False), values)
-                    return build([_client_value(v) for v in results] if results else results)
+                    return build(_client_values(results))
             return build(self._run_signature(*signature, values, options, metadata))
 
         return runner
@@ -420,7 +420,7 @@ class BaseSession:
         """
         self._check_open()
         results = self._executor.run_straight(plan, ctx, feed_values)
-        return [_client_value(v) for v in results] if results else results
+        return _client_values(results)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -460,7 +460,7 @@ class BaseSession:
                     self.recorders.record(nodes)
                 if tracing:
                     run_metadata.step_stats = step_stats.build({LOCAL_DEVICE: nodes})
-        return [_client_value(v) for v in results]
+        return _client_values(results)
 
     def _run_on_cluster(
         self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata
@@ -473,7 +473,7 @@ class BaseSession:
         )  # fmt: skip
         if run_metadata is not None:
             run_metadata.step_stats = stats
-        return [_client_value(v) for v in values]
+        return _client_values(values)
 
     def _timeout_ms(self, options) -> int:
         if isinstance(options, RunOptions) and options.timeout_in_ms > 0:
@@ -545,7 +545,7 @@ class BaseSession:
                 f"which has shape {str(tensor.get_shape())!r}"
             )
         if not self._graph.is_feedable(tensor):
-            raise ValueError(f"Tensor {tensor} may not be fed.")
+            raise _not_feedable(tensor)
         return _read_only_view(value)
 
     def _fits_static_shape(self, tensor: ops.Tensor, shape: tuple) -> bool:
@@ -627,6 +627,11 @@ def _int_range(tensor: ops.Tensor) -> tuple[int, int] | None:
     return int(info.min), int(info.max)
 
 
+def _not_feedable(tensor: ops.Tensor) -> ValueError:
+    """TF's error for a feed of a tensor the graph keeps from being fed."""
+    return ValueError(f"Tensor {tensor} may not be fed.")
+
+
 def _read_only_view(array: np.ndarray) -> np.ndarray:
     """A view kernels cannot write to; what is stored or returned from it gets copied.
 
@@ -655,6 +660,11 @@ def _cached_fetch_types() -> frozenset:
             {ops.Tensor, ops.Operation, str, variables.Variable, variables.ResourceVariable}
         )
     return _CACHED_FETCH_TYPES
+
+
+def _client_values(results: list) -> list:
+    """What the caller receives of a step's fetched values (`_client_value` of each)."""
+    return [_client_value(v) for v in results] if results else results
 
 
 def _client_value(value):
