@@ -315,3 +315,27 @@ def test_a_steady_training_step_allocates_no_more_than_one_numpy_iteration_buffe
         finally:
             tracemalloc.stop()
     assert min(peaks) < 64 * 1024, peaks
+
+
+def test_a_plan_that_keeps_no_buffers_and_fuses_nothing_keeps_no_walks_and_still_runs():
+    # A scalar chain: every output is below the size worth a buffer, and no
+    # matmul is there to fuse, so each walk would be the plan itself.
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.placeholder(tf.float32, [])
+        out = (a + 1.0) * 3.0 - 2.0
+        big = tf.placeholder(tf.float32, [4096])
+        doubled = big * 2.0
+        with tf.Session() as sess:
+            run_small = sess.make_callable(out, [a])
+            run_big = sess.make_callable(doubled, [big])
+            for value in (np.float32(0.5), np.float32(-4.0)):
+                assert run_small(value) == (value + np.float32(1)) * np.float32(3) - np.float32(2)
+            values = np.arange(4096, dtype=np.float32)
+            for _ in range(3):  # a buffer is kept from the second run on
+                np.testing.assert_array_equal(run_big(values), values * np.float32(2))
+            walks = {tuple(op.name for op in p.ops): p.walks for p in sess._plans.values()}
+    small = next(w for names, w in walks.items() if out.op.name in names)
+    large = next(w for names, w in walks.items() if doubled.op.name in names)
+    assert small is None
+    assert large is not None  # a 16 KB output is worth a buffer
