@@ -335,20 +335,39 @@ class BaseSession:
         The run signature and its plan are prepared once, so a training loop pays
         no per-call fetch/feed parsing.
 
+        As in TF, a function made with a ``feed_list`` passes its keyword
+        arguments on to `run` (``options``, ``run_metadata``) and feeds its
+        values to the tensors of ``feed_list`` in order, as ``zip`` pairs
+        them: with fewer values the last tensors are not fed (the run then
+        fails for a placeholder without a default), and values beyond the
+        list are not used. A function made without one takes no feed values,
+        and ``options`` and ``run_metadata`` only with ``accept_options``.
+
         Args:
             fetches: What to fetch, as for `run`.
             feed_list: The tensors (or names) fed, in the order the function
-                takes their values.
+                takes their values: a list or tuple, or None.
             accept_options: Whether the function takes ``options`` and
-                ``run_metadata`` keyword arguments.
+                ``run_metadata`` keyword arguments (without ``feed_list``;
+                with it, it always does).
 
         Returns:
-            ``f(*feed_values)`` returning the values of ``fetches``; it raises
-                ValueError for the wrong number of feed values.
+            ``f(*feed_values, **run_options)`` returning the values of ``fetches``.
+
+        Raises:
+            TypeError: if ``feed_list`` is not a list or tuple.
         """
         self._check_open()
+        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
+            raise TypeError(
+                f"`feed_list` must be a list or tuple of the tensors fed, not "
+                f"{type(feed_list).__name__}: make_callable(fetches, [x, y])"
+            )
         mapper = fetch_lib.FetchMapper(self._graph, fetches)
         feed_tensors = tuple(self._feed_tensor(f) for f in (feed_list or []))
+        # Whether the function takes options and metadata (TF's: as run does,
+        # or as its template with options does).
+        takes_options = accept_options or feed_list is not None
         # Per feed: its tensor, numpy type, and what a value must match to be
         # fed without the general checks: an array of the numpy dtype and the
         # static shape (when fully known), or, for an integer scalar, a Python
@@ -369,10 +388,19 @@ class BaseSession:
         graph, build, resource_mgr = self._graph, mapper.build, self._resource_mgr
 
         def runner(*feed_args, **kwargs):
+            options = metadata = None
+            if kwargs:
+                options, metadata = _callable_options(kwargs, takes_options)
             if len(feed_args) != len(feed_tensors):
-                raise ValueError(f"Expected {len(feed_tensors)} feed values, got {len(feed_args)}")
-            options = kwargs.pop("options", None) if accept_options else None
-            metadata = kwargs.pop("run_metadata", None) if accept_options else None
+                if feed_list is None:
+                    options, metadata = _callable_positional_options(
+                        feed_args, accept_options, options, metadata
+                    )
+                    feed_args = ()
+                else:
+                    # TF's function pairs the values with feed_list as zip does.
+                    feed_dict = dict(zip(feed_tensors, feed_args))
+                    return self.run(fetches, feed_dict, options, metadata)
             values = []
             for (t, np_type, dtype, shape, ints), v in zip(feeds, feed_args):
                 if type(v) is np.ndarray and v.dtype is dtype and v.shape == shape:
@@ -625,6 +653,47 @@ def _int_range(tensor: ops.Tensor) -> tuple[int, int] | None:
         return None
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
+
+
+def _callable_options(kwargs: dict, takes_options: bool) -> tuple:
+    """The ``options`` and ``run_metadata`` a `make_callable` function was called with.
+
+    Raises:
+        TypeError: for any other keyword, or for these where the function
+            takes none (made without ``feed_list`` or ``accept_options``).
+    """
+    unknown = sorted(set(kwargs) - {"options", "run_metadata"})
+    if unknown or not takes_options:
+        names = ", ".join(repr(k) for k in (unknown or sorted(kwargs)))
+        how = (
+            "it passes only options= and run_metadata= on to Session.run"
+            if takes_options
+            else "make it with accept_options=True to pass options= and run_metadata="
+        )
+        raise TypeError(f"a callable from make_callable got unexpected keyword {names}: {how}")
+    return kwargs.get("options"), kwargs.get("run_metadata")
+
+
+def _callable_positional_options(args: tuple, accept_options: bool, options, metadata) -> tuple:
+    """``options`` and ``run_metadata`` given by position to a function made without feeds.
+
+    Made with ``accept_options``, TF's function takes them by position too.
+
+    Raises:
+        TypeError: for positional arguments the function does not take.
+    """
+    if not accept_options or len(args) > 2:
+        raise TypeError(
+            f"a callable from make_callable without feed_list takes no feed values "
+            f"({len(args)} given): pass the tensors they feed as "
+            "make_callable(fetches, feed_list=[...])"
+        )
+    given = [options, metadata]
+    for i, (name, value) in enumerate(zip(("options", "run_metadata"), args)):
+        if given[i] is not None:
+            raise TypeError(f"a callable from make_callable got multiple values for {name!r}")
+        given[i] = value
+    return tuple(given)
 
 
 def _not_feedable(tensor: ops.Tensor) -> ValueError:

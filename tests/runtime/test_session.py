@@ -554,6 +554,58 @@ def test_a_callable_checks_what_it_is_fed_as_run_does_on_its_quick_lanes():
             run(fed, np.int32(3))
 
 
+def test_a_callable_with_a_feed_list_passes_options_and_run_metadata_on_to_run():
+    # TF's function made with a feed_list calls run(fetches, feed_dict, **kwargs).
+    x = tf.placeholder(tf.float32, shape=[], name="x")
+    doubled = tf.multiply(x, 2.0, name="doubled")
+    with tf.Session() as sess:
+        run = sess.make_callable(doubled, [x])
+        metadata = tf.RunMetadata()
+        full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        assert run(1.5, options=full, run_metadata=metadata) == 3.0
+        names = {n.node_name for d in metadata.step_stats.dev_stats for n in d.node_stats}
+        assert "doubled" in names
+        with pytest.raises(TypeError, match="unexpected keyword 'feed_dict'"):
+            run(1.5, feed_dict={x: 2.0})
+        with pytest.raises(TypeError, match="unexpected keyword 'option'"):
+            run(1.5, option=full)
+        bare = sess.make_callable(doubled)  # no feed_list, no accept_options
+        with pytest.raises(TypeError, match="accept_options=True"):
+            bare(options=full)
+
+
+def test_a_callable_without_a_feed_list_takes_no_values_and_options_only_when_asked():
+    c = tf.multiply(tf.Variable(2.0), 2.0, name="c")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        with pytest.raises(TypeError, match="takes no feed values \\(1 given\\)"):
+            sess.make_callable(c)(1.0)
+        traced = sess.make_callable(c, accept_options=True)
+        metadata = tf.RunMetadata()
+        # TF's template takes options and run_metadata by position too.
+        assert traced(tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), metadata) == 4.0
+        assert {n.node_name for d in metadata.step_stats.dev_stats for n in d.node_stats} >= {"c"}
+        with pytest.raises(TypeError, match="multiple values for 'options'"):
+            traced(tf.RunOptions(), options=tf.RunOptions())
+        with pytest.raises(TypeError, match="must be a list or tuple"):
+            sess.make_callable(c, feed_list=c)
+
+
+def test_a_callable_feeds_its_values_to_feed_list_as_zip_pairs_them():
+    # TF feeds dict(zip(feed_list, values)): missing values leave the last
+    # tensors unfed, extra values are not used.
+    x = tf.placeholder(tf.float32, shape=[], name="x")
+    y = tf.placeholder_with_default(10.0, shape=[], name="y")
+    total = x + y
+    with tf.Session() as sess:
+        run = sess.make_callable(total, [x, y])
+        assert run(1.0, 2.0) == 3.0
+        assert run(1.0) == 11.0  # y keeps its default
+        assert run(1.0, 2.0, 99.0) == 3.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="x"):
+            run()
+
+
 def test_a_callable_with_an_operation_timeout_still_times_out_its_waits():
     q = tf.FIFOQueue(1, tf.float32, shapes=[[]])
     config = tf.ConfigProto(operation_timeout_in_ms=50)
