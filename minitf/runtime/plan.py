@@ -359,10 +359,16 @@ class _FoldingContext:
     step_id = 0
 
 
+_NEVER_FOLDED = frozenset({"Switch", "Merge", "PlaceholderWithDefault"})
+"""Ops TF's constant folding leaves to the run: a folded Switch would hide the
+``tf.cond`` from it, and a placeholder with a default (``IsPlaceholder`` in
+Grappler) may be fed, so neither it nor what it feeds is folded."""
+
+
 def _try_fold(op: Operation, info: KernelInfo, known: dict[Tensor, object]) -> list | None:
     """Returns the op's output values if it can be computed now, else None."""
-    if info.stateful or info.is_async or op.control_inputs or op.type in ("Switch", "Merge"):
-        return None  # a folded Switch would hide the tf.cond from the run
+    if info.stateful or info.is_async or op.control_inputs or op.type in _NEVER_FOLDED:
+        return None
     if op.type != "Const" and (not op.inputs or any(t not in known for t in op.inputs)):
         return None
     try:

@@ -313,6 +313,24 @@ def test_ops_with_control_inputs_are_not_folded():
     assert _names(plan.ops) == ["gate", "d"]
 
 
+def test_a_placeholder_with_a_default_and_its_consumers_are_not_folded():
+    # Grappler's constant folding never folds a placeholder (IsPlaceholder
+    # includes PlaceholderWithDefault): it may be fed, and a traced step shows it.
+    d = tf.placeholder_with_default(tf.constant(2.0, name="two"), [], name="d")
+    y = tf.multiply(d, 3.0, name="y")
+    plan = plan_lib.build_plan([y], [], [], _kernel_for)
+    assert _names(plan.ops) == ["d", "y"]
+    with tf.Session() as sess:
+        metadata = tf.RunMetadata()
+        full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        assert sess.run(y, options=full, run_metadata=metadata) == 6.0
+        assert {n.node_name for s in metadata.step_stats.dev_stats for n in s.node_stats} == {
+            "d",
+            "y",
+        }
+        assert sess.run(y, {d: 5.0}) == 15.0
+
+
 def test_a_fed_constant_is_replaced_by_the_fed_value():
     c = tf.constant(1.0, name="c")
     y = c + 1.0
