@@ -56,7 +56,10 @@ BENCHMARKS = [
     Benchmark("local_overhead", takes_tf=True),
     Benchmark("transport", takes_tf=True),
     Benchmark("dataflow"),
-    Benchmark("sync_training", takes_tf=True),
+    # A 500-step window is about 1.3 s of minitf's training: one busy second
+    # of the shared machine decides it. Three turns of each configuration on
+    # both frameworks, and their medians, as local_overhead alternates three times.
+    Benchmark("sync_training", args=["--repeats", "3"], takes_tf=True),
     Benchmark("checkpoint"),
     Benchmark("tracing"),
     Benchmark("simulated"),
