@@ -63,9 +63,14 @@ def test_script_trains_to_exactly_the_target_global_step_and_every_worker_exits(
     assert [r["worker"] for r in reports] == list(range(workers))
     assert all(r["global_step"] == steps for r in reports)
     # Each worker step takes one token: R initial ones, then N per update, and
-    # the workers stop on the last N (they carry the target global step).
+    # the workers stop on the last N (they carry the target global step). Any
+    # worker's gradients count towards an update, so the chief can make every
+    # update alone; a worker slow to start (a busy machine) may then find the
+    # target reached, make no step, and leave its last token in the queue.
     replicas = 2
-    assert sum(r["local_steps"] for r in reports) == replicas + workers * steps
+    late = sum(r["local_steps"] == 0 for r in reports)
+    assert late < workers
+    assert sum(r["local_steps"] for r in reports) == replicas + workers * steps - late
     before, after = reports[0]["eval_loss"]
     assert after < 0.9 * before
 
