@@ -688,12 +688,11 @@ def _callable_positional_options(args: tuple, accept_options: bool, options, met
             f"({len(args)} given): pass the tensors they feed as "
             "make_callable(fetches, feed_list=[...])"
         )
-    given = [options, metadata]
-    for i, (name, value) in enumerate(zip(("options", "run_metadata"), args)):
-        if given[i] is not None:
+    by_keyword = (options, metadata)
+    for name, given in zip(("options", "run_metadata"), by_keyword[: len(args)]):
+        if given is not None:
             raise TypeError(f"a callable from make_callable got multiple values for {name!r}")
-        given[i] = value
-    return tuple(given)
+    return (*args, *by_keyword[len(args) :])
 
 
 def _not_feedable(tensor: ops.Tensor) -> ValueError:
