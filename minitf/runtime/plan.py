@@ -98,6 +98,12 @@ class Plan:
             ``Const`` ops and pure ops whose inputs are all constant (constant
             folding). They are not in ``steps``.
         folded_ops: The ops whose outputs are in ``constants``.
+        folded_frontier: The folded ops whose values the step uses — fetched,
+            or read by an op that runs — each with the bytes of its outputs.
+            Grappler replaces such an op by a ``Const`` of the same name,
+            which TF's step then runs; a traced step lists them so
+            (`minitf.runtime.step_stats.folded_stats`). The folded ops
+            only they read vanish from TF's step, and from minitf's.
         has_async: True if any kernel may block; the executor then runs the
             dataflow loop instead of the straight-line walk.
         has_control_flow: True if the plan has a ``Switch`` (``tf.cond``) or a
@@ -126,6 +132,7 @@ class Plan:
     has_async: bool
     straight: tuple[tuple, ...]
     has_control_flow: bool = False
+    folded_frontier: tuple[tuple[Operation, int], ...] = ()
     walks: Walks | None = None
     segments: Segments | None = None
 
@@ -359,10 +366,12 @@ class _FoldingContext:
     step_id = 0
 
 
-_NEVER_FOLDED = frozenset({"Switch", "Merge", "PlaceholderWithDefault"})
+_NEVER_FOLDED = frozenset({"Switch", "Merge"})
 """Ops TF's constant folding leaves to the run: a folded Switch would hide the
-``tf.cond`` from it, and a placeholder with a default (``IsPlaceholder`` in
-Grappler) may be fed, so neither it nor what it feeds is folded."""
+``tf.cond`` from it. A placeholder with a default that the run does not feed
+folds, as in TF: Grappler keeps it, and the graph optimizer TF's session runs
+after Grappler folds it (``common_runtime/constant_folding.cc``); a run that
+feeds it has a plan of its own."""
 
 
 def _try_fold(op: Operation, info: KernelInfo, known: dict[Tensor, object]) -> list | None:
@@ -457,6 +466,7 @@ def build_plan(
     folded_set = set(folded)
     order = [op for op in order if op not in folded_set]
     unread = unread_ops(order, kernels, fetches, targets, feed_set) if skip_unread else set()
+    frontier = _folded_frontier(folded, known, fetches, [op for op in order if op not in unread])
     slots: dict[Tensor, int] = {}
     for t in list(feeds) + list(known):
         slots.setdefault(t, len(slots))
@@ -517,11 +527,24 @@ def build_plan(
         fetch_reads=tuple(reads_variable(t) for t in fetches),
         constants=tuple((slots[t], v) for t, v in known.items()),
         folded_ops=tuple(folded),
+        folded_frontier=frontier,
         has_async=has_async,
         straight=straight,
         has_control_flow=has_control_flow,
         walks=walks,
         segments=segments,
+    )
+
+
+def _folded_frontier(folded: list, known: dict, fetches: list, computed: list) -> tuple:
+    """The folded ops whose values are fetched or read by a computed op, with their bytes."""
+    used = set(fetches)
+    for op in computed:
+        used.update(op.inputs)
+    return tuple(
+        (op, sum(getattr(known[t], "nbytes", 0) for t in op.outputs))
+        for op in folded
+        if any(t in used for t in op.outputs)
     )
 
 

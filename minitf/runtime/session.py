@@ -477,13 +477,15 @@ class BaseSession:
         # step registered after that is caught by the second check.
         self._check_open()
         self._active_steps.add(ctx)
+        started = ctx.clock.now_ns() if ctx.trace is not None else 0
         try:
             self._check_open()
             results = self._executor.run(plan, ctx, feed_values)
         finally:
             self._active_steps.discard(ctx)
             if ctx.trace is not None:
-                nodes = [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
+                nodes = step_stats.folded_stats(plan, started, ctx.step_id)
+                nodes += [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
                 if recording:
                     self.recorders.record(nodes)
                 if tracing:

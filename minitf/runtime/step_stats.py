@@ -114,6 +114,36 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
     return stats
 
 
+def folded_stats(plan, start_ns: int, step_id: int) -> list[dict]:
+    """The ``node_stats`` entries of the ops a plan folded into constants that its step uses.
+
+    Grappler computes a constant subgraph before the step and puts a
+    ``Const`` node in its place, under the name of the op whose value is
+    used; TF's trace then lists that ``Const``, and nothing of the subgraph
+    behind it. minitf folds when it builds the plan
+    (`minitf.runtime.plan.Plan.folded_frontier`): each such op is listed as
+    a ``Const`` of no duration at the start of the step, with the op type
+    it was folded from in ``folded_from`` when it was not a ``Const`` itself.
+
+    Args:
+        plan: The step's `minitf.runtime.plan.Plan`.
+        start_ns: When the step started, on its clock's ``now_ns``.
+        step_id: The step's id.
+    """
+    if not plan.folded_frontier:
+        return []
+    current = threading.current_thread()
+    thread = (current.ident, current.name)
+    nodes = []
+    for op, nbytes in plan.folded_frontier:
+        stats = _stats(op.name, "Const", start_ns, start_ns, thread, step_id)
+        stats["output_bytes"] = nbytes
+        if op.type != "Const":
+            stats["folded_from"] = op.type
+        nodes.append(stats)
+    return nodes
+
+
 def delay_stats(start_ns: int, end_ns: int, thread: tuple, step_id: int, seconds: float) -> dict:
     """The ``node_stats`` entry of a straggler's delay (`minitf.cluster.delays`): a waiting bar.
 

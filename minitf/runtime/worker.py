@@ -186,6 +186,7 @@ class Worker:
             ctx.trace = []
         aborted = self._begin(ctx)
         delay = None
+        started = ctx.clock.now_ns() if ctx.trace is not None else 0
         try:
             if aborted is not None:
                 raise aborted
@@ -197,7 +198,7 @@ class Worker:
             values = self._executor.run(registered.plan, ctx, feed_values)
         finally:
             self._end(step_id)
-            nodes = self._record(ctx, recording)
+            nodes = self._record(ctx, recording, registered.plan, started)
         if not traced:
             return values, None
         return values, [delay, *nodes] if delay is not None else nodes
@@ -386,10 +387,11 @@ class Worker:
             start, ctx.clock.now_ns(), (current.ident, current.name), ctx.step_id, seconds
         )
 
-    def _record(self, ctx: StepContext, recording: bool) -> list[dict]:
+    def _record(self, ctx: StepContext, recording: bool, plan, started: int) -> list[dict]:
         if ctx.trace is None:
             return []
-        nodes = [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
+        nodes = step_stats.folded_stats(plan, started, ctx.step_id)
+        nodes += [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
         if recording:
             self.recorders.record(nodes)
         return nodes

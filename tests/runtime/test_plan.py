@@ -313,22 +313,28 @@ def test_ops_with_control_inputs_are_not_folded():
     assert _names(plan.ops) == ["gate", "d"]
 
 
-def test_a_placeholder_with_a_default_and_its_consumers_are_not_folded():
-    # Grappler's constant folding never folds a placeholder (IsPlaceholder
-    # includes PlaceholderWithDefault): it may be fed, and a traced step shows it.
+def test_an_unfed_placeholder_with_a_default_folds_and_a_trace_shows_the_constant():
+    # TF 1.x's session folds a placeholder with a default that the run does
+    # not feed, and what it feeds; its trace then lists one Const in place of
+    # the folded subgraph. Fed, the placeholder's consumers run.
     d = tf.placeholder_with_default(tf.constant(2.0, name="two"), [], name="d")
     y = tf.multiply(d, 3.0, name="y")
     plan = plan_lib.build_plan([y], [], [], _kernel_for)
-    assert _names(plan.ops) == ["d", "y"]
+    assert _names(plan.ops) == []
+    assert {op.name for op, _ in plan.folded_frontier} == {"y"}
+    full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
     with tf.Session() as sess:
-        metadata = tf.RunMetadata()
-        full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-        assert sess.run(y, options=full, run_metadata=metadata) == 6.0
-        assert {n.node_name for s in metadata.step_stats.dev_stats for n in s.node_stats} == {
-            "d",
-            "y",
-        }
-        assert sess.run(y, {d: 5.0}) == 15.0
+        unfed, fed = tf.RunMetadata(), tf.RunMetadata()
+        assert sess.run(y, options=full, run_metadata=unfed) == 6.0
+        assert sess.run(y, {d: 5.0}, options=full, run_metadata=fed) == 15.0
+    (node,) = [n for s in unfed.step_stats.dev_stats for n in s.node_stats]
+    assert (node.node_name, node.op, node.folded_from) == ("y", "Const", "Mul")
+    assert node.output_bytes == 4  # one float32
+    assert node.timeline_label == "y = Const()"
+    assert {(n.node_name, n.op) for s in fed.step_stats.dev_stats for n in s.node_stats} == {
+        ("y/y", "Const"),
+        ("y", "Mul"),
+    }
 
 
 def test_a_fed_constant_is_replaced_by_the_fed_value():

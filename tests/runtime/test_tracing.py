@@ -152,6 +152,10 @@ def test_a_task_with_another_clock_is_put_on_the_clients_clock(cluster, monkeypa
         def node_stats(event, step_id):
             return step_stats.node_stats(event, step_id, clock_offset_micros=skew)
 
+        @staticmethod
+        def folded_stats(plan, start_ns, step_id):
+            return step_stats.shift(step_stats.folded_stats(plan, start_ns, step_id), skew)
+
     monkeypatch.setattr(worker_lib, "step_stats", Skewed)
     v, _, total, _, _ = _ps_model()
     with tf.Session(cluster["worker0"].target) as sess:

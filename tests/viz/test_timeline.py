@@ -369,7 +369,9 @@ def test_full_trace_records_every_executed_op_once():
     (dev,) = md.step_stats["dev_stats"]
     assert dev["device"] == "/job:localhost/replica:0/task:0/device:CPU:0"
     names = [n["node_name"] for n in dev["node_stats"]]
-    assert sorted(names) == ["mul", "total"]  # constants are folded, the feed is not an op run
+    # TF's list: the two constants (the 2.0 and the reduction's axes), the two
+    # ops; the feed is not an op that runs.
+    assert sorted(names) == ["Const", "mul", "mul/y", "total"]
     for node in dev["node_stats"]:
         assert node["all_end_rel_micros"] >= 0 and node["all_start_micros"] > 0
 
