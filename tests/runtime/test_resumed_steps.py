@@ -13,6 +13,7 @@ Clusters are in-process servers on loopback ports (``conftest.py``).
 import gc
 import logging
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -281,15 +282,46 @@ def test_a_step_a_kernel_completes_goes_on_after_that_kernels_own_step(ps_and_wo
     ]
 
 
-def _live_resumed_runs() -> list:
-    """The resumed steps still in memory, reachable or not (the collector is off)."""
-    return [o for o in gc.get_objects() if isinstance(o, _ResumedRun)]
+class _Freed:
+    """Counts the resumed steps made while it counts, and those of them freed since."""
+
+    def __init__(self):
+        self.made = 0
+        self.freed = 0
+        self.counting = False
+        self.changed = threading.Condition()
+
+    def made_one(self, run: _ResumedRun) -> None:
+        if self.counting:
+            self.made += 1
+            weakref.finalize(run, self.freed_one)
+
+    def freed_one(self) -> None:
+        with self.changed:
+            self.freed += 1
+            self.changed.notify_all()
+
+    def all_freed(self, timeout: float) -> bool:
+        """Whether every counted step is freed within ``timeout`` (the collector is off)."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.freed == self.made, timeout)
 
 
-def test_a_resumed_step_is_freed_when_it_ends_not_by_the_collector(ps_and_worker):
+def test_a_resumed_step_is_freed_when_it_ends_not_by_the_collector(ps_and_worker, monkeypatch):
     # A step in a reference cycle would keep its gradients alive until the
     # garbage collector runs; freed at once, their memory is what the next
-    # step allocates, still in the cache.
+    # step allocates, still in the cache. The thread that ends a step on the
+    # ps may still be returning from it when the client has its reply, so
+    # the check waits (bounded) for each step to be freed, with the
+    # collector off: a step in a cycle would never be.
+    freed = _Freed()
+    made = _ResumedRun.__init__
+
+    def counted(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        freed.made_one(self)
+
+    monkeypatch.setattr(_ResumedRun, "__init__", counted)
     w, x, train = _async_sgd(ps_and_worker["worker"].target)
     x_val = np.array([3.0, 0.5], np.float32)
     with tf.Session(ps_and_worker["worker"].target) as sess:
@@ -298,15 +330,18 @@ def test_a_resumed_step_is_freed_when_it_ends_not_by_the_collector(ps_and_worker
         gc.collect()
         gc.disable()
         try:
-            before = {id(o) for o in _live_resumed_runs()}  # other tests' may still be held
+            freed.counting = True
             for _ in range(10):
                 sess.run(train, {x: x_val})
-            left = [o for o in _live_resumed_runs() if id(o) not in before]
+            freed.counting = False
+            all_freed = freed.all_freed(timeout=20)
+            left = freed.made - freed.freed
         finally:
             gc.enable()
         got = sess.run(w)
     np.testing.assert_allclose(got, np.array([1.0, -2.0]) - 11 * 0.1 * x_val, rtol=1e-5)  # by hand
-    assert left == []
+    assert freed.made >= 10  # the ps part of every step is resumed
+    assert all_freed, f"{left} of {freed.made} resumed steps not freed without the collector"
 
 
 @pytest.mark.parametrize("trace", [False, True])
