@@ -17,6 +17,7 @@ from typing import Any
 from minitf.framework import errors
 
 DEFAULT_CONTAINER = "localhost"
+_NO_RESOURCES: dict = {}  # what a container that does not exist holds (never written)
 
 
 class ResourceMgr:
@@ -57,10 +58,11 @@ class ResourceMgr:
             name: The resource's name in it.
             creator: Called with no arguments to make the resource.
         """
-        key = self._container(container)
         # The common case, a resource that exists, needs no lock: dict reads are
-        # atomic, and resources are only added under the lock.
-        found = self._containers.get(key, {}).get(name)
+        # atomic, and resources are only added under the lock. It runs for
+        # every stateful op of every step, so it calls nothing of its own.
+        key = container or self._default_container
+        found = self._containers.get(key, _NO_RESOURCES).get(name)
         if found is not None:
             return found
         with self._lock:
