@@ -68,10 +68,15 @@ class Attempt:
         done: The kernel's completion callback; receives ``result``.
         result: What ``done`` receives: the op's outputs or an exception.
         state: Free for ``run`` to keep progress in (e.g. elements taken so far).
+        deferred: True if this attempt is offered to its (held) step instead
+            of run when ready. A held step's context says so before its first
+            op runs (`minitf.runtime.scheduler.HeldScheduler.started`), so it
+            is read once, here, not at every flush.
     """
 
     __slots__ = (
-        "run", "done", "ctx", "cancel_message", "token", "result", "state", "ready", "offered"
+        "run", "done", "ctx", "cancel_message", "token", "result", "state", "ready", "offered",
+        "deferred",
     )  # fmt: skip
 
     def __init__(self, run, done, ctx, cancel_message: str, state: Any = None, ready=None):
@@ -84,11 +89,7 @@ class Attempt:
         self.state = state
         self.ready = ready  # ready(attempt) -> bool: `run` would complete now (lock held)
         self.offered = False
-
-    @property
-    def deferred(self) -> bool:
-        """True if this attempt is offered to its (held) step instead of run when ready."""
-        return self.ready is not None and getattr(self.ctx, "defer_attempts", False)
+        self.deferred = ready is not None and getattr(ctx, "defer_attempts", False)
 
     def complete(self, result: Any) -> RunResult:
         """Records ``result`` (a value or an exception) and returns `COMPLETE`."""
