@@ -484,8 +484,7 @@ class BaseSession:
         finally:
             self._active_steps.discard(ctx)
             if ctx.trace is not None:
-                nodes = step_stats.folded_stats(plan, started, ctx.step_id)
-                nodes += [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
+                nodes = step_stats.step_nodes(plan, started, ctx.step_id, ctx.trace)
                 if recording:
                     self.recorders.record(nodes)
                 if tracing:

@@ -144,6 +144,20 @@ def folded_stats(plan, start_ns: int, step_id: int) -> list[dict]:
     return nodes
 
 
+def step_nodes(plan, start_ns: int, step_id: int, events: list) -> list[dict]:
+    """The ``node_stats`` entries of a traced step: its folded constants, then its ops.
+
+    Args:
+        plan: The step's `minitf.runtime.plan.Plan`.
+        start_ns: When the step started, on its clock's ``now_ns``.
+        step_id: The step's id.
+        events: The `minitf.runtime.execution.OpEvent` s it recorded.
+    """
+    nodes = folded_stats(plan, start_ns, step_id)
+    nodes += [node_stats(e, step_id) for e in events]
+    return nodes
+
+
 def delay_stats(start_ns: int, end_ns: int, thread: tuple, step_id: int, seconds: float) -> dict:
     """The ``node_stats`` entry of a straggler's delay (`minitf.cluster.delays`): a waiting bar.
 

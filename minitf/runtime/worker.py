@@ -390,8 +390,7 @@ class Worker:
     def _record(self, ctx: StepContext, recording: bool, plan, started: int) -> list[dict]:
         if ctx.trace is None:
             return []
-        nodes = step_stats.folded_stats(plan, started, ctx.step_id)
-        nodes += [step_stats.node_stats(e, ctx.step_id) for e in ctx.trace]
+        nodes = step_stats.step_nodes(plan, started, ctx.step_id, ctx.trace)
         if recording:
             self.recorders.record(nodes)
         return nodes

@@ -149,12 +149,8 @@ def test_a_task_with_another_clock_is_put_on_the_clients_clock(cluster, monkeypa
             return step_stats.wall_micros(perf_ns) + skew
 
         @staticmethod
-        def node_stats(event, step_id):
-            return step_stats.node_stats(event, step_id, clock_offset_micros=skew)
-
-        @staticmethod
-        def folded_stats(plan, start_ns, step_id):
-            return step_stats.shift(step_stats.folded_stats(plan, start_ns, step_id), skew)
+        def step_nodes(plan, start_ns, step_id, events):
+            return step_stats.shift(step_stats.step_nodes(plan, start_ns, step_id, events), skew)
 
     monkeypatch.setattr(worker_lib, "step_stats", Skewed)
     v, _, total, _, _ = _ps_model()
