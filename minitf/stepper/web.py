@@ -165,7 +165,8 @@ class StepperPage:
         """
         words = line.split()
         if words[:1] == ["quit"]:
-            self.quit.set()
+            # `quit` is set once the answer has been sent (the handler's
+            # do_POST): set now, it could end the server mid-reply.
             return {"command": "quit"}
         with self._lock:
             self._busy, self._error = line, None
@@ -360,6 +361,8 @@ def _handler_for(page: StepperPage):
                 return
             answer = page.command(line)
             self._send(HTTPStatus.OK, "application/json", json.dumps(answer).encode())
+            if answer.get("command") == "quit":
+                page.quit.set()  # the reply is out: the server may end now
 
         def _allowed(self, query: dict, token: bool = True) -> bool:
             """The Host must be this address (no DNS rebinding), and the token must match."""
