@@ -8,7 +8,10 @@ times, and prints:
   measured in the same run (hand-written numpy, raw sockets, memcpy) and, with
   ``--tf-python``, TensorFlow 1.x's, with the ratios and whether the target is
   met. With several repeats each cell is the range, lowest to highest;
-* then one JSON line with every run's figures, for scripts.
+* under the table, the *steal* while each benchmark ran: the share of the
+  cores' time the hypervisor gave to other machines (``/proc/stat``), the
+  first thing to look at when a figure is out of line with other runs;
+* then one JSON line with every run's figures and steal, for scripts.
 
 TensorFlow is never imported here: ``--tf-python`` names an interpreter that
 has it (a virtualenv outside the repository), and the benchmarks that compare
@@ -245,6 +248,64 @@ def table(runs: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
+def cpu_ticks() -> list[int] | None:
+    """The machine's CPU time so far, from the ``cpu`` line of ``/proc/stat``; None without it.
+
+    Returns:
+        Ticks of user, nice, system, idle, iowait, irq, softirq and steal time
+        (guest time is counted in user and nice already), or None.
+    """
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    return [int(value) for value in fields[1:9]]
+
+
+def steal_fraction(before: list[int] | None, after: list[int] | None) -> float | None:
+    """The share of the cores' time between two `cpu_ticks` readings that went to steal.
+
+    Steal is time a virtual machine's cores were ready to run but the
+    hypervisor ran something else: the benchmarks lose it without seeing it.
+
+    Args:
+        before: The first reading.
+        after: The second.
+
+    Returns:
+        A fraction between 0 and 1, or None if either reading is missing.
+    """
+    if before is None or after is None:
+        return None
+    total = sum(after) - sum(before)
+    return (after[7] - before[7]) / total if total > 0 else 0.0
+
+
+def steal_line(steal: dict[str, list[float]]) -> str:
+    """One line naming the steal while each benchmark ran (the range over its runs).
+
+    Args:
+        steal: Per benchmark, the `steal_fraction` of each run.
+
+    Returns:
+        The line, or an empty string if nothing was measured.
+    """
+    parts = [
+        f"{name} {_span([100 * value for value in values], lambda v: f'{v:.1f}')} %"
+        for name, values in steal.items()
+        if values
+    ]
+    if not parts:
+        return ""
+    return (
+        "Steal (the share of the cores' time the hypervisor gave to other machines, "
+        "from /proc/stat) while each benchmark ran: " + ", ".join(parts) + "."
+    )
+
+
 def machine() -> str:
     """One line about this machine: CPU model, cores, Python and numpy."""
     model = platform.processor() or platform.machine()
@@ -297,6 +358,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     chosen = [b for b in BENCHMARKS if not args.only or b.name in args.only]
     runs: dict[str, list[dict]] = {}
+    steal: dict[str, list[float]] = {}
     started = time.monotonic()
     for repeat in range(args.repeats):
         for i, bench in enumerate(chosen, 1):
@@ -305,9 +367,14 @@ def main(argv: list[str] | None = None) -> None:
                 file=sys.stderr,
                 flush=True,
             )
-            begun = time.monotonic()
+            begun, ticks = time.monotonic(), cpu_ticks()
             runs.setdefault(bench.name, []).append(run_one(bench, args.tf_python, args.timeout))
-            print(f"    {time.monotonic() - begun:.0f} s", file=sys.stderr, flush=True)
+            stolen = steal_fraction(ticks, cpu_ticks())
+            note = ""
+            if stolen is not None:
+                steal.setdefault(bench.name, []).append(round(stolen, 4))
+                note = f", steal {100 * stolen:.1f} %"
+            print(f"    {time.monotonic() - begun:.0f} s{note}", file=sys.stderr, flush=True)
     print(f"Machine: {machine()}.")
     print(
         f"{args.repeats} run(s) of each benchmark"
@@ -316,7 +383,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(table(runs))
     print()
-    print(json.dumps({"benchmark": "run_all", "repeats": args.repeats, "runs": runs}))
+    if steal:
+        print(steal_line(steal))
+        print()
+    print(
+        json.dumps(
+            {"benchmark": "run_all", "repeats": args.repeats, "runs": runs, "steal_fraction": steal}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -70,3 +70,30 @@ def test_bad_options_are_refused_with_the_reason(run_all, capsys):
     with pytest.raises(SystemExit):
         run_all.parse_args(["--tf-python", "/no/such/python"])
     assert "no such interpreter" in capsys.readouterr().err
+
+
+def test_steal_is_the_share_of_all_ticks_between_two_readings_that_went_to_steal(run_all):
+    # user nice system idle iowait irq softirq steal
+    before = [100, 0, 50, 800, 10, 0, 5, 35]
+    after = [400, 0, 150, 1300, 10, 0, 5, 135]
+    # 1,000 ticks passed (300 + 100 + 500 + 100), 100 of them steal.
+    assert run_all.steal_fraction(before, after) == pytest.approx(0.1)
+    assert run_all.steal_fraction(before, before) == 0.0
+    assert run_all.steal_fraction(None, after) is None
+
+
+def test_the_steal_line_gives_each_benchmarks_range_in_percent(run_all):
+    line = run_all.steal_line({"dataflow": [0.001, 0.042], "transport": [0.0]})
+    assert "dataflow 0.1–4.2 %" in line
+    assert "transport 0.0 %" in line
+    assert run_all.steal_line({}) == ""
+
+
+def test_cpu_ticks_reads_eight_counters_where_proc_stat_exists(run_all):
+    ticks = run_all.cpu_ticks()
+    if not Path("/proc/stat").exists():
+        assert ticks is None
+        return
+    assert len(ticks) == 8 and all(isinstance(t, int) and t >= 0 for t in ticks)
+    later = run_all.cpu_ticks()
+    assert sum(later) >= sum(ticks)
