@@ -29,7 +29,11 @@ For each, with ``<fw>`` ``minitf`` or ``tf``:
   ``..._cpu_ms_per_step_by_task`` splits the headline's among the tasks;
 * ``<fw>_launch_to_first_step_s`` (headline): from starting the first
   process to the chief's first completed training step — interpreter and
-  framework start-up, servers, graph construction, initialization.
+  framework start-up, servers, graph construction, initialization;
+* ``<fw>_<config>_steal_fraction_by_turn``: per turn, the share of the
+  machine's CPU time over the window that went to *steal* (``/proc/stat``):
+  time the hypervisor gave the cores to other machines, which the cluster
+  loses without seeing.
 
 The baseline measured in the same run is the model's own compute:
 ``numpy_step_ms``, one worker's step written by hand in numpy (forward,
@@ -130,18 +134,24 @@ def _exit_status(proc: subprocess.Popen) -> int | None:
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
+def machine_ticks() -> list[int]:
+    """The machine's CPU ticks so far: user, nice, system, idle, iowait, irq, softirq, steal."""
+    with open("/proc/stat") as f:
+        return [int(v) for v in f.readline().split()[1:9]]
+
+
+def steal_fraction(before: list[int], after: list[int]) -> float:
+    """The share of the ticks between two `machine_ticks` readings that went to steal."""
+    return (after[7] - before[7]) / max(1, sum(after) - sum(before))
+
+
 def busy_cores(seconds: float = 1.0) -> float:
     """Cores the whole machine kept busy over ``seconds`` (other programs skew the figures)."""
-
-    def sample() -> tuple[int, int]:
-        with open("/proc/stat") as f:
-            ticks = [int(v) for v in f.readline().split()[1:9]]
-        return sum(ticks), ticks[3] + ticks[4]  # total, idle + iowait
-
-    total0, idle0 = sample()
+    before = machine_ticks()
     time.sleep(seconds)
-    total1, idle1 = sample()
-    busy = 1.0 - (idle1 - idle0) / max(1, total1 - total0)
+    after = machine_ticks()
+    idle = (after[3] + after[4]) - (before[3] + before[4])  # idle + iowait
+    busy = 1.0 - idle / max(1, sum(after) - sum(before))
     return busy * (os.cpu_count() or 1)
 
 
@@ -318,10 +328,10 @@ class Cluster:
             if kind == "FIRST_STEP":
                 marks["first"] = received - self.started_at
             elif kind == "WINDOW_START":
-                marks["cpu0"] = self.cpu()
+                marks["cpu0"], marks["ticks0"] = self.cpu(), machine_ticks()
                 marks["start"] = (float(fields[0]), int(fields[1]))
             elif kind == "WINDOW_END":
-                marks["cpu1"] = self.cpu()
+                marks["cpu1"], marks["ticks1"] = self.cpu(), machine_ticks()
                 marks["end"] = (float(fields[0]), int(fields[1]))
         self._wait_for_workers(deadline)
         (t0, step0), (t1, step1) = marks["start"], marks["end"]
@@ -335,6 +345,7 @@ class Cluster:
             "cpu_ms_per_step": sum(by_task.values()),
             "cpu_ms_per_step_by_task": by_task,
             "launch_to_first_step_s": marks["first"],
+            "steal_fraction": steal_fraction(marks["ticks0"], marks["ticks1"]),
         }
 
     def _wait_for_workers(self, deadline: float) -> None:
@@ -359,7 +370,8 @@ def run_config(framework, python, mode, workers, args) -> dict:
     log(
         f"  {framework} {mode} {workers}w: {result['steps_per_s']:.1f} global steps/s, "
         f"{result['cpu_ms_per_step']:.2f} CPU ms/step ({split}), "
-        f"first step after {result['launch_to_first_step_s']:.2f} s"
+        f"first step after {result['launch_to_first_step_s']:.2f} s, "
+        f"steal {100 * result['steal_fraction']:.1f} %"
     )
     return result
 
@@ -423,6 +435,9 @@ def main(argv=None) -> None:
         prefix = f"{framework}_{mode}_{workers}w"
         for key in ("steps_per_s", "cpu_ms_per_step"):
             result[f"{prefix}_{key}"] = _round(statistics.median(r[key] for r in results))
+        result[f"{prefix}_steal_fraction_by_turn"] = [
+            _round(r["steal_fraction"], 4) for r in results
+        ]
         if (mode, workers) == HEADLINE:
             result[f"{prefix}_cpu_ms_per_step_by_task"] = {
                 task: _round(statistics.median(r["cpu_ms_per_step_by_task"][task] for r in results))
