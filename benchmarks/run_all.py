@@ -63,6 +63,7 @@ BENCHMARKS = [
     # of the shared machine decides it. Three turns of each configuration on
     # both frameworks, and their medians, as local_overhead alternates three times.
     Benchmark("sync_training", args=["--repeats", "3"], takes_tf=True),
+    Benchmark("sync_timeline"),
     Benchmark("checkpoint"),
     Benchmark("tracing"),
     Benchmark("simulated"),

@@ -199,6 +199,13 @@ def run_worker(tf, server, cluster, args, config) -> None:
 def main(argv=None) -> int:
     """Runs one task: a ps serves until killed; a worker trains, then exits."""
     args = parse_args(argv)
+    save_notes = None
+    notes_dir = os.environ.get("MINITF_BENCH_WIRE_LOG")
+    if notes_dir and args.framework == "minitf":
+        import sync_timeline  # this script's directory: benchmarks/
+
+        path = os.path.join(notes_dir, f"{args.job_name}{args.task_index}.json")
+        save_notes = sync_timeline.record_wire(path)
     tf = import_framework(args.framework)
     cluster = tf.train.ClusterSpec(
         {"ps": args.ps_hosts.split(","), "worker": args.worker_hosts.split(",")}
@@ -211,6 +218,8 @@ def main(argv=None) -> int:
         server.join()
         return 0
     run_worker(tf, server, cluster, args, config)
+    if save_notes is not None:
+        save_notes()
     sys.stdout.flush()
     sys.stderr.flush()
     # The in-process server (TF's has no stop) may keep threads that block a

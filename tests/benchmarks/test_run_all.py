@@ -1,24 +1,17 @@
 """benchmarks/run_all.py: the table it prints from the benchmarks' JSON lines."""
 
-import importlib.util
-import sys
-from pathlib import Path
+import os
 
 import pytest
 
-pytestmark = pytest.mark.timeout(60)
+from tests.benchmarks.conftest import BENCHMARKS, load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
+pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture(scope="module")
 def run_all():
-    spec = importlib.util.spec_from_file_location("run_all", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_all"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["run_all"]
+    yield from load_script("run_all")
 
 
 def _line(table: str, workload: str) -> list[str]:
@@ -30,7 +23,7 @@ def test_every_row_names_a_benchmark_that_exists(run_all):
     names = {b.name for b in run_all.BENCHMARKS}
     assert {row.bench for row in run_all.ROWS} <= names
     for bench in names:
-        assert (SCRIPT.parent / f"{bench}.py").exists()
+        assert (BENCHMARKS / f"{bench}.py").exists()
 
 
 def test_a_row_gives_the_range_over_runs_the_ratios_and_how_often_the_target_was_met(run_all):
@@ -91,7 +84,7 @@ def test_the_steal_line_gives_each_benchmarks_range_in_percent(run_all):
 
 def test_cpu_ticks_reads_eight_counters_where_proc_stat_exists(run_all):
     ticks = run_all.cpu_ticks()
-    if not Path("/proc/stat").exists():
+    if not os.path.exists("/proc/stat"):
         assert ticks is None
         return
     assert len(ticks) == 8 and all(isinstance(t, int) and t >= 0 for t in ticks)
