@@ -48,6 +48,9 @@ The JSON line's fields:
   the receiver may have read it while the sender, back from its system
   call, still waits for its own interpreter lock, which another of its
   threads took meanwhile;
+* ``messages_us``: the four messages' parts together, and
+  ``worker_pass_us``: the worker's part between the variables and the
+  gradients (its forward and backward pass), both from ``parts_us``;
 * ``numpy_step_us``: the baseline measured in the same run, the worker's
   step written by hand in numpy (``sync_training.numpy_step_ms``: forward,
   backward and update).
@@ -90,6 +93,9 @@ PARTS = (
     "reply: sent and read",
 )
 
+
+MESSAGE_PARTS = tuple(name for name in PARTS if name.endswith("sent and read"))
+"""The parts that are a message's: from the start of its send until it has been read."""
 
 SENDS = ("request", "variables", "gradients", "reply")
 """The messages of a worker's step, for the time their ``Wire.send`` took."""
@@ -331,6 +337,8 @@ def main(argv: list[str] | None = None) -> None:
             "worker1_step_median_us": round(figures["worker1_step_median_us"], 1),
             "parts_us": {name: round(us, 1) for name, us in figures["parts_us"].items()},
             "send_us": {name: round(us, 1) for name, us in figures["send_us"].items()},
+            "messages_us": round(sum(figures["parts_us"][name] for name in MESSAGE_PARTS), 1),
+            "worker_pass_us": round(figures["parts_us"]["worker: variables -> gradients"], 1),
         }
     )
     print(json.dumps(out))
