@@ -60,6 +60,7 @@ Noting the times costs about a microsecond per message.
 Run::
 
     .venv/bin/python benchmarks/sync_timeline.py
+    .venv/bin/python benchmarks/sync_timeline.py --picture step.png  # and draw it
 """
 
 from __future__ import annotations
@@ -298,6 +299,63 @@ def run(steps: int, warmup: int, timeout: float) -> dict:
     }
 
 
+_LABELS = (
+    "worker: the\nnext request",
+    "request",
+    "ps",
+    "variables",
+    "worker: forward\nand backward",
+    "gradients",
+    "ps: the other worker,\nupdate, tokens",
+    "reply",
+)
+"""Short names of `PARTS`, for the picture."""
+
+
+def draw(parts_us: dict[str, float], numpy_us: float, path: str) -> None:
+    """Draws the step as one bar of its parts, the numpy step beside it, to a PNG.
+
+    Args:
+        parts_us: Each part's mean, by the names of `PARTS`.
+        numpy_us: The numpy step of the same run.
+        path: The PNG file.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"worker": "#4c72b0", "ps": "#dd8452", "message": "#b0b0b0"}
+    fig, ax = plt.subplots(figsize=(13, 3.2), dpi=120)
+    total, left = sum(parts_us.values()), 0.0
+    for (name, us), label in zip(parts_us.items(), _LABELS):
+        kind = name.split(":")[0]
+        colour = colours.get(kind, colours["message"])
+        ax.barh(1, us, left=left, color=colour, edgecolor="white", height=0.6)
+        if us > 0.055 * total:
+            text = f"{label}\n{us:.0f} µs"
+        elif us > 0.025 * total:
+            text = f"{us:.0f}"
+        else:
+            text = ""
+        ax.text(left + us / 2, 1, text, ha="center", va="center", fontsize=8)
+        left += us
+    ax.barh(0, numpy_us, color="#55a868", height=0.6)
+    ax.text(numpy_us + 20, 0, f"the numpy step, update included: {numpy_us:.0f} µs",
+            va="center", fontsize=9)  # fmt: skip
+    ax.set_yticks([0, 1], ["baseline", "worker 1's step"])
+    ax.set_xlabel("µs (each part: the mean over the run's steps)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    ax.legend(handles, ["in the worker", "in the ps", "a message: sent and read"],
+              loc="upper right", bbox_to_anchor=(1, 1.35), ncol=3, frameon=False)  # fmt: skip
+    ax.set_title("A synchronous worker's step, between its messages", loc="left", pad=28)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measures the baseline and the timeline; prints a table on stderr and the JSON line.
 
@@ -308,6 +366,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=2000, help="global steps measured")
     parser.add_argument("--warmup", type=int, default=20, help="global steps before the window")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds the run may take")
+    parser.add_argument("--picture", help="also draw the step's parts to this PNG file")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import sync_training
@@ -341,6 +400,9 @@ def main(argv: list[str] | None = None) -> None:
             "worker_pass_us": round(figures["parts_us"]["worker: variables -> gradients"], 1),
         }
     )
+    if args.picture:
+        draw(figures["parts_us"], numpy_us, args.picture)
+        print(f"drew {args.picture}", file=sys.stderr)
     print(json.dumps(out))
 
 

@@ -72,3 +72,13 @@ def test_a_message_is_identified_by_its_step_or_call(timeline):
     assert timeline._identity(("run", 7, "handle", 123, [], 0, False, True)) == ("run", [7, 123])
     assert timeline._identity(("tensors", 123, [])) == ("tensors", 123)
     assert timeline._identity(("ok", 7, [])) == ("ok", 7)
+
+
+def test_the_picture_is_a_png_of_the_size_asked_for(timeline, tmp_path):
+    parts = dict.fromkeys(timeline.PARTS, 100.0)
+    path = tmp_path / "step.png"
+    timeline.draw(parts, 400.0, str(path))
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+    assert (width, height) == (13 * 120, round(3.2 * 120))
