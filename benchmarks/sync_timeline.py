@@ -189,16 +189,19 @@ def split_steps(worker: list, ps: list) -> list[list[int]]:
     """
     requests = _times(worker, "send", "run")
     step_of = {ident[0]: ident[1] for d, k, ident, _, _ in worker if d == "send" and k == "run"}
-    received = _times(worker, "recv", "ok")
-    replies_received = {step_of[call]: ns for call, ns in received.items() if call in step_of}
+
+    def by_step(by_call: dict) -> dict:
+        """Times keyed by this worker's call ids, keyed by its steps instead."""
+        return {step_of[call]: ns for call, ns in by_call.items() if call in step_of}
+
+    replies_received = by_step(_times(worker, "recv", "ok"))
     # The ps's connection from this worker: where its requests arrived (call
     # ids are counted per connection, so only its replies on it are this worker's).
     peers = {p for d, k, ident, p, _ in ps if d == "recv" and k == "run" and ident[1] in requests}
     if len(peers) != 1:
         raise RuntimeError(f"the worker's requests reached the ps on {len(peers)} connections")
     (peer,) = peers
-    sent = _times(ps, "send", "ok", peer)
-    replies_sent = {step_of[call]: ns for call, ns in sent.items() if call in step_of}
+    replies_sent = by_step(_times(ps, "send", "ok", peer))
     ps_requests = _times(ps, "recv", "run", peer)
     ps_vars = _times(ps, "send", "tensors")
     worker_vars = _times(worker, "recv", "tensors")
@@ -210,9 +213,7 @@ def split_steps(worker: list, ps: list) -> list[list[int]]:
         "request": _times(worker, "sent", "run"),
         "variables": _times(ps, "sent", "tensors"),
         "gradients": _times(worker, "sent", "tensors"),
-        "reply": {
-            step_of[c]: ns for c, ns in _times(ps, "sent", "ok", peer).items() if c in step_of
-        },
+        "reply": by_step(_times(ps, "sent", "ok", peer)),
     }
     starts = {
         "request": requests,
@@ -244,6 +245,20 @@ def split_steps(worker: list, ps: list) -> list[list[int]]:
     return parts
 
 
+def _sync_training():
+    """``benchmarks/sync_training.py``, whose cluster and baseline this benchmark uses.
+
+    Imported when needed: the task processes import this module for
+    `record_wire` and need none of it.
+    """
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import sync_training
+
+    return sync_training
+
+
 def run(steps: int, warmup: int, timeout: float) -> dict:
     """Runs the cluster once with every task noting its messages; returns the figures.
 
@@ -255,8 +270,7 @@ def run(steps: int, warmup: int, timeout: float) -> dict:
     Returns:
         The run's figures (see the module's docstring).
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import sync_training
+    sync_training = _sync_training()
 
     with tempfile.TemporaryDirectory(prefix="sync_timeline_") as notes_dir:
         os.environ[ENV] = notes_dir
@@ -368,8 +382,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds the run may take")
     parser.add_argument("--picture", help="also draw the step's parts to this PNG file")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import sync_training
+    sync_training = _sync_training()
 
     numpy_us = sync_training.numpy_step_ms() * 1e3
     figures = run(args.steps, args.warmup, args.timeout)

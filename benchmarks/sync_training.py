@@ -84,6 +84,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from proc_stat import cpu_ticks, steal_fraction  # noqa: E402 - this script's directory
 
 from minitf.runtime.launcher import free_ports  # noqa: E402
 
@@ -134,22 +135,11 @@ def _exit_status(proc: subprocess.Popen) -> int | None:
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
-def machine_ticks() -> list[int]:
-    """The machine's CPU ticks so far: user, nice, system, idle, iowait, irq, softirq, steal."""
-    with open("/proc/stat") as f:
-        return [int(v) for v in f.readline().split()[1:9]]
-
-
-def steal_fraction(before: list[int], after: list[int]) -> float:
-    """The share of the ticks between two `machine_ticks` readings that went to steal."""
-    return (after[7] - before[7]) / max(1, sum(after) - sum(before))
-
-
 def busy_cores(seconds: float = 1.0) -> float:
     """Cores the whole machine kept busy over ``seconds`` (other programs skew the figures)."""
-    before = machine_ticks()
+    before = cpu_ticks()
     time.sleep(seconds)
-    after = machine_ticks()
+    after = cpu_ticks()
     idle = (after[3] + after[4]) - (before[3] + before[4])  # idle + iowait
     busy = 1.0 - idle / max(1, sum(after) - sum(before))
     return busy * (os.cpu_count() or 1)
@@ -328,10 +318,10 @@ class Cluster:
             if kind == "FIRST_STEP":
                 marks["first"] = received - self.started_at
             elif kind == "WINDOW_START":
-                marks["cpu0"], marks["ticks0"] = self.cpu(), machine_ticks()
+                marks["cpu0"], marks["ticks0"] = self.cpu(), cpu_ticks()
                 marks["start"] = (float(fields[0]), int(fields[1]))
             elif kind == "WINDOW_END":
-                marks["cpu1"], marks["ticks1"] = self.cpu(), machine_ticks()
+                marks["cpu1"], marks["ticks1"] = self.cpu(), cpu_ticks()
                 marks["end"] = (float(fields[0]), int(fields[1]))
         self._wait_for_workers(deadline)
         (t0, step0), (t1, step1) = marks["start"], marks["end"]
