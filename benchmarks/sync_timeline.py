@@ -370,11 +370,18 @@ def draw(parts_us: dict[str, float], numpy_us: float, path: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Measures the baseline and the timeline; prints a table on stderr and the JSON line.
+MIN_STEPS = 50
+"""The fewest global steps a run may measure: a tenth at each end is left out of the means."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked before anything starts.
 
     Args:
         argv: The arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The parsed options.
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000, help="global steps measured")
@@ -382,6 +389,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds the run may take")
     parser.add_argument("--picture", help="also draw the step's parts to this PNG file")
     args = parser.parse_args(argv)
+    if args.steps < MIN_STEPS:
+        parser.error(f"--steps must be at least {MIN_STEPS} to average over, got {args.steps}")
+    if args.warmup < 0:
+        parser.error(f"--warmup must be 0 or more, got {args.warmup}")
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.picture is not None:
+        folder = Path(args.picture).resolve().parent
+        if not args.picture.lower().endswith(".png"):
+            parser.error(f"--picture {args.picture}: the picture is a PNG; name it *.png")
+        if not folder.is_dir():
+            parser.error(f"--picture {args.picture}: no folder {folder} to write it in")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measures the baseline and the timeline; prints a table on stderr and the JSON line.
+
+    Args:
+        argv: The arguments (default: ``sys.argv[1:]``).
+    """
+    args = parse_args(argv)
     sync_training = _sync_training()
 
     numpy_us = sync_training.numpy_step_ms() * 1e3

@@ -82,3 +82,19 @@ def test_the_picture_is_a_png_of_the_size_asked_for(timeline, tmp_path):
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
     assert (width, height) == (13 * 120, round(3.2 * 120))
+
+
+def test_bad_options_are_refused_with_the_reason_before_anything_runs(timeline, capsys, tmp_path):
+    cases = [
+        (["--steps", "10"], "--steps must be at least 50"),
+        (["--warmup", "-1"], "--warmup must be 0 or more"),
+        (["--timeout", "0"], "--timeout must be a positive number of seconds"),
+        (["--picture", str(tmp_path / "step.svg")], "name it *.png"),
+        (["--picture", str(tmp_path / "missing" / "step.png")], "no folder"),
+    ]
+    for argv, reason in cases:
+        with pytest.raises(SystemExit):
+            timeline.parse_args(argv)
+        assert reason in capsys.readouterr().err
+    args = timeline.parse_args(["--steps", "50", "--picture", str(tmp_path / "step.png")])
+    assert (args.steps, args.warmup, args.timeout) == (50, 20, 300.0)
