@@ -314,16 +314,20 @@ def run(steps: int, warmup: int, timeout: float) -> dict:
 
 
 _LABELS = (
-    "worker: the\nnext request",
+    "worker",
     "request",
     "ps",
     "variables",
     "worker: forward\nand backward",
     "gradients",
-    "ps: the other worker,\nupdate, tokens",
+    "ps: other worker,\nupdate, tokens",
     "reply",
 )
 """Short names of `PARTS`, for the picture."""
+
+FIGURE_INCHES = (10, 4)
+DPI = 150
+"""The picture's size: its text stays readable where a page or a projector shrinks it."""
 
 
 def draw(parts_us: dict[str, float], numpy_us: float, path: str) -> None:
@@ -340,29 +344,32 @@ def draw(parts_us: dict[str, float], numpy_us: float, path: str) -> None:
     import matplotlib.pyplot as plt
 
     colours = {"worker": "#4c72b0", "ps": "#dd8452", "message": "#b0b0b0"}
-    fig, ax = plt.subplots(figsize=(13, 3.2), dpi=120)
+    fig, ax = plt.subplots(figsize=FIGURE_INCHES, dpi=DPI)
     total, left = sum(parts_us.values()), 0.0
     for (name, us), label in zip(parts_us.items(), _LABELS):
         kind = name.split(":")[0]
         colour = colours.get(kind, colours["message"])
         ax.barh(1, us, left=left, color=colour, edgecolor="white", height=0.6)
-        if us > 0.055 * total:
+        if us > 0.065 * total:
             text = f"{label}\n{us:.0f} µs"
-        elif us > 0.025 * total:
+        elif us > 0.03 * total:
             text = f"{us:.0f}"
         else:
             text = ""
-        ax.text(left + us / 2, 1, text, ha="center", va="center", fontsize=8)
+        ax.text(left + us / 2, 1, text, ha="center", va="center", fontsize=10)
         left += us
     ax.barh(0, numpy_us, color="#55a868", height=0.6)
     ax.text(numpy_us + 20, 0, f"the numpy step, update included: {numpy_us:.0f} µs",
-            va="center", fontsize=9)  # fmt: skip
-    ax.set_yticks([0, 1], ["baseline", "worker 1's step"])
-    ax.set_xlabel("µs (each part: the mean over the run's steps)")
+            va="center", fontsize=11)  # fmt: skip
+    ax.set_yticks([0, 1], ["baseline", "worker 1's\nstep"], fontsize=11)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.set_xlabel("µs (each part: the mean over the run's steps)", fontsize=11)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
     ax.legend(handles, ["in the worker", "in the ps", "a message: sent and read"],
-              loc="upper right", bbox_to_anchor=(1, 1.35), ncol=3, frameon=False)  # fmt: skip
-    ax.set_title("A synchronous worker's step, between its messages", loc="left", pad=28)
+              loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, frameon=False,
+              fontsize=11)  # fmt: skip
+    ax.set_title("A synchronous worker's step, between its messages", loc="left", pad=34,
+                 fontsize=13)  # fmt: skip
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()

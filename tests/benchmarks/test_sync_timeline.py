@@ -81,7 +81,8 @@ def test_the_picture_is_a_png_of_the_size_asked_for(timeline, tmp_path):
     header = path.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
-    assert (width, height) == (13 * 120, round(3.2 * 120))
+    inches, dpi = timeline.FIGURE_INCHES, timeline.DPI
+    assert (width, height) == (inches[0] * dpi, inches[1] * dpi)
 
 
 def test_bad_options_are_refused_with_the_reason_before_anything_runs(timeline, capsys, tmp_path):
