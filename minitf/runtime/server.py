@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors
-from minitf.runtime import allocator, simulation
+from minitf.runtime import allocator, intra_op, simulation
 from minitf.runtime import partition as partition_lib
 from minitf.runtime.cluster_spec import ClusterSpec, server_def
 from minitf.runtime.scheduler import HeldScheduler
@@ -568,6 +568,8 @@ class Server:
         self._job = job_name
         self._task = int(task_index)
         self._config = config
+        # The matrix products' threads: the machine's cores shared among its tasks.
+        intra_op.configure(config, cluster, job_name, self._task)
         address = cluster.task_address(job_name, self._task)
         self._requested_address = parse_address(address)
         self._cluster = cluster

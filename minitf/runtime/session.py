@@ -21,7 +21,7 @@ import numpy as np
 from minitf.framework import device as pydev
 from minitf.framework import errors, ops
 from minitf.runtime import fetches as fetch_lib
-from minitf.runtime import simulation, step_stats
+from minitf.runtime import intra_op, simulation, step_stats
 from minitf.runtime.clock import WALL_CLOCK
 from minitf.runtime.config import ConfigProto, RunOptions
 from minitf.runtime.executor import Executor, StepContext
@@ -125,6 +125,8 @@ class BaseSession:
             raise TypeError(f"graph must be a tf.Graph, but got {type(graph)}")
         if config is not None and not isinstance(config, ConfigProto):
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
+        if not simulation.is_simulated(target or ""):
+            intra_op.configure(config)  # a positive intra_op_parallelism_threads
         self._graph = graph
         self._config = config or ConfigProto()
         self._default_timeout_ms = self._timeout_ms(None)  # a run's without options

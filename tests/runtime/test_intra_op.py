@@ -1,0 +1,110 @@
+"""The threads inside one op: numpy's BLAS threads (`minitf.runtime.intra_op`).
+
+Each check runs in a fresh interpreter, since the BLAS pool is the
+process's. The script reads numpy's BLAS threads (through threadpoolctl,
+independently of minitf) before and after it makes a server or a session,
+and the tests compare the two with what TF1's config asks for or with the
+machine's cores shared among the cluster's tasks on it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import threadpoolctl
+
+import minitf as tf
+
+pytestmark = pytest.mark.timeout(60)
+
+SCRIPT = """
+import json, sys
+import threadpoolctl
+
+def blas_threads():
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+import minitf as tf
+
+kind, spec, threads = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+config = tf.ConfigProto(intra_op_parallelism_threads=threads) if threads else None
+before = blas_threads()
+if kind == "server":
+    tf.train.Server(tf.train.ClusterSpec(spec), "worker", 0, config=config, start=False)
+else:
+    tf.Session(config=config).close()
+print(json.dumps({"before": before, "after": blas_threads()}))
+"""
+
+LOCAL_3 = {"ps": ["localhost:2222"], "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]}
+ELSEWHERE = {"ps": ["10.255.0.1:2222"], "worker": ["127.0.0.1:2223", "10.255.0.2:2224"]}
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def _threads(kind: str, spec: dict | None = None, threads: int = 0, **env) -> dict:
+    base = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, kind, json.dumps(spec or {}), str(threads)],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env={**base, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["before"], "numpy's BLAS has no thread pool that threadpoolctl can see"
+    return result
+
+
+def test_tasks_on_one_machine_share_its_cores():
+    result = _threads("server", LOCAL_3)
+    # ps on "localhost" and two workers on 127.0.0.1: three tasks on this machine.
+    assert result["after"] == [max(1, _cores() // 3)]
+
+
+def test_the_only_task_on_its_machine_keeps_numpys_default():
+    result = _threads("server", ELSEWHERE)
+    assert result["after"] == result["before"]
+
+
+def test_a_variable_the_user_set_is_left_alone():
+    result = _threads("server", LOCAL_3, OPENBLAS_NUM_THREADS="2")
+    assert result["after"] == result["before"]
+
+
+def test_a_config_sets_the_threads_of_a_server_and_of_a_session():
+    assert _threads("server", ELSEWHERE, threads=3)["after"] == [3]
+    assert _threads("server", LOCAL_3, threads=3)["after"] == [3]
+    assert _threads("session", threads=3)["after"] == [3]
+
+
+def test_a_plain_session_keeps_numpys_default():
+    result = _threads("session")
+    assert result["after"] == result["before"]
+
+
+def test_a_bad_value_is_refused_before_anything_changes():
+    before = threadpoolctl.threadpool_info()
+    with pytest.raises(ValueError, match="intra_op_parallelism_threads .* not -1"):
+        tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=-1))
+    with pytest.raises(ValueError, match="intra_op_parallelism_threads .* not -2"):
+        tf.train.Server(
+            tf.train.ClusterSpec(LOCAL_3),
+            "worker",
+            0,
+            config=tf.ConfigProto(intra_op_parallelism_threads=-2),
+            start=False,
+        )
+    with pytest.raises(TypeError, match="1.5 has type float"):
+        tf.ConfigProto(intra_op_parallelism_threads=1.5)
+    config = tf.ConfigProto()
+    config.intra_op_parallelism_threads = "2"  # set after construction: not checked there
+    with pytest.raises(TypeError, match="must be an int .* str '2'"):
+        tf.Session(config=config)
+    assert threadpoolctl.threadpool_info() == before
