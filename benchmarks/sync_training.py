@@ -10,7 +10,10 @@ times (the median is reported):
 
 * ``sync_2w``: 1 ps + 2 workers, the headline;
 * ``sync_1w`` and ``sync_4w``: 1 ps + 1 and 4 workers (scaling);
-* ``async_2w``: 1 ps + 2 workers, plain asynchronous ``minimize``.
+* ``async_2w``: 1 ps + 2 workers, plain asynchronous ``minimize``;
+* ``sync_2w_defaults``: the headline as a script that sets no thread pool
+  runs it: no ``ConfigProto`` and no BLAS variable, each framework choosing
+  its own threads (the others run with the settings below).
 
 Each configuration runs on minitf and right after it on TensorFlow, then
 the next configuration: the machine may be shared, and its speed drifts by
@@ -48,9 +51,10 @@ Targets: at least 2× TensorFlow's global steps per second, at most 0.5× its
 CPU per global step, under 2 s from launch to the first step, and at most
 1 ms of framework overhead per global step above the model's own compute.
 
-Every task gets one thread per op pool (``ConfigProto(intra_op_parallelism_threads=1,
-inter_op_parallelism_threads=1)``, passed to the server and the session)
-and BLAS pinned to one thread. Progress and a per-run line with each task's
+Every task but those of ``sync_2w_defaults`` gets one thread per op pool
+(``ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)``,
+passed to the server and the session) and BLAS pinned to one thread
+(``OPENBLAS_NUM_THREADS=1``). Progress and a per-run line with each task's
 CPU go to stderr; stdout gets one JSON line.
 
 Run minitf alone::
@@ -68,7 +72,7 @@ from __future__ import annotations
 import os
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+    os.environ[_var] = "1"  # and BLAS_ENV below: the tasks' pin, but for sync_2w_defaults
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -90,8 +94,10 @@ from minitf.runtime.launcher import free_ports  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TASK_SCRIPT = Path(__file__).resolve().with_name("sync_training_task.py")
-CONFIGS = (("sync", 2), ("sync", 1), ("sync", 4), ("async", 2))
-HEADLINE = ("sync", 2)
+CONFIGS = (("sync", 2, False), ("sync", 1, False), ("sync", 4, False), ("async", 2, False))
+CONFIGS += (("sync", 2, True),)  # (mode, workers, each framework's default threads)
+HEADLINE = ("sync", 2, False)
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 EXIT_GRACE_S = 20.0
 _PR_SET_PDEATHSIG = 1
@@ -201,14 +207,18 @@ class Cluster:
         workers: Worker tasks (there is one ps task).
         warmup: Global steps before the measured window.
         steps: Global steps in the window.
+        defaults: Leave the thread pools to each framework: no ``ConfigProto``
+            and no BLAS variable in the tasks' environment.
     """
 
-    def __init__(self, framework: str, python: str, mode: str, workers: int, warmup, steps):
+    def __init__(
+        self, framework: str, python: str, mode: str, workers: int, warmup, steps, defaults=False
+    ):
         ports = free_ports(1 + workers)
         self.ps_hosts = f"127.0.0.1:{ports[0]}"
         self.worker_hosts = ",".join(f"127.0.0.1:{p}" for p in ports[1:])
         self.framework, self.python, self.mode = framework, python, mode
-        self.warmup, self.steps = warmup, steps
+        self.warmup, self.steps, self.defaults = warmup, steps, defaults
         self.tasks = [("ps", 0)] + [("worker", i) for i in range(workers)]
         self.procs: dict[tuple[str, int], subprocess.Popen] = {}
         self._logs = tempfile.TemporaryDirectory(prefix="sync_training_")
@@ -217,6 +227,9 @@ class Cluster:
 
     def _env(self) -> dict:
         env = dict(os.environ)
+        if self.defaults:
+            for name in BLAS_ENV:
+                env.pop(name, None)
         if self.framework == "minitf":
             env["MINITF_CLUSTER_SECRET"] = secrets.token_hex(16)  # one secret per cluster
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
@@ -233,7 +246,7 @@ class Cluster:
                 command += [f"--job_name={job}", f"--task_index={index}"]
                 command += [f"--ps_hosts={self.ps_hosts}", f"--worker_hosts={self.worker_hosts}"]
                 command += [f"--mode={self.mode}", f"--warmup={self.warmup}"]
-                command += [f"--steps={self.steps}"]
+                command += [f"--steps={self.steps}"] + (["--defaults"] if self.defaults else [])
                 chief = (job, index) == ("worker", 0)
                 with open(self._log_path(job, index), "wb") as err:
                     self.procs[(job, index)] = subprocess.Popen(
@@ -352,13 +365,14 @@ class Cluster:
                 log(f"  warning: {job}{index} exited with status {status}")
 
 
-def run_config(framework, python, mode, workers, args) -> dict:
+def run_config(framework, python, mode, workers, args, defaults=False) -> dict:
     """Runs one configuration once and returns its figures."""
-    with Cluster(framework, python, mode, workers, args.warmup, args.steps) as cluster:
+    with Cluster(framework, python, mode, workers, args.warmup, args.steps, defaults) as cluster:
         result = cluster.measure(args.timeout)
     split = ", ".join(f"{t} {ms:.2f}" for t, ms in result["cpu_ms_per_step_by_task"].items())
+    label = f"{mode} {workers}w" + (" at defaults" if defaults else "")
     log(
-        f"  {framework} {mode} {workers}w: {result['steps_per_s']:.1f} global steps/s, "
+        f"  {framework} {label}: {result['steps_per_s']:.1f} global steps/s, "
         f"{result['cpu_ms_per_step']:.2f} CPU ms/step ({split}), "
         f"first step after {result['launch_to_first_step_s']:.2f} s, "
         f"steal {100 * result['steal_fraction']:.1f} %"
@@ -415,20 +429,20 @@ def main(argv=None) -> None:
         log(f"repeat {repeat + 1}/{args.repeats}")
         # Each configuration on one framework and at once on the other: the two
         # figures of a ratio come from the same minute of a shared machine.
-        for mode, workers in CONFIGS:
+        for mode, workers, defaults in CONFIGS:
             for framework, python in frameworks:
-                runs.setdefault((framework, mode, workers), []).append(
-                    run_config(framework, python, mode, workers, args)
+                runs.setdefault((framework, mode, workers, defaults), []).append(
+                    run_config(framework, python, mode, workers, args, defaults)
                 )
 
-    for (framework, mode, workers), results in runs.items():
-        prefix = f"{framework}_{mode}_{workers}w"
+    for (framework, mode, workers, defaults), results in runs.items():
+        prefix = f"{framework}_{mode}_{workers}w" + ("_defaults" if defaults else "")
         for key in ("steps_per_s", "cpu_ms_per_step"):
             result[f"{prefix}_{key}"] = _round(statistics.median(r[key] for r in results))
         result[f"{prefix}_steal_fraction_by_turn"] = [
             _round(r["steal_fraction"], 4) for r in results
         ]
-        if (mode, workers) == HEADLINE:
+        if (mode, workers, defaults) == HEADLINE:
             result[f"{prefix}_cpu_ms_per_step_by_task"] = {
                 task: _round(statistics.median(r["cpu_ms_per_step_by_task"][task] for r in results))
                 for task in results[0]["cpu_ms_per_step_by_task"]

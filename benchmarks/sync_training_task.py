@@ -66,6 +66,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--num_tokens", type=int, default=0, help="initial sync tokens (0: strict sync)"
     )
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="no ConfigProto: each framework picks its thread pools (the benchmark's "
+        "other runs give both one thread per pool)",
+    )
     return parser.parse_args(argv)
 
 
@@ -210,7 +216,10 @@ def main(argv=None) -> int:
     cluster = tf.train.ClusterSpec(
         {"ps": args.ps_hosts.split(","), "worker": args.worker_hosts.split(",")}
     )
-    config = tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    if args.defaults:
+        config = None  # each framework's own thread pools, as a script that sets nothing
+    else:
+        config = tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
     server = tf.train.Server(
         cluster, job_name=args.job_name, task_index=args.task_index, config=config
     )
