@@ -92,9 +92,10 @@ class GraphOptions(_Message):
 class ConfigProto(_Message):
     """Session configuration (``tf.ConfigProto``).
 
-    minitf honours ``allow_soft_placement``, ``log_device_placement`` and
-    ``operation_timeout_in_ms``; the thread-pool sizes are accepted and
-    recorded.
+    minitf honours ``allow_soft_placement``, ``log_device_placement``,
+    ``operation_timeout_in_ms`` and ``intra_op_parallelism_threads`` (the
+    threads of numpy's matrix products: `minitf.runtime.intra_op`); the
+    other thread-pool sizes are accepted and recorded.
     """
 
     _FIELDS = {

@@ -8,8 +8,8 @@ per core, and whose idle threads spin a while before they sleep. One process
 on a machine gains from that pool. Several task processes on one machine,
 the way a class runs a cluster on a laptop, do not: each process's BLAS
 threads spin for cores the other tasks need, and on two cores a 1 ps + 2
-workers cluster trained ten times slower than with one BLAS thread per task
-(``docs/distributed.md`` has the measurement).
+workers cluster trained six to thirteen times slower than with one BLAS
+thread per task (``docs/distributed.md`` has the measurement).
 
 `configure` sets the process's BLAS threads, through ``threadpoolctl``:
 
@@ -71,28 +71,25 @@ def tasks_on_this_host(cluster, job: str, task: int) -> int:
     both name this machine (a loopback address or its host name).
 
     Args:
-        cluster: The `minitf.train.ClusterSpec`.
+        cluster: The `ClusterSpec`.
         job: This task's job.
         task: This task's index.
+
+    Returns:
+        The number of tasks, this one included.
     """
     mine = _host(cluster.task_address(job, task))
     here = _this_machine(mine)
-    count = 0
-    addresses = [
-        cluster.task_address(name, index)
+    hosts = [
+        _host(cluster.task_address(name, index))
         for name in cluster.jobs
         for index in cluster.task_indices(name)
     ]
-    for address in addresses:
-        host = _host(address)
-        if host == mine or (here and _this_machine(host)):
-            count += 1
-    return count
+    return sum(1 for host in hosts if host == mine or (here and _this_machine(host)))
 
 
-def _chosen(config, cluster, job, task) -> tuple[int | None, str]:
+def _chosen(asked: int, cluster, job, task) -> tuple[int | None, str]:
     """The number of BLAS threads to set, or None, and why."""
-    asked = getattr(config, "intra_op_parallelism_threads", 0) if config is not None else 0
     if asked:
         return asked, "intra_op_parallelism_threads"
     if cluster is None:
@@ -135,7 +132,7 @@ def configure(config=None, cluster=None, job: str | None = None, task: int = 0) 
             "ConfigProto.intra_op_parallelism_threads must be 0 (minitf picks) or a "
             f"number of threads, not {asked}"
         )
-    threads, why = _chosen(config, cluster, job, task)
+    threads, why = _chosen(asked, cluster, job, task)
     if threads is None:
         logger.debug("BLAS threads left as they are: %s", why)
         return None

@@ -533,13 +533,17 @@ class Server:
         job_name: This task's job; may be omitted if the cluster has one job.
         task_index: This task's index; may be omitted if the job has one task.
         protocol: ``"grpc"`` (accepted; minitf's transport is used) or None.
-        config: A ``tf.ConfigProto`` default for sessions on this server.
+        config: A ``tf.ConfigProto`` default for sessions on this server. Its
+            ``intra_op_parallelism_threads`` sets the process's BLAS threads;
+            0 (the default) shares the machine's cores among the cluster's
+            tasks on it (`minitf.runtime.intra_op`).
         start: Start listening now.
         scheduler: minitf's: the `minitf.runtime.scheduler.Scheduler` that
             chooses every move of the steps this task runs (default: free-running).
 
     Raises:
-        ValueError: if the job or task is missing or ambiguous.
+        ValueError: if the job or task is missing or ambiguous, or
+            ``intra_op_parallelism_threads`` is negative.
     """
 
     def __new__(cls, server_or_cluster_def, job_name=None, task_index=None, *args, **kwargs):

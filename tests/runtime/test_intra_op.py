@@ -9,6 +9,7 @@ machine's cores shared among the cluster's tasks on it.
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -108,3 +109,21 @@ def test_a_bad_value_is_refused_before_anything_changes():
     with pytest.raises(TypeError, match="must be an int .* str '2'"):
         tf.Session(config=config)
     assert threadpoolctl.threadpool_info() == before
+
+
+def test_which_tasks_count_as_this_machines():
+    from minitf.runtime.intra_op import tasks_on_this_host
+
+    me = socket.gethostname()
+    spec = tf.train.ClusterSpec(
+        {
+            "ps": [f"{me}:2222", "10.255.0.1:2222"],
+            "worker": ["[::1]:2223", "localhost:2224", "10.255.0.1:2225", "10.255.0.2:2226"],
+        }
+    )
+    # This machine by its name, IPv6 loopback and localhost: three tasks.
+    assert tasks_on_this_host(spec, "worker", 0) == 3
+    assert tasks_on_this_host(spec, "ps", 0) == 3
+    # Another machine's tasks are counted by its name: two on 10.255.0.1.
+    assert tasks_on_this_host(spec, "ps", 1) == 2
+    assert tasks_on_this_host(spec, "worker", 3) == 1
