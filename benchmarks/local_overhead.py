@@ -28,6 +28,11 @@ Both frameworks get one thread per op pool
 (``ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)``)
 and BLAS pinned to one thread.
 
+The MLP also runs as a script that sets nothing runs it, each framework
+choosing its own threads (no ``ConfigProto``, no BLAS variable), in a
+subprocess per framework and round: ``mlp_defaults_steps_per_s``,
+``tf_mlp_defaults_steps_per_s`` and their ratio ``mlp_defaults_vs_tf``.
+
 Baselines measured in the same run, in numpy:
 
 * ``numpy_mlp_steps_per_s``: the MLP step written by hand (the same matrix
@@ -58,9 +63,13 @@ Run: ``.venv/bin/python benchmarks/local_overhead.py [--tf-python PATH]``.
 from __future__ import annotations
 
 import os
+import sys
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+DEFAULTS = "--defaults" in sys.argv  # each framework's own threads: set nothing
+if not DEFAULTS:
+    for _var in BLAS_ENV:
+        os.environ[_var] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import argparse  # noqa: E402
@@ -88,6 +97,8 @@ def _framework(name: str):
 
 
 def _session(tf, graph):
+    if DEFAULTS:
+        return tf.Session(graph=graph)
     config = tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
     return tf.Session(graph=graph, config=config)
 
@@ -297,9 +308,17 @@ ROUNDS = 3
 """How many times each framework runs the workloads when TensorFlow is measured too."""
 
 
+def blas_threads() -> list[int]:
+    """The thread pool sizes of the BLAS libraries loaded in this process."""
+    import threadpoolctl
+
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+
 def _medians(rounds: list[dict]) -> dict:
     """Each figure's median over ``rounds`` (dicts with the same keys)."""
-    return {key: float(np.median([r[key] for r in rounds])) for key in rounds[0]}
+    keys = [key for key, value in rounds[0].items() if isinstance(value, (int, float))]
+    return {key: float(np.median([r[key] for r in rounds])) for key in keys}
 
 
 def framework_figures(name: str) -> dict:
@@ -312,20 +331,27 @@ def framework_figures(name: str) -> dict:
     }
 
 
-def tf_figures(python: str) -> dict:
-    """TensorFlow's figures, measured now by this script run with ``python``.
+def side_figures(python: str, framework: str = "tf", defaults: bool = False) -> dict:
+    """A framework's figures, measured now by this script run with ``python``.
+
+    Args:
+        python: The interpreter.
+        framework: ``"tf"`` or ``"minitf"``.
+        defaults: Only the MLP, with nothing set: no ``ConfigProto`` and no
+            BLAS variable in the subprocess's environment.
 
     Raises:
-        RuntimeError: if the TensorFlow side fails (its stderr is in the message).
+        RuntimeError: if the subprocess fails (its stderr is in the message).
     """
-    done = subprocess.run(
-        [python, os.path.abspath(__file__), "--framework", "tf"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    command = [python, os.path.abspath(__file__), "--framework", framework]
+    env = dict(os.environ)
+    if defaults:
+        command.append("--defaults")
+        for name in BLAS_ENV:
+            env.pop(name, None)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:
-        raise RuntimeError(f"the TensorFlow side failed:\n{done.stderr[-4000:]}")
+        raise RuntimeError(f"the {framework} side failed:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -339,6 +365,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="only measure the three workloads on this framework and print them "
         "(how the TensorFlow side runs)",
     )
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="with --framework: only the MLP, with each framework's own thread pools",
+    )
     return parser.parse_args(argv)
 
 
@@ -346,15 +377,23 @@ def main(argv=None) -> None:
     """Measures minitf, the numpy baselines and, with ``--tf-python``, TensorFlow; prints JSON."""
     args = parse_args(argv)
     if args.framework is not None:
-        print(json.dumps(framework_figures(args.framework)))
+        if args.defaults:
+            tf = _framework(args.framework)
+            figures = {"mlp_steps_per_s": bench_mlp(tf, mlp_data())}
+            print(json.dumps({**figures, "blas_threads": blas_threads()}))
+        else:
+            print(json.dumps(framework_figures(args.framework)))
         return
     data = mlp_data()
-    mine, theirs = [], []
+    mine, theirs, mine_unset, theirs_unset = [], [], [], []
     for _ in range(ROUNDS if args.tf_python else 1):
         mine.append(framework_figures("minitf"))
+        mine_unset.append(side_figures(sys.executable, "minitf", defaults=True))
         if args.tf_python:
-            theirs.append(tf_figures(args.tf_python))
+            theirs.append(side_figures(args.tf_python))
+            theirs_unset.append(side_figures(args.tf_python, defaults=True))
     minitf = _medians(mine)
+    unset = _medians(mine_unset)["mlp_steps_per_s"]
     limit = bench_matmul_limit(data)
     by_hand = bench_numpy_mlp(data)
     result = {
@@ -368,6 +407,7 @@ def main(argv=None) -> None:
         "mlp_fraction_of_matmul_limit": round(minitf["mlp_steps_per_s"] / limit, 3),
         "assign_read_gb_per_s": round(minitf["assign_read_gb_per_s"], 2),
         "numpy_copy_gb_per_s": round(bench_numpy_copy(), 2),
+        "mlp_defaults_steps_per_s": round(unset),
     }
     result.update(mlp_allocations(data))
     if args.tf_python:
@@ -384,6 +424,9 @@ def main(argv=None) -> None:
                 ],
             }
         )
+        tf_unset = _medians(theirs_unset)["mlp_steps_per_s"]
+        result["tf_mlp_defaults_steps_per_s"] = round(tf_unset)
+        result["mlp_defaults_vs_tf"] = round(unset / tf_unset, 3)
     print(json.dumps(result))
 
 
