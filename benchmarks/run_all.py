@@ -165,6 +165,9 @@ ROWS = [
         tf_key="tf_async_2w_cpu_ms_per_step", target="≤ 0.5× TF",
         met=lambda r: r["minitf_async_2w_cpu_ms_per_step"]
         <= 0.5 * r["tf_async_2w_cpu_ms_per_step"], lower_is_better=True),
+    Row("async, 1 ps + 2 workers, thread pools left to each framework", "sync_training",
+        "minitf_async_2w_defaults_steps_per_s", "global steps/s",
+        tf_key="tf_async_2w_defaults_steps_per_s"),
     Row("Saver.save of 64 MB", "checkpoint", "save_mb_per_s", "MB/s",
         baseline=("np.savez + fsync + rename", "numpy_save_mb_per_s")),
     Row("Saver.restore of 64 MB", "checkpoint", "restore_mb_per_s", "MB/s",

@@ -11,9 +11,10 @@ times (the median is reported):
 * ``sync_2w``: 1 ps + 2 workers, the headline;
 * ``sync_1w`` and ``sync_4w``: 1 ps + 1 and 4 workers (scaling);
 * ``async_2w``: 1 ps + 2 workers, plain asynchronous ``minimize``;
-* ``sync_2w_defaults``: the headline as a script that sets no thread pool
-  runs it: no ``ConfigProto`` and no BLAS variable, each framework choosing
-  its own threads (the others run with the settings below).
+* ``sync_2w_defaults`` and ``async_2w_defaults``: the headline and
+  ``async_2w`` as a script that sets no thread pool runs them: no
+  ``ConfigProto`` and no BLAS variable, each framework choosing its own
+  threads (the others run with the settings below).
 
 Each configuration runs on minitf and right after it on TensorFlow, then
 the next configuration: the machine may be shared, and its speed drifts by
@@ -95,7 +96,7 @@ from minitf.runtime.launcher import free_ports  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 TASK_SCRIPT = Path(__file__).resolve().with_name("sync_training_task.py")
 CONFIGS = (("sync", 2, False), ("sync", 1, False), ("sync", 4, False), ("async", 2, False))
-CONFIGS += (("sync", 2, True),)  # (mode, workers, each framework's default threads)
+CONFIGS += (("sync", 2, True), ("async", 2, True))  # True: each framework's own threads
 HEADLINE = ("sync", 2, False)
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
