@@ -127,3 +127,38 @@ def test_which_tasks_count_as_this_machines():
     # Another machine's tasks are counted by its name: two on 10.255.0.1.
     assert tasks_on_this_host(spec, "ps", 1) == 2
     assert tasks_on_this_host(spec, "worker", 3) == 1
+
+
+LAUNCHED = """
+import sys
+import numpy as np
+import threadpoolctl
+import minitf as tf
+
+flags = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
+spec = tf.train.ClusterSpec(
+    {"ps": flags["ps_hosts"].split(","), "worker": flags["worker_hosts"].split(",")}
+)
+server = tf.train.Server(spec, flags["job_name"], int(flags["task_index"]))
+if flags["job_name"] == "ps":
+    server.join()
+threads = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+print("blas", threads)
+"""
+
+
+def test_the_tasks_of_minitf_launch_share_the_cores(tmp_path):
+    script = tmp_path / "task.py"
+    script.write_text(LAUNCHED)
+    base = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "minitf.cli", "launch", "--ps", "1", "--workers", "2", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=base,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = f"blas [{max(1, _cores() // 3)}]"
+    assert f"[worker/0] {expected}" in done.stdout, done.stdout
+    assert f"[worker/1] {expected}" in done.stdout, done.stdout
