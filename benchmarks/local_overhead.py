@@ -370,7 +370,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="with --framework: only the MLP, with each framework's own thread pools",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.defaults and args.framework is None:
+        # The pins are skipped at import when --defaults is given: the whole
+        # benchmark would run unpinned and be compared with pinned figures.
+        parser.error("--defaults measures one framework's MLP: give --framework too")
+    return args
 
 
 def main(argv=None) -> None:

@@ -72,8 +72,9 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"  # and BLAS_ENV below: the tasks' pin, but for sync_2w_defaults
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+for _var in BLAS_ENV:  # the tasks inherit the pin; the *_defaults runs take it out
+    os.environ[_var] = "1"
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -98,7 +99,6 @@ TASK_SCRIPT = Path(__file__).resolve().with_name("sync_training_task.py")
 CONFIGS = (("sync", 2, False), ("sync", 1, False), ("sync", 4, False), ("async", 2, False))
 CONFIGS += (("sync", 2, True), ("async", 2, True))  # True: each framework's own threads
 HEADLINE = ("sync", 2, False)
-BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 EXIT_GRACE_S = 20.0
 _PR_SET_PDEATHSIG = 1

@@ -53,3 +53,15 @@ def test_the_cluster_with_nothing_set_gives_its_tasks_no_blas_variable():
     )
     names = json.loads(_run("-c", script))
     assert names == {"pinned": sorted(BLAS_ENV[:3]), "defaults": []}
+
+
+def test_defaults_without_a_framework_is_refused_at_once():
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "local_overhead.py"), "--defaults"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_clean_env(),
+    )
+    assert done.returncode == 2
+    assert "--defaults measures one framework's MLP: give --framework too" in done.stderr
