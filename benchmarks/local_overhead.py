@@ -28,7 +28,7 @@ Both frameworks get one thread per op pool
 (``ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)``)
 and BLAS pinned to one thread.
 
-The MLP also runs as a script that sets nothing runs it, each framework
+The MLP also runs as a script that sets nothing would run it, each framework
 choosing its own threads (no ``ConfigProto``, no BLAS variable), in a
 subprocess per framework and round: ``mlp_defaults_steps_per_s``,
 ``tf_mlp_defaults_steps_per_s`` and their ratio ``mlp_defaults_vs_tf``.
@@ -346,8 +346,10 @@ def side_figures(python: str, framework: str = "tf", defaults: bool = False) -> 
     command = [python, os.path.abspath(__file__), "--framework", framework]
     env = dict(os.environ)
     if defaults:
+        from minitf.runtime.intra_op import USER_ENV  # every variable that sets BLAS threads
+
         command.append("--defaults")
-        for name in BLAS_ENV:
+        for name in USER_ENV:
             env.pop(name, None)
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:

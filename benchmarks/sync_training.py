@@ -52,7 +52,7 @@ Targets: at least 2× TensorFlow's global steps per second, at most 0.5× its
 CPU per global step, under 2 s from launch to the first step, and at most
 1 ms of framework overhead per global step above the model's own compute.
 
-Every task but those of ``sync_2w_defaults`` gets one thread per op pool
+Every task but those of the ``*_defaults`` configurations gets one thread per op pool
 (``ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)``,
 passed to the server and the session) and BLAS pinned to one thread
 (``OPENBLAS_NUM_THREADS=1``). Progress and a per-run line with each task's
@@ -92,6 +92,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from proc_stat import cpu_ticks, steal_fraction  # noqa: E402 - this script's directory
 
+from minitf.runtime.intra_op import USER_ENV  # noqa: E402
 from minitf.runtime.launcher import free_ports  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -229,7 +230,7 @@ class Cluster:
     def _env(self) -> dict:
         env = dict(os.environ)
         if self.defaults:
-            for name in BLAS_ENV:
+            for name in USER_ENV:  # the pins above, and any other BLAS variable
                 env.pop(name, None)
         if self.framework == "minitf":
             env["MINITF_CLUSTER_SECRET"] = secrets.token_hex(16)  # one secret per cluster

@@ -30,6 +30,8 @@ import logging
 import os
 import socket
 
+from minitf.runtime.shm import is_local_address
+
 logger = logging.getLogger("minitf")
 
 USER_ENV = (
@@ -42,7 +44,7 @@ USER_ENV = (
 )
 """Variables by which a user sets the BLAS threads; `configure` leaves those alone."""
 
-_LOOPBACK = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""}
+_LOCAL_NAMES = {"localhost", ""}
 
 
 def cores() -> int:
@@ -59,16 +61,16 @@ def _host(address: str) -> str:
 
 
 def _this_machine(host: str) -> bool:
-    if host in _LOOPBACK or host.startswith("127."):
-        return True
-    return host == socket.gethostname().lower()
+    # An address is this machine's as the wire decides it for shared memory.
+    return host in _LOCAL_NAMES or host == socket.gethostname().lower() or is_local_address(host)
 
 
 def tasks_on_this_host(cluster, job: str, task: int) -> int:
     """How many tasks of ``cluster`` share the machine of ``job``'s task ``task``.
 
     A task is on the same machine when its host is the same name, or when
-    both name this machine (a loopback address or its host name).
+    both name this machine (``localhost``, its host name, or an address it
+    has: loopback or one it can bind).
 
     Args:
         cluster: The `ClusterSpec`.
@@ -121,7 +123,7 @@ def configure(config=None, cluster=None, job: str | None = None, task: int = 0) 
         TypeError: if ``intra_op_parallelism_threads`` is not an int.
         ValueError: if it is negative (TF's thread pool aborts the process).
     """
-    asked = getattr(config, "intra_op_parallelism_threads", 0) if config is not None else 0
+    asked = getattr(config, "intra_op_parallelism_threads", 0)
     if isinstance(asked, bool) or not isinstance(asked, int):
         raise TypeError(
             "ConfigProto.intra_op_parallelism_threads must be an int (0: minitf picks), "

@@ -129,6 +129,31 @@ def test_which_tasks_count_as_this_machines():
     assert tasks_on_this_host(spec, "worker", 3) == 1
 
 
+def _an_address_of_this_machine() -> str:
+    """A non-loopback IPv4 address of this machine, from the kernel's table of local routes."""
+    with open("/proc/net/fib_trie") as table:
+        lines = table.read().splitlines()
+    found = {
+        previous.split()[-1]
+        for previous, line in zip(lines, lines[1:])
+        if "/32 host LOCAL" in line and not previous.split()[-1].startswith("127.")
+    }
+    return sorted(found)[0] if found else "127.0.0.2"  # a loopback alias at worst
+
+
+def test_a_task_named_by_an_address_of_this_machine_counts_with_its_loopback_tasks():
+    from minitf.runtime.intra_op import tasks_on_this_host
+
+    mine = _an_address_of_this_machine()
+    spec = tf.train.ClusterSpec(
+        {"ps": [f"{mine}:2222"], "worker": ["localhost:2223", "127.0.0.1:2224", "10.255.0.1:1"]}
+    )
+    # Whichever name it is given, this machine holds the first three tasks.
+    assert tasks_on_this_host(spec, "ps", 0) == 3
+    assert tasks_on_this_host(spec, "worker", 0) == 3
+    assert tasks_on_this_host(spec, "worker", 2) == 1
+
+
 LAUNCHED = """
 import sys
 import numpy as np
