@@ -33,3 +33,17 @@ def graphviz():
             "Graphviz's dot is not installed: ./run test installs it "
             "(apt-get install graphviz); these checks must not be skipped"
         )
+
+
+@pytest.fixture
+def speedups_on(monkeypatch):
+    """The runtime's speed-ups on for this test, whatever ``MINITF_FAST`` says.
+
+    For the tests of a speed-up itself (buffers, batched messages, tensors
+    carried with a reply): the rest of the suite runs both ways in CI.
+    Request it before the fixtures that start servers.
+    """
+    from minitf.runtime import config
+
+    monkeypatch.setattr(config, "_FAST", True)
+    monkeypatch.setenv(config.FAST_ENV, "1")

@@ -31,11 +31,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from minitf.cluster import op_costs
+from minitf.cluster.delays import DelayModel
 from minitf.cluster.sync_record import SyncRecord, worker_index
 from minitf.runtime.simulation import Simulation
 
 if TYPE_CHECKING:
-    from minitf.cluster.delays import DelayModel
     from minitf.framework.ops import Operation
 
 
@@ -72,6 +72,7 @@ class SimulatedCluster:
     ):
         if isinstance(op_cost, str):
             op_cost = op_costs.load(op_cost)
+        _check_delays(worker_delay)
         self._simulation = Simulation(tasks, seed, worker_delay, op_cost)
         names = [loss] if isinstance(loss, str) else loss
         if not isinstance(names, (list, tuple, set)) or not all(isinstance(n, str) for n in names):
@@ -333,3 +334,17 @@ class SimulatedCluster:
 def _index_or_none(task: str) -> int | None:
     """A worker task's index; None for another job's task."""
     return worker_index(task) if task.startswith("/job:worker/") else None
+
+
+def _check_delays(worker_delay) -> None:
+    """Raises TypeError unless ``worker_delay`` is None, a delay model, or a dict of them."""
+    if worker_delay is None:
+        return
+    models = worker_delay if isinstance(worker_delay, dict) else {"*": worker_delay}
+    for key, model in models.items():
+        if not isinstance(model, DelayModel) or not (key == "*" or isinstance(key, int)):
+            raise TypeError(
+                f"worker_delay must be a minitf.cluster.delays model (Constant, Exponential, "
+                f"ShiftedExponential, Pareto) or a dict of them by worker index or '*'; "
+                f"got {key!r}: {model!r}"
+            )

@@ -36,15 +36,12 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from minitf.framework import errors, ops
 from minitf.framework.locks import ShortLock
-
-if TYPE_CHECKING:
-    from minitf.runtime.executor import StepContext
 
 
 class RunResult(enum.Enum):
@@ -140,7 +137,7 @@ class BlockingResource:
     def try_attempt(
         self,
         direction: int,
-        ctx: StepContext | None,
+        ctx: Any,
         done: Callable[[Any], None],
         run: Callable[[Attempt], RunResult],
         cancel_message: str,

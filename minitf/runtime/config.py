@@ -166,3 +166,24 @@ def env_switch(name: str, what: str) -> bool:
             what,
         )
     return True
+
+
+FAST_ENV = "MINITF_FAST"
+"""``MINITF_FAST=0`` turns every speed-up of the runtime off (see `fast`)."""
+
+_FAST = env_switch(FAST_ENV, "the runtime's speed-ups")
+
+
+def fast() -> bool:
+    """Whether the runtime's speed-ups are on (``MINITF_FAST``, read once per process).
+
+    They change how fast a step runs, never what it computes: steps run as
+    a few large moves (straight walks, `minitf.runtime.plan.Segments`)
+    instead of one move per op, kernels write into buffers they keep, chains
+    of ops run as one fused kernel, a step's tensors for another task leave
+    in one message, and tasks on one machine pass tensors through shared
+    memory. With ``MINITF_FAST=0`` none of that happens: every op is a move
+    of its own, every tensor a message of its own, every result a new
+    array. The results are the same bit for bit.
+    """
+    return _FAST

@@ -29,9 +29,11 @@ from collections import deque
 from typing import Any
 
 from minitf.framework import errors
+from minitf.framework.ops import Operation
 from minitf.ops.blocking import Offer
 from minitf.ops.control_flow_kernels import DEAD
-from minitf.runtime.plan import Plan, PlanStep, dereference
+from minitf.ops.nn_kernels import FusionDeclined
+from minitf.runtime.plan import Plan, PlanStep, Unit, Walks, dereference
 
 
 class OpEvent:
@@ -156,34 +158,47 @@ def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
 class StepExecution:
     """The state of one partition of one step, and the two moves that change it.
 
+    The step runs as *units* (`minitf.runtime.plan.Unit`): every op a unit of
+    its own when someone watches op by op (a stepper, a tracer, a plan with
+    ``tf.cond``, or the speed-ups off), else the plan's few large units —
+    straight walks and the ops that wait between them (`Plan.units`). A move
+    runs one ready unit or delivers one arrived completion; a
+    `minitf.runtime.scheduler.Scheduler` chooses which.
+
     Args:
         plan: The partition's `Plan`.
         ctx: The step's `minitf.runtime.executor.StepContext`.
         feed_values: The fed values, in the order of ``plan.feed_slots``.
+        by_op: Run every op as a unit of its own (`Plan.op_units`).
 
     Attributes:
-        steps: The plan's steps (the index of a step is its op's id here).
-        ready: Indices of ops ready to run, in the order they became ready.
-        waiting: Indices of asynchronous ops whose completion has not been
-            delivered (arrived or not).
-        arrived: Indices of waiting ops whose completion has arrived and been
-            collected, in arrival order (touched by the driver only).
+        steps: The plan's steps.
+        units: The units the step runs; with ``by_op``, unit ``i`` is step ``i``.
+        ready: Indices of units ready to run, in the order they became ready.
+        waiting: Indices of units that wait (an op that may wait) whose
+            completion has not been delivered (arrived or not).
+        arrived: Indices of waiting units whose completion has arrived and
+            been collected, in arrival order (touched by the driver only).
         done_ops: How many ops have finished (run, or delivered).
     """
 
     __slots__ = (
-        "plan", "ctx", "steps", "vals", "pending", "ready", "waiting", "arrived", "done_ops",
-        "_results", "_inbox", "_thread", "_starts", "on_arrival", "_dead_preds",
+        "plan", "ctx", "steps", "units", "by_op", "vals", "pending", "ready", "waiting",
+        "arrived", "done_ops", "_results", "_inbox", "_thread", "_starts", "on_arrival",
+        "_dead_preds",
     )  # fmt: skip
 
-    def __init__(self, plan: Plan, ctx, feed_values: list[Any]):
+    def __init__(self, plan: Plan, ctx, feed_values: list[Any], by_op: bool = True):
         self.plan = plan
         self.ctx = ctx
         self.steps: tuple[PlanStep, ...] = plan.steps
+        units = plan.units if not by_op else None
+        self.by_op = units is None
+        self.units: tuple[Unit, ...] = plan.op_units if units is None else units
         self.vals = initial_values(plan, feed_values)
-        self.pending = [s.num_predecessors for s in self.steps]
+        self.pending = [u.num_predecessors for u in self.units]
         self.ready: deque[int] = deque(
-            i for i, s in enumerate(self.steps) if not s.num_predecessors
+            i for i, u in enumerate(self.units) if not u.num_predecessors
         )
         self.waiting: set[int] = set()
         self.arrived: deque[int] = deque()
@@ -192,8 +207,9 @@ class StepExecution:
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # (index, result, arrival ns)
         self._thread = None
         self._starts: dict[int, tuple[int, int]] = {}
-        # Called (from the arriving thread) after a completion arrives: a
-        # scheduler that holds the driver still uses it to wake up.
+        # Called (from the arriving thread) after a completion arrives: the
+        # driver that holds the step uses it to wake up, or to take the step
+        # up again.
         self.on_arrival = None
         # With tf.cond in the plan: how many predecessors of each op were dead.
         self._dead_preds = [0] * len(self.steps) if plan.has_control_flow else None
@@ -203,7 +219,7 @@ class StepExecution:
 
     @property
     def finished(self) -> bool:
-        """True when every op has run and every completion has been delivered."""
+        """True when every unit has run and every completion has been delivered."""
         return not self.ready and not self.waiting
 
     def fetches(self) -> list[Any]:
@@ -216,19 +232,20 @@ class StepExecution:
         Returns:
             ``{"step_id", "client", "ops", "done", "ready": [op], "waiting": [op],
             "arrived": [op], "ran": [op name]}`` where each op is ``{"index", "name", "type"}``
-            and a waiting one also has ``"waits_for"`` (`waits_for`).
+            (the op that names the unit) and a waiting one also has ``"waits_for"``
+            (`waits_for`).
         """
-        steps = self.steps
+        units = self.units
 
         def op(i: int) -> dict:
-            return {"index": i, "name": steps[i].op.name, "type": steps[i].op.type}
+            return {"index": i, "name": units[i].op.name, "type": units[i].op.type}
 
         arrived = set(self.arrived)
         ready, waiting = set(self.ready), self.waiting
         return {
             "step_id": self.ctx.step_id,
             "client": self.ctx.client,
-            "ops": len(steps),
+            "ops": len(self.steps),
             "done": self.done_ops,
             "ready": [op(i) for i in self.ready],
             "waiting": [
@@ -236,17 +253,18 @@ class StepExecution:
             ],
             "arrived": [op(i) for i in self.arrived],
             "ran": [
-                steps[i].op.name
+                name.name
                 for i, count in enumerate(self.pending)
                 if not count and i not in ready and i not in waiting
+                for name in units[i].ops
             ],
         }
 
     def waits_for(self, i: int) -> dict:
-        """What the waiting op ``i`` waits for: a queue's size, an accumulator's count, a tensor.
+        """What the waiting unit ``i`` waits for: a queue's size, an accumulator's count, a tensor.
 
         Args:
-            i: The index of a waiting op in the plan's steps.
+            i: The index of a waiting unit.
 
         Returns:
             For a ``_Recv``: ``{"kind": "tensor", "key", "from"}``; for a queue
@@ -254,64 +272,63 @@ class StepExecution:
             and ``global_step``) with ``"required"`` where the op needs more
             than one; otherwise ``{"kind": "completion"}``.
         """
-        return waits_of(self.steps[i], self.vals)
+        return waits_of(self.units[i].step, self.vals)
 
     def run_op(self, i: int) -> None:
-        """Runs the ready op ``i``.
+        """Runs the ready unit ``i``: its straight walk, or the start of its op that may wait.
 
         Args:
-            i: The index of a ready op in the plan's steps.
+            i: The index of a ready unit.
 
         Raises:
-            OpError: the TF error of its kernel, naming the op.
+            OpError: the TF error of a kernel, naming its op.
         """
         ready = self.ready
         if ready[0] == i:
             ready.popleft()
         else:
             ready.remove(i)
-        step = self.steps[i]
-        vals = self.vals
-        args = [vals[j] for j in step.in_slots]
-        if self._dead_preds is not None and self._is_dead(i, step, args):
-            self._run_dead(i, step)
+        unit = self.units[i]
+        step = unit.step
+        if self._dead_preds is not None and self._is_dead(i, step):
+            self._run_dead(i, unit)
             return
-        clock = self.ctx.clock
-        start = clock.now_ns() if self._thread is not None else 0
-        if step.is_async:
+        traced = self._thread is not None
+        start = self.ctx.clock.now_ns() if traced else 0
+        if step is not None and step.is_async:
             self.waiting.add(i)
-            try:
-                step.compute(self.ctx, self._completion(i), *args)
-            except Exception as exc:
-                raise as_op_error(exc, step.op) from exc
-            if self._thread is not None:
-                self._starts[i] = (start, clock.now_ns())
+            start_waiting(step, self.ctx, self._completion(i), self.vals)
+            if traced:
+                self._starts[i] = (start, self.ctx.clock.now_ns())
             return
-        try:
-            result = step.compute(self.ctx, *args)
-        except Exception as exc:
-            raise as_op_error(exc, step.op) from exc
-        self._finish(step, result)
-        if self._thread is not None:
+        walk(unit.entries, unit.walks, self.vals, self.ctx)
+        self._finish(i, unit)
+        if traced:
             self.ctx.trace.append(
-                OpEvent.of(step, start, clock.now_ns(), vals, self.ctx, self._thread)
+                OpEvent.of(step, start, self.ctx.clock.now_ns(), self.vals, self.ctx, self._thread)
             )
 
-    def _is_dead(self, i: int, step: PlanStep, args: list) -> bool:
+    def _is_dead(self, i: int, step: PlanStep) -> bool:
         """Whether op ``i`` is on a branch not taken: a dead input or dead control input.
 
         ``Merge`` is the exception: it is dead only when all its inputs are.
         """
+        vals = self.vals
         if step.op.type == "Merge":
-            return all(a is DEAD for a in args)
-        return self._dead_preds[i] > 0 or any(a is DEAD for a in args)
+            return all(vals[j] is DEAD for j in step.in_slots)
+        return self._dead_preds[i] > 0 or any(vals[j] is DEAD for j in step.in_slots)
 
-    def _run_dead(self, i: int, step: PlanStep) -> None:
+    def _run_dead(self, i: int, unit: Unit) -> None:
         """A dead op does not run; its outputs are dead. A ``_Send`` still tells its peer."""
+        step = unit.step
         if step.op.type == "_Send":
-            # The receiving task must learn the value is dead, or its _Recv waits forever.
+            # The receiving task must learn the value is dead, or its _Recv waits
+            # forever (dead by a control edge, its input may well be alive).
             step.compute(self.ctx, DEAD)
-        self._finish(step, DEAD if len(step.out_slots) == 1 else [DEAD] * len(step.out_slots))
+        store_outputs(
+            step, self.vals, DEAD if len(step.out_slots) == 1 else [DEAD] * len(step.out_slots)
+        )
+        self._finish(i, unit)
         self._mark_dead(step)
 
     def _mark_dead(self, step: PlanStep) -> None:
@@ -320,10 +337,10 @@ class StepExecution:
             dead_preds[j] += 1
 
     def deliver(self, i: int) -> None:
-        """Hands the arrived completion of op ``i`` to the step.
+        """Hands the arrived completion of unit ``i`` to the step.
 
         Args:
-            i: The index of an op whose completion has arrived.
+            i: The index of a unit whose completion has arrived.
 
         Raises:
             OpError: if the op finished with an error.
@@ -340,10 +357,12 @@ class StepExecution:
             result.run_offered_attempt()
             return
         self.waiting.discard(i)
-        step = self.steps[i]
+        unit = self.units[i]
+        step = unit.step
         if isinstance(result, BaseException):
             raise as_op_error(result, step.op)
-        self._finish(step, result)
+        store_outputs(step, self.vals, result)
+        self._finish(i, unit)
         if result is DEAD and self._dead_preds is not None:
             self._mark_dead(step)  # a _Recv of a dead value, a control edge's too
         if self._thread is not None and i in self._starts:
@@ -381,6 +400,18 @@ class StepExecution:
         self.collect()
         return True
 
+    def detach(self) -> None:
+        """Lets go of the step's values once it has ended.
+
+        A step and the completions it handed out refer to each other; left to
+        the garbage collector, that cycle kept a ps's gradients alive for
+        dozens of steps, so that every new sum started in memory gone cold.
+        A completion that comes later (of a cancelled op) finds nothing.
+        """
+        self.vals = []
+        self._results.clear()
+        self.on_arrival = None
+
     def _take(self, item: tuple) -> None:
         i, result, arrived_ns = item
         self._results[i] = (result, arrived_ns)
@@ -392,19 +423,106 @@ class StepExecution:
 
         def done(result: Any) -> None:
             inbox.put((i, result, clock.now_ns() if traced else 0))
-            if self.on_arrival is not None:
-                self.on_arrival()
+            on_arrival = self.on_arrival
+            if on_arrival is not None:
+                on_arrival()
 
         return done
 
-    def _finish(self, step: PlanStep, result: Any) -> None:
-        store_outputs(step, self.vals, result)
+    def _finish(self, i: int, unit: Unit) -> None:
         pending, ready = self.pending, self.ready
-        for j in step.successors:
+        for j in unit.successors:
             pending[j] -= 1
             if pending[j] == 0:
                 ready.append(j)
-        self.done_ops += 1
+        self.done_ops += len(unit.ops)
+
+
+def start_waiting(step: PlanStep, ctx, done, vals: list) -> None:
+    """Starts the op of ``step`` that may wait: its kernel calls ``done`` when it finishes.
+
+    The one place an asynchronous kernel is called (`walk` is the one place a
+    synchronous kernel is).
+
+    Args:
+        step: The op's `minitf.runtime.plan.PlanStep`.
+        ctx: The step's context.
+        done: The completion: called once with the op's outputs or its error.
+        vals: The step's value slots (the op's inputs are read from them).
+
+    Raises:
+        OpError: the kernel's error, naming its op, if it fails at once.
+    """
+    try:
+        step.compute(ctx, done, *[vals[j] for j in step.in_slots])
+    except Exception as exc:
+        raise as_op_error(exc, step.op) from exc
+
+
+def walk(entries: tuple, walks: Walks | None, vals: list, ctx) -> None:
+    """Runs straight-walk entries in order, with buffers from ``walks`` when it has some.
+
+    From a plan's second run on, one of ``walks`` (`minitf.runtime.plan.Walks`)
+    replaces ``entries``: kernels writing into buffers they keep, fused
+    chains in place of their ops. A chain whose kernel declines its inputs
+    hands over to the rest of the walk op by op.
+
+    Args:
+        entries: The walk's entries (`minitf.runtime.plan.Plan.straight`'s form).
+        walks: The walks with buffers of these entries, or None.
+        vals: The step's value slots, read and written.
+        ctx: The step's context.
+
+    Raises:
+        OpError: the TF error of the first failing kernel, naming its op.
+    """
+    taken = walks.take() if walks is not None else None
+    if taken is None:
+        _walk(entries, vals, ctx)
+        return
+    try:
+        declined = _walk(taken, vals, ctx)
+        if declined is not None:
+            _walk(walks.unfused_rest[declined], vals, ctx)
+    finally:
+        walks.give(taken)
+
+
+def _walk(entries: tuple, vals: list, ctx) -> Operation | None:
+    """Runs straight-walk entries (`minitf.runtime.plan.Plan.straight`) in order.
+
+    Returns:
+        None, or the op of a fused chain whose kernel declined its inputs
+        (the step goes on with the chain's ops one by one).
+
+    Raises:
+        OpError: the TF error of the first failing kernel, naming its op.
+    """
+    # The hot loop of minitf: arity-specialised calls avoid building an
+    # argument list per op. ``op`` names the failing op if a kernel raises.
+    op = None
+    try:
+        for compute, ins, n, out, outs, op in entries:  # noqa: B007
+            if n == 2:
+                result = compute(ctx, vals[ins[0]], vals[ins[1]])
+            elif n == 1:
+                result = compute(ctx, vals[ins[0]])
+            elif n == 3:  # an optimizer's update, an accumulator's apply
+                result = compute(ctx, vals[ins[0]], vals[ins[1]], vals[ins[2]])
+            elif n == 0:
+                result = compute(ctx)
+            else:
+                result = compute(ctx, *[vals[i] for i in ins])
+            if out >= 0:
+                vals[out] = result
+            elif out == -1:
+                for slot, value in zip(outs, result):
+                    vals[slot] = value
+    except FusionDeclined:
+        return op
+    except Exception as exc:
+        raise as_op_error(exc, op) from exc
+    return None
 
 
 def store_outputs(step, vals: list, result: Any) -> None:

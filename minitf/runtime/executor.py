@@ -1,39 +1,29 @@
-"""The executor: runs one plan (one partition of one step).
+"""The executor: runs the steps of one task, every move chosen by its scheduler.
 
-Two drivers run the same `Plan`:
+There is one way to run a step. Its partition's `Plan` becomes a
+`StepExecution` (`minitf.runtime.execution`): the step's value slots, which
+units are ready, which wait, which completions have arrived. The executor's
+`Scheduler` (`minitf.runtime.scheduler`) chooses every move — run this
+ready unit, deliver that completion — until the step is done. Free-running
+steps run in the plan's large units (straight walks with buffers and fused
+chains, and the ops that wait between them); a stepper, a tracer or a
+simulation sees one op per move. Either way, the same object, the same two
+moves, the same scheduler.
 
-* the **dataflow driver** makes a `StepExecution` (the step's state as an
-  object: ready ops, waiting ops, arrived completions) and asks the
-  executor's `Scheduler` for one move after another — run this ready op,
-  deliver that completion — until the step is done. When nothing can move
-  it waits for a completion to arrive (or the step's deadline);
-* the **straight-line walk** runs the ops in the plan's topological order.
-  When every kernel is synchronous, any topological order is a valid dataflow
-  schedule, so the walk gives the same results without the bookkeeping. The
-  executor takes it only when the plan has no asynchronous kernel and nobody
-  (a stepper, a tracer) has asked to see each op. From a plan's second run
-  on, it walks one of the plan's walks with buffers (`minitf.runtime.plan.Walks`):
-  kernels write into arrays they keep between steps and fused chains run as
-  one kernel — the same values, without a new array per op and step;
-* the **segmented walk** joins the two for a plan with asynchronous kernels
-  and no ``tf.cond`` (`minitf.runtime.plan.Segments`), when nobody asked to
-  see each op: straight walks between the completions of its waiting ops.
-
-An untraced step's tensors for other tasks leave in one message per task and
-burst of ops (`StepContext.post`).
+Who makes the moves is the only thing that differs: the calling thread
+(`Executor.run`), which waits when the step does, or the task's loop
+(`Executor.start`), for a step that must hold no thread while it waits.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import heapq
 import itertools
 import logging
 import math
 import os
-import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -42,17 +32,13 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.framework.ops import Operation
-from minitf.ops.nn_kernels import FusionDeclined
+from minitf.runtime import config
 from minitf.runtime.clock import WALL_CLOCK, WallClock
 from minitf.runtime.execution import (
     OpEvent,
     StepExecution,
     as_op_error,
     describe_wait,
-    fetched,
-    initial_values,
-    store_outputs,
-    waits_of,
 )
 from minitf.runtime.plan import Plan
 from minitf.runtime.scheduler import DELIVER, FifoScheduler, Scheduler
@@ -107,15 +93,6 @@ def _float_warning_switches():
 
 
 _quiet_floats, _floats_back = _float_warning_switches()
-
-
-class _Advancing(threading.local):
-    """Per thread: the resumed steps whose turn comes after the one this thread advances."""
-
-    deferred: collections.deque | None = None
-
-
-_advancing = _Advancing()
 
 
 class CancellationManager:
@@ -179,7 +156,7 @@ class StepContext:
         resource_mgr: The task's `ResourceMgr`.
         cancellation: The step's `CancellationManager`; None for a step made
             with ``cancellable=False``, one that walks straight
-            (`Executor.walks_straight`): nothing in it waits, so nothing
+            (a local step with nothing that waits): nothing in it waits, so nothing
             registers to be woken.
         deadline: ``time.monotonic()`` value after which the step fails, or None.
         rendezvous: The task's `Rendezvous`, where ``_Recv`` waits (cluster steps).
@@ -287,12 +264,30 @@ class StepContext:
 
 
 class Executor:
-    """Runs plans on one task.
+    """Runs the steps of one task: every op of every step as a move its scheduler chooses.
+
+    A step's partition becomes a `StepExecution`; the executor's `Scheduler`
+    picks each move (run a ready unit, deliver an arrived completion) until
+    the step is done. Two drivers make the moves:
+
+    * `run`: the calling thread drives the step and waits, when no move can
+      be made, for a completion (or the deadline) — a local session's steps,
+      the client's own partition, a stepped or traced step on a task;
+    * `start`: the step holds no thread while it waits. The task's *loop*
+      (`_Loop`, one thread per executor, TF's inter-op thread pool of one)
+      makes its moves, and takes it up again each time a completion
+      arrives, in the order steps asked: completions reach the step through
+      the loop and its scheduler, never on the thread that made them.
+
+    What a move runs is a policy of the scheduler's: watched op by op
+    (`Scheduler.observes_ops`, a traced step, a plan with ``tf.cond``, or the
+    speed-ups off, `minitf.runtime.config.fast`) every op is a move; else a
+    move is one of the plan's units — a straight walk with buffers and fused
+    chains, or one op that may wait (`minitf.runtime.plan.Plan.units`).
 
     Args:
-        scheduler: Chooses every move of the dataflow driver (default: `FifoScheduler`).
-        observe_ops: If True, always use the dataflow driver (a stepper or a
-            tracer wants to see every op in turn).
+        scheduler: Chooses every move (default: `FifoScheduler`).
+        observe_ops: If True, every op is a move (a tracer wants each in turn).
         task: The task's name, for the log of waiting steps.
     """
 
@@ -301,12 +296,25 @@ class Executor:
     ):
         self.scheduler = scheduler or FifoScheduler()
         self.observe_ops = observe_ops or self.scheduler.observes_ops
+        self.by_op = self.observe_ops or not config.fast()
         self.task = task
         self.wait_log_secs = wait_log_secs()
         self._watch: _Watch | None = None
+        self._loop: _Loop | None = None
+
+    def execution(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> StepExecution:
+        """A new step of ``plan``: op by op if anyone watches, else in the plan's units.
+
+        Args:
+            plan: The `Plan` of the step.
+            ctx: The step's `StepContext`.
+            feed_values: The fed values, in the order of the plan's feeds.
+        """
+        by_op = self.by_op or ctx.trace is not None or plan.units is None
+        return StepExecution(plan, ctx, feed_values, by_op)
 
     def run(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
-        """Runs ``plan`` with the fed values; returns the fetched values.
+        """Runs ``plan`` with the fed values on the calling thread; returns the fetched values.
 
         Args:
             plan: The `Plan` of the step.
@@ -316,91 +324,13 @@ class Executor:
         Raises:
             OpError: the TF error of the first failing op (the step is cancelled).
         """
-        if self.walks_straight(plan, ctx):
-            return self.run_straight(plan, ctx, feed_values)
-        if (
-            plan.segments is not None
-            and ctx.trace is None
-            and not self.observe_ops
-            and type(self.scheduler) is FifoScheduler
-        ):
-            return self._run_segments(plan, ctx, feed_values)
-        execution = StepExecution(plan, ctx, feed_values)
+        execution = self.execution(plan, ctx, feed_values)
         quiet = _quiet_floats()
         try:
             self.drive(execution)
         finally:
             _floats_back(quiet)
         return execution.fetches()
-
-    def walks_straight(self, plan: Plan, ctx: StepContext | None) -> bool:
-        """Whether `run` runs ``plan`` as one straight walk, which never waits.
-
-        Args:
-            plan: The `Plan` of the step.
-            ctx: The step's `StepContext`; None for an untraced step.
-        """
-        return not (
-            plan.has_async
-            or plan.has_control_flow
-            or self.observe_ops
-            or (ctx is not None and ctx.trace is not None)
-            or plan.segments is not None
-        )
-
-    def run_straight(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
-        """Walks a plan for which `walks_straight` holds; returns what it fetches.
-
-        Args:
-            plan: A plan that walks straight.
-            ctx: Its step's context.
-            feed_values: What is fed, in the plan's order of feeds.
-
-        Raises:
-            OpError: the TF error of the kernel that failed.
-        """
-        vals = initial_values(plan, feed_values)
-        quiet = _quiet_floats()
-        try:
-            if ctx.transport is None:  # a local step: nothing to send
-                _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
-            else:  # the walk never waits: its tensors for other tasks leave together at its end
-                with _batched_sends(ctx):
-                    _walk_with_buffers(plan.straight, plan.walks, vals, ctx)
-        finally:
-            _floats_back(quiet)
-        return fetched(plan, vals)
-
-    def local_walker(self, plan: Plan) -> Callable[[StepContext, list], list]:
-        """`run_straight` for one local plan, with what it looks up bound once.
-
-        A `make_callable` runner walks the same plan every call, often from
-        several threads at once; every lookup it saves is time it holds the
-        interpreter lock for less (see `minitf.runtime.session`).
-
-        Args:
-            plan: A plan that walks straight, of a step without a transport.
-
-        Returns:
-            ``walk(ctx, feed_values) -> fetched values``.
-        """
-        initial, feed_slots, entries, walks = (
-            plan.initial_slots, plan.feed_slots, plan.straight, plan.walks
-        )  # fmt: skip
-        quiet, back = _quiet_floats, _floats_back
-
-        def walk(ctx: StepContext, feed_values: list) -> list:
-            vals = initial.copy()
-            for slot, value in zip(feed_slots, feed_values):
-                vals[slot] = value
-            state = quiet()
-            try:
-                _walk_with_buffers(entries, walks, vals, ctx)
-            finally:
-                back(state)
-            return fetched(plan, vals)
-
-        return walk
 
     def drive(self, execution: StepExecution) -> None:
         """Makes the scheduler's moves until the step is done; waits when none can be made.
@@ -413,56 +343,102 @@ class Executor:
                 naming the ops still waiting when the step's deadline passed.
                 The step is cancelled on the way out.
         """
-        scheduler, ctx = self.scheduler, execution.ctx
-        if type(scheduler) is FifoScheduler:
-            self._drive_fifo(execution)
-            return
+        scheduler = self.scheduler
         scheduler.started(execution)
+        try:
+            while True:
+                self.moves(execution)
+                if execution.finished:
+                    break
+                self._wait(execution)
+        except BaseException:
+            _cancel(execution.ctx)
+            raise
+        finally:
+            scheduler.finished(execution)
+
+    def moves(self, execution: StepExecution) -> None:
+        """Makes moves until the scheduler has none for now (the step is done, or waits).
+
+        A step's tensors for another task that ``_Send`` s give meanwhile
+        leave together, one message per task, when it stops (one at a time
+        in a step watched op by op, so that a trace times each transfer).
+
+        Args:
+            execution: The step's `StepExecution`.
+
+        Raises:
+            OpError: the error of the move that failed.
+        """
+        scheduler, ctx = self.scheduler, execution.ctx
+        batching = not execution.by_op and ctx.transport is not None
+        if batching:
+            ctx.outbox = {}
         try:
             while not execution.finished:
                 if execution.has_news:
                     execution.collect()
                 move = scheduler.next_move(execution)
                 if move is None:
-                    self._wait(execution)
-                elif move[0] == DELIVER:
+                    break
+                if move[0] == DELIVER:
                     execution.deliver(move[1])
                 else:
                     execution.run_op(move[1])
-        except BaseException:
-            ctx.cancellation.start_cancel()
-            raise
+            if batching:
+                if ctx.carry_to is not None and execution.finished:
+                    # The reply goes to that task anyway: its tensors go with it.
+                    held = ctx.outbox.pop(ctx.carry_to, None)
+                    if held:
+                        ctx.carried = [(key, value) for key, value, _ in held]
+                ctx.flush_outbox()
         finally:
-            scheduler.finished(execution)
+            if batching:
+                ctx.outbox = None
 
-    def _drive_fifo(self, execution: StepExecution) -> None:
-        """`drive` with `FifoScheduler`'s order written out: the free-running hot path.
+    def start(
+        self,
+        plan: Plan,
+        ctx: StepContext,
+        feed_values: list[Any],
+        done: Callable[[list[Any] | None, BaseException | None], None],
+    ) -> None:
+        """Starts a step that holds no thread while it waits: the task's loop makes its moves.
 
-        An untraced step's tensors for other tasks leave in batches: those
-        that ``_Send`` s gave during a burst of ready ops go together, one
-        message per task, before the step waits or when it ends
-        (`StepContext.post`; the straight-line walk, which never waits, sends
-        them at its end). A traced step sends each at once, so that its trace
-        times every transfer.
+        Args:
+            plan: The `Plan` of the step.
+            ctx: The step's `StepContext`.
+            feed_values: The fed values, in the order of the plan's feeds.
+            done: Called once, on the loop's thread, with the fetched values
+                and None, or None and the step's `OpError` (the step is
+                cancelled first).
         """
-        ctx, ready, arrived = execution.ctx, execution.ready, execution.arrived
-        inbox_empty = execution._inbox.empty
-        batching = ctx.trace is None and ctx.transport is not None
-        try:
-            with _sends_in_batches(ctx, batching):
-                while ready or execution.waiting:
-                    if not inbox_empty():
-                        execution.collect()
-                    if arrived:
-                        execution.deliver(arrived[0])
-                    elif ready:
-                        execution.run_op(ready[0])
-                    else:
-                        ctx.flush_outbox()  # nothing when not batching
-                        self._wait(execution)
-        except BaseException:
-            ctx.cancellation.start_cancel()
-            raise
+        if self._loop is None:
+            with _watch_lock:
+                if self._loop is None:
+                    self._loop = _Loop(self.task)
+        started = _Started(self, self.execution(plan, ctx, feed_values), done)
+        self._loop.take_up(started)
+
+    def watch(self, run: _Started) -> None:
+        """Watches a started step that waits: its deadline, and its long waits.
+
+        Args:
+            run: The step, when it first waits.
+        """
+        if self._watch is None:
+            with _watch_lock:
+                if self._watch is None:
+                    self._watch = _Watch(run.ctx.clock, self.wait_log_secs)
+        self._watch.add(run)
+
+    def unwatch(self, run: _Started) -> None:
+        """Stops watching a started step that has ended.
+
+        Args:
+            run: The step.
+        """
+        self._watch.remove(run)
 
     def _wait(self, execution: StepExecution) -> None:
         """Waits for a completion; logs what waits, every ``wait_log_secs``, while it lasts.
@@ -483,327 +459,154 @@ class Executor:
                 raise _deadline_error(execution)
             return
 
-    def _run_segments(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
-        """Runs a plan with ops that may wait as straight walks between their completions.
 
-        See `minitf.runtime.plan.Segments`: the executor runs every segment
-        whose waiting ops have completed, starts every waiting op whose
-        inputs are ready, and waits for the next completion, until all have
-        run. Tensors for other tasks leave in one message per task before
-        each wait and at the end (`StepContext.post`).
-
-        Raises:
-            OpError: a kernel's error naming its op, a waiting op's error (an
-                aborted step, a lost peer, a closed queue), or
-                ``DeadlineExceededError`` naming the ops still waiting and
-                what for. The step is cancelled on the way out.
-        """
-        run = _SegmentedRun(plan, ctx, feed_values)
-        quiet = _quiet_floats()
-        try:
-            with _sends_in_batches(ctx, ctx.transport is not None):
-                while not run.advance():
-                    ctx.flush_outbox()
-                    run.arrivals.next(run, self)
-        except BaseException:
-            ctx.cancellation.start_cancel()
-            raise
-        finally:
-            _floats_back(quiet)
-        return fetched(plan, run.vals)
-
-    def start_resumed(
-        self,
-        plan: Plan,
-        ctx: StepContext,
-        feed_values: list[Any],
-        done: Callable[[list[Any] | None, BaseException | None], None],
-    ) -> None:
-        """Starts a segmented step that the threads completing its waits carry on.
-
-        The calling thread runs what can run before the first wait and
-        returns; each completion then runs, on the thread that completed it,
-        what it made ready. No thread waits for the step: a ps answering a
-        worker's run costs no hand-off between threads, as TF's executor
-        goes on with a ``_Recv``'s or a dequeue's successors on the thread
-        that completed it. Every waiting op completes outside any lock: a
-        ``_Recv`` from the thread that delivers its tensor, a dequeue or a
-        ``take_grad`` from the thread whose enqueue or ``apply_grad`` let it
-        finish, once that thread has released the resource's lock
-        (`minitf.ops.blocking`), and a cancelled one from the thread that
-        cancels. An arrival while another thread runs the step is queued
-        for that thread.
-
-        Args:
-            plan: The `Plan` of the step (it has `Plan.segments`).
-            ctx: The step's `StepContext`.
-            feed_values: The fed values, in the order of the plan's feeds.
-            done: Called once, on whichever thread ends the step, with the
-                fetched values and None, or None and the step's `OpError`
-                (the step is cancelled first).
-        """
-        _ResumedRun(self, plan, ctx, feed_values, done).start()
-
-    def watch(self, run: _ResumedRun) -> None:
-        """Watches a resumed step that waits: its deadline, and its long waits (`start_resumed`).
-
-        Args:
-            run: The step, when it first waits.
-        """
-        if self._watch is None:
-            with _watch_lock:
-                if self._watch is None:
-                    self._watch = _Watch(run.ctx.clock, self.wait_log_secs)
-        self._watch.add(run)
-
-    def unwatch(self, run: _ResumedRun) -> None:
-        """Stops watching a resumed step that has ended.
-
-        Args:
-            run: The step.
-        """
-        self._watch.remove(run)
+def _cancel(ctx: StepContext) -> None:
+    if ctx.cancellation is not None:
+        ctx.cancellation.start_cancel()
 
 
-def _sends_in_batches(ctx: StepContext, batching: bool = True):
-    """While it lasts, ``_Send`` s give their tensors to ``ctx.outbox``; they leave at its end.
+class _Loop:
+    """The thread that makes the moves of a task's started steps (`Executor.start`).
 
-    The driver flushes the outbox before each wait too (`StepContext.post`).
-    Without ``batching`` every tensor leaves when its ``_Send`` runs, and the
-    bracket is a shared no-op: a local step pays nothing for it.
-    """
-    return _batched_sends(ctx) if batching else _NOT_BATCHED
-
-
-_NOT_BATCHED = contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def _batched_sends(ctx: StepContext):
-    ctx.outbox = {}
-    try:
-        yield
-        ctx.flush_outbox()
-    finally:
-        ctx.outbox = None
-
-
-def _walk_with_buffers(entries: tuple, walks, vals: list, ctx: StepContext) -> None:
-    """Walks one of ``walks`` (`minitf.runtime.plan.Walks`), or ``entries`` when it has none yet."""
-    walk = walks.take() if walks is not None else None
-    if walk is None:
-        _walk(entries, vals, ctx)
-        return
-    try:
-        declined = _walk(walk, vals, ctx)
-        if declined is not None:
-            _walk(walks.unfused_rest[declined], vals, ctx)
-    finally:
-        walks.give(walk)
-
-
-class _SegmentedRun:
-    """A segmented step between two completions (`Executor._run_segments`).
-
-    Attributes:
-        vals: The step's value slots.
-        arrivals: Its waiting ops and their completions.
+    Steps are taken up in the order they ask — a new step, or one to which a
+    completion has come — and each makes the moves its scheduler has for it
+    before the next is taken up, as TF's executor queues the ops a
+    completion makes ready behind the node that is running: a worker's
+    ``apply_grad`` that lets the chief's ``take_grad`` finish comes back to
+    the chief's step only after the worker's step has started its token
+    dequeue, so no other worker can take that worker's token. The thread
+    ends after `IDLE_SECONDS` without work, and a new one starts when work
+    comes.
     """
 
-    def __init__(self, plan: Plan, ctx: StepContext, feed_values: list[Any], arrive=None):
-        self.plan = plan
-        self.ctx = ctx
-        self.vals = initial_values(plan, feed_values)
-        self.arrivals = _Arrivals(plan, ctx, arrive)
-        self._completed = 0
-        self._todo = list(plan.segments.order)
-        self._unstarted = list(plan.segments.waits)
+    IDLE_SECONDS = 30.0
 
-    def advance(self) -> bool:
-        """Runs each segment whose waits have completed and starts each wait that can start.
+    def __init__(self, task: str):
+        self._name = f"minitf-loop {task}".strip()
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: collections.deque[_Started] = collections.deque()
+        self._running = False
 
-        Returns:
-            True when every op of the step has run.
+    def take_up(self, run: _Started) -> None:
+        """Queues ``run`` to make its moves (from any thread)."""
+        with self._cond:
+            self._queue.append(run)
+            if self._running:
+                self._cond.notify()
+                return
+            self._running = True
+        threading.Thread(target=self._serve, name=self._name, daemon=True).start()
 
-        Raises:
-            OpError: a kernel's error, naming its op; ``InternalError`` for
-                a plan whose masks do not add up.
-        """
-        completed, vals, ctx = self._completed, self.vals, self.ctx
-        still = []
-        for segment in self._todo:
-            if segment[0] & ~completed:
-                still.append(segment)
-            else:  # a segment (`minitf.runtime.plan.Segments`): its entries, its walks
-                _walk_with_buffers(segment[1], segment[2], vals, ctx)
-        self._todo = still
-        later = []
-        for wait in self._unstarted:
-            if wait[2] & ~completed:
-                later.append(wait)
-            else:
-                self.arrivals.start(wait[0], wait[1], vals)
-        self._unstarted = later
-        if self.arrivals.waiting:
-            return False
-        if self._todo or self._unstarted:
-            raise errors.InternalError(
-                None, None, f"step {ctx.step_id:x} has ops that can never run"
-            )
-        return True
-
-    def arrived(self, index: int, value: Any) -> None:
-        """Stores the completion of the waiting op at step ``index``.
-
-        Raises:
-            OpError: the waiting op's error, if it failed.
-        """
-        self._completed |= self.arrivals.store(index, value, self.vals)
+    def _serve(self) -> None:
+        cond, pending = self._cond, self._queue
+        while True:
+            with cond:
+                if not pending:
+                    cond.wait(self.IDLE_SECONDS)
+                    if not pending:
+                        self._running = False
+                        return
+                run = pending.popleft()
+            try:
+                run.advance()
+            except Exception:  # noqa: BLE001 - a step reports its own errors; keep the loop
+                logger.exception("%s: a step failed outside its own error handling", self._name)
+            del run  # hold nothing of a finished step while idle
 
 
-class _ResumedRun:
-    """A segmented step carried on by the threads that complete its waits (`start_resumed`).
+class _Started:
+    """A step that `Executor.start` started, taken up by the loop each time it can move."""
 
-    One thread at a time advances the step; an arrival while another thread
-    advances it (or while the starting thread runs the first segments) is
-    queued, and that thread takes it before it lets go.
-    """
+    __slots__ = (
+        "_executor", "execution", "_done", "_lock", "_queued", "_ended", "_expired",
+        "_watched", "started", "__weakref__",
+    )  # fmt: skip
 
-    def __init__(self, executor: Executor, plan: Plan, ctx, feed_values: list, done):
+    def __init__(self, executor: Executor, execution: StepExecution, done):
         self._executor = executor
+        self.execution = execution
         self._done = done
         self._lock = threading.Lock()
-        self._queued: list[tuple[int, Any]] = []
-        self._busy = True  # the starting thread advances first
+        self._queued = True  # the loop takes it up first
         self._ended = False
+        self._expired = False
         self._watched = False
-        self.started = ctx.clock.now()
-        self.run = _SegmentedRun(plan, ctx, feed_values, self._arrive)
+        self.started = execution.ctx.clock.now()
+        execution.on_arrival = self._arrival
 
     @property
     def ctx(self) -> StepContext:
         """The step's context."""
-        return self.run.ctx
+        return self.execution.ctx
 
-    def start(self) -> None:
-        """Runs what can run before the first wait (on the calling thread)."""
-        self._advance([])
-
-    def _arrive(self, index: int, value: Any) -> None:
+    def _arrival(self) -> None:
+        """A completion came (on whichever thread made it): the loop takes the step up."""
         with self._lock:
+            if self._queued or self._ended:
+                return
+            self._queued = True
+        self._executor._loop.take_up(self)
+
+    def advance(self) -> None:
+        """Makes the step's moves until it waits or ends (on the loop's thread)."""
+        with self._lock:
+            self._queued = False
             if self._ended:
                 return
-            if self._busy:
-                self._queued.append((index, value))
-                return
-            self._busy = True
-        self._advance([(index, value)])
-
-    def _advance(self, arrivals: list) -> None:
-        """Advances the step now, or, on a thread that is advancing another, right after it.
-
-        A completion can come from a kernel of another resumed step (an
-        ``apply_grad`` that lets a ``take_grad`` finish). Run there and then,
-        the completed step would go ahead of the rest of the step whose
-        kernel completed it: the chief's update and its tokens would come
-        before that worker's own token dequeue had even started, and another
-        worker could take its token. So the thread finishes its step's burst
-        of ops first, as TF's executor queues the ops a completion makes
-        ready behind the node that is running.
-        """
-        deferred = _advancing.deferred
-        if deferred is not None:
-            deferred.append((self, arrivals))
-            return
-        _advancing.deferred = deferred = collections.deque([(self, arrivals)])
-        try:
-            while deferred:
-                run, items = deferred.popleft()
-                try:
-                    run._go(items)
-                except Exception:  # noqa: BLE001 - keep going with the other steps
-                    logger.exception("a resumed step failed outside its own error handling")
-        finally:
-            _advancing.deferred = None
-
-    def _go(self, arrivals: list) -> None:
-        run, ctx = self.run, self.run.ctx
-        ctx.outbox = {}
+        execution = self.execution
         quiet = _quiet_floats()
         try:
-            while True:
-                for index, value in arrivals:
-                    run.arrived(index, value)
-                finished = run.advance()
-                if finished and ctx.carry_to is not None:
-                    # The reply goes to that task anyway: its tensors go with it.
-                    held = ctx.outbox.pop(ctx.carry_to, None)
-                    if held:
-                        ctx.carried = [(key, value) for key, value, _ in held]
-                ctx.flush_outbox()
-                with self._lock:
-                    arrivals, self._queued = self._queued, []
-                    if not arrivals:
-                        ctx.outbox = None  # before another thread may take the step
-                        self._busy = False
-                        self._ended = finished
-                        if not finished and not self._watched:
-                            self._watched = True
-                            self._executor.watch(self)
-                        break
+            if self._expired:
+                raise _deadline_error(execution)
+            self._executor.moves(execution)
         except BaseException as exc:  # noqa: BLE001 - the step's error goes to ``done``
-            ctx.outbox = None
-            self._end(exc)
+            self._end(None, exc)
             return
         finally:
             _floats_back(quiet)
-        if finished:
-            self._unwatch()
-            self._report(fetched(run.plan, run.vals), None)
+        if execution.finished:
+            self._end(execution.fetches(), None)
+        elif not self._watched:
+            self._watched = True
+            self._executor.watch(self)
 
-    def _report(self, values: list | None, error: BaseException | None) -> None:
-        """Hands the step's outcome to ``done``, having let go of the step's values."""
-        self.run.arrivals.detach()
-        self._done(values, error)
-
-    def _end(self, error: BaseException) -> None:
+    def _end(self, values: list | None, error: BaseException | None) -> None:
         with self._lock:
+            if self._ended:
+                return
             self._ended = True
-            self._busy = False
-        self._unwatch()
-        self.run.ctx.cancellation.start_cancel()
-        self._report(None, error)
-
-    def _unwatch(self) -> None:
         if self._watched:
             self._executor.unwatch(self)
+        if error is not None:
+            _cancel(self.execution.ctx)
+        self.execution.detach()
+        self._executor.scheduler.finished(self.execution)
+        self._done(values, error)
 
     def expire(self, now: float) -> float | None:
-        """Fails the step if its deadline has passed (`_Watch`).
+        """Fails the step when its deadline has passed (`_Watch`): the loop ends it.
 
         Returns:
-            When to look again (the step is running an arrival), or None.
+            None (nothing more to watch).
         """
-        ctx = self.run.ctx
         with self._lock:
             if self._ended:
                 return None
-            if self._busy:
-                return now + 0.01  # an arrival is being run; it may end the step
-            self._ended = True
-        ctx.cancellation.start_cancel()
-        self._report(None, _deadline_error(self.run.arrivals))
+            self._expired = True
+            queued, self._queued = self._queued, True
+        if not queued:
+            self._executor._loop.take_up(self)
         return None
 
     def log(self, now: float) -> None:
         """Logs what the step waits for, if it has waited `Executor.wait_log_secs` (`_Watch`)."""
         waited = now - self.started
         if not self._ended and waited >= self._executor.wait_log_secs:
-            _log_waiting(self._executor.task, self.run.arrivals, waited)
+            _log_waiting(self._executor.task, self.execution, waited)
 
 
 class _Watch:
-    """The thread that watches an executor's resumed steps while they wait.
+    """The thread that watches an executor's started steps while they wait.
 
     A step is added when it first waits and removed when it ends. The
     thread wakes at a step's deadline, and every ``interval`` seconds to log
@@ -819,12 +622,12 @@ class _Watch:
         self._clock = clock
         self._interval = interval
         self._lock = threading.Condition(threading.Lock())
-        self._runs: dict[_ResumedRun, None] = {}
-        self._deadlines: list[tuple[float, int, _ResumedRun]] = []
+        self._runs: dict[_Started, None] = {}
+        self._deadlines: list[tuple[float, int, _Started]] = []
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
 
-    def add(self, run: _ResumedRun) -> None:
+    def add(self, run: _Started) -> None:
         """Watches ``run`` until `remove`."""
         deadline = run.ctx.deadline
         with self._lock:
@@ -839,7 +642,7 @@ class _Watch:
                 )
                 self._thread.start()
 
-    def remove(self, run: _ResumedRun) -> None:
+    def remove(self, run: _Started) -> None:
         """Stops watching ``run`` (it has ended)."""
         with self._lock:
             self._runs.pop(run, None)
@@ -870,140 +673,6 @@ class _Watch:
                         heapq.heappush(deadlines, (again, next(self._order), run))
             for run in logged:
                 run.log(now)
-
-
-def _ignore_arrival(index: int, value: Any) -> None:
-    """The ``arrive`` of a step that has ended (`_Arrivals.detach`)."""
-
-
-class _Arrivals:
-    """The waiting ops of a segmented step (`Executor._run_segments`) and their completions.
-
-    It answers like a `StepExecution` where the deadline error and the log of
-    a waiting step look (``steps``, ``waiting``, ``ctx``, ``waits_for``).
-
-    Args:
-        plan: The step's plan.
-        ctx: The step's context.
-        arrive: Called with ``(step index, value)`` on each completion, on
-            the completing thread; None to queue completions for `next`.
-    """
-
-    def __init__(self, plan: Plan, ctx: StepContext, arrive=None):
-        self.steps = plan.steps
-        self.ctx = ctx
-        self.waiting: set[int] = set()
-        self._inbox = inbox = queue.SimpleQueue()
-        # Not through ``self``: a cycle would keep the step's values (a take's
-        # 1 MB result) alive until the garbage collector runs, and the memory
-        # they free would come back cold (see docs/architecture.md).
-        self._arrive = arrive if arrive is not None else lambda i, v: inbox.put((i, v))
-        self._bits: dict[int, int] = {}
-        self._vals: list = []
-        self._arrived: tuple | None = None
-
-    def start(self, index: int, bit: int, vals: list) -> None:
-        """Starts the waiting op at step ``index`` with its inputs from ``vals``."""
-        self.waiting.add(index)
-        self._bits[index] = bit
-        self._vals = vals
-        step = self.steps[index]
-        arrive = self._arrive
-        args = [vals[j] for j in step.in_slots]
-        try:
-            # A partial, not a lambda: one Python call less per completion.
-            step.compute(self.ctx, functools.partial(arrive, index), *args)
-        except Exception as exc:
-            raise as_op_error(exc, step.op) from exc
-
-    def detach(self) -> None:
-        """Drops the step's values and the link back to its run, once the step has ended.
-
-        The run holds its arrivals and they hold its ``arrive``: a cycle that
-        would keep the step's arrays alive until the garbage collector runs.
-        Freed now, their memory is what the next step allocates, still in the
-        cache. A completion that comes later (of a cancelled op) is ignored.
-        """
-        self._arrive = _ignore_arrival
-        self._vals = []
-
-    def wait_for_arrival(self, timeout: float | None) -> bool:
-        """Waits for a completion (as `StepExecution.wait_for_arrival`); False after ``timeout``.
-
-        Args:
-            timeout: The longest wait in seconds, or None.
-        """
-        try:
-            self._arrived = self._inbox.get(timeout=timeout)
-        except queue.Empty:
-            return False
-        return True
-
-    def next(self, run: _SegmentedRun, executor: Executor) -> None:
-        """Waits for the next completion and gives it, and any others already in, to ``run``."""
-        executor._wait(self)  # the deadline and the wait log of the dataflow driver
-        index, value = self._arrived
-        self._arrived = None
-        while True:
-            run.arrived(index, value)
-            try:
-                index, value = self._inbox.get_nowait()
-            except queue.Empty:
-                return
-
-    def store(self, index: int, value: Any, vals: list) -> int:
-        """Stores a completion's outputs in ``vals``; returns its bit.
-
-        Raises:
-            OpError: the waiting op's error, if ``value`` is one.
-        """
-        step = self.steps[index]
-        if isinstance(value, BaseException):
-            raise as_op_error(value, step.op)
-        store_outputs(step, vals, value)
-        self.waiting.discard(index)
-        return self._bits[index]
-
-    def waits_for(self, i: int) -> dict:
-        """What the waiting op at step ``i`` waits for (as `StepExecution.waits_for`)."""
-        return waits_of(self.steps[i], self._vals)
-
-
-def _walk(entries: tuple, vals: list, ctx: StepContext) -> Operation | None:
-    """Runs straight-walk entries (`minitf.runtime.plan.Plan.straight`) in order.
-
-    Returns:
-        None, or the op of a fused chain whose kernel declined its inputs
-        (the step goes on with the chain's ops one by one).
-
-    Raises:
-        OpError: the TF error of the first failing kernel, naming its op.
-    """
-    # The hot loop of minitf: arity-specialised calls avoid building an
-    # argument list per op. ``op`` names the failing op if a kernel raises.
-    op = None
-    try:
-        for compute, ins, n, out, outs, op in entries:  # noqa: B007
-            if n == 2:
-                result = compute(ctx, vals[ins[0]], vals[ins[1]])
-            elif n == 1:
-                result = compute(ctx, vals[ins[0]])
-            elif n == 3:  # an optimizer's update, an accumulator's apply
-                result = compute(ctx, vals[ins[0]], vals[ins[1]], vals[ins[2]])
-            elif n == 0:
-                result = compute(ctx)
-            else:
-                result = compute(ctx, *[vals[i] for i in ins])
-            if out >= 0:
-                vals[out] = result
-            elif out == -1:
-                for slot, value in zip(outs, result):
-                    vals[slot] = value
-    except FusionDeclined:
-        return op
-    except Exception as exc:
-        raise as_op_error(exc, op) from exc
-    return None
 
 
 WAIT_LOG_ENV = "MINITF_WAIT_LOG_SECS"

@@ -36,6 +36,7 @@ through a control edge only.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import deque
 from collections.abc import Callable
@@ -120,6 +121,10 @@ class Plan:
             plan keeps buffers and nothing fuses).
         segments: For a plan with ops that may wait and no ``tf.cond``, the
             walk cut into `Segments`; else None.
+        units: The plan as a few large moves (`Unit`), for a step that
+            nobody watches op by op: one straight walk for a plan that never
+            waits, its `Segments` and waiting ops for one that does; None for
+            a plan with ``tf.cond`` (every op is then a move of its own).
     """
 
     steps: tuple[PlanStep, ...]
@@ -135,11 +140,21 @@ class Plan:
     folded_frontier: tuple[tuple[Operation, int], ...] = ()
     walks: Walks | None = None
     segments: Segments | None = None
+    units: tuple[Unit, ...] | None = None
 
     @property
     def ops(self) -> list[Operation]:
         """The planned ops, in execution order."""
         return [s.op for s in self.steps]
+
+    @functools.cached_property
+    def op_units(self) -> tuple[Unit, ...]:
+        """The plan with every op a move of its own: unit ``i`` runs ``steps[i]``.
+
+        What a stepper, a tracer and a plan with ``tf.cond`` run; with the
+        speed-ups off (`minitf.runtime.speedups`), what every step runs.
+        """
+        return tuple(Unit.of_step(i, s) for i, s in enumerate(self.steps))
 
     @functools.cached_property
     def initial_slots(self) -> list:
@@ -514,11 +529,14 @@ def build_plan(
     straight = tuple(_straight_entry(s) for s in walked)
     fetch_slots = tuple(slots[t] for t in fetches)
     has_async = any(s.is_async for s in steps)
-    walks = segments = None
+    walks = segments = units = None
     if not (has_async or has_control_flow):
         walks = _walks(walked, straight, kernels, fetch_slots)
+        everything = tuple(s.op for s in steps)
+        units = (Unit(everything[0] if everything else None, everything, straight, walks),)
     elif not has_control_flow:
         segments = Segments.of(steps, walked, straight, kernels, fetch_slots)
+        units = segments.units(steps)
     return Plan(
         steps=tuple(steps),
         num_slots=scratch,
@@ -533,6 +551,7 @@ def build_plan(
         has_control_flow=has_control_flow,
         walks=walks,
         segments=segments,
+        units=units,
     )
 
 
@@ -664,10 +683,13 @@ class Segments:
         waits: ``(step index, bit, mask)`` of each op that may wait: the op
             starts once every segment within ``mask`` has run.
         order: ``(mask, straight entries, walks)`` of each segment, subsets first.
+        ops: Every op of each segment, in plan order, with the ``NoOp`` s and
+            unread ops its walk leaves out (a segment may have only those).
     """
 
     waits: tuple[tuple[int, int, int], ...]
     order: tuple[tuple[int, tuple, Walks], ...]
+    ops: tuple[tuple[Operation, ...], ...] = ()
 
     @staticmethod
     def of(
@@ -697,12 +719,20 @@ class Segments:
             for j in step.successors:
                 masks[j] |= done
         _sink(steps, masks, set(fetch_slots))
-        mask_of = {step.op: masks[i] for i, step in enumerate(steps)}
-        groups: dict[int, list[int]] = {}
-        for position, step in enumerate(walked):
-            if not step.is_async:
-                groups.setdefault(mask_of[step.op], []).append(position)
-        order = sorted(groups, key=lambda m: (m.bit_count(), groups[m][0]))
+        groups: dict[int, list[int]] = {}  # mask -> positions in ``walked``
+        members: dict[int, list[Operation]] = {}  # mask -> every op of the segment
+        first: dict[int, int] = {}
+        walked_at = {step.op: position for position, step in enumerate(walked)}
+        for i, step in enumerate(steps):
+            if step.is_async:
+                continue
+            mask = masks[i]
+            first.setdefault(mask, i)
+            members.setdefault(mask, []).append(step.op)
+            groups.setdefault(mask, [])
+            if step.op in walked_at:
+                groups[mask].append(walked_at[step.op])
+        order = sorted(groups, key=lambda m: (m.bit_count(), first[m]))
         return Segments(
             tuple(waits),
             tuple(
@@ -713,6 +743,91 @@ class Segments:
                 )
                 for m in order
             ),
+            tuple(tuple(members[m]) for m in order),
+        )
+
+    def units(self, steps: list[PlanStep]) -> tuple[Unit, ...]:
+        """The segments, then the waiting ops, as `Unit` s with the edges between them.
+
+        A segment runs after every waiting op of its mask has completed and
+        after the segments of the masks inside its own (they compute what it
+        reads); a waiting op starts after the waiting ops and segments of its
+        mask.
+
+        Args:
+            steps: The plan's steps.
+        """
+        segments, waits = self.order, self.waits
+        count = len(segments)
+        preds: list[list[int]] = []
+        for mask, _, _ in segments:
+            before = [j for j, (m, _, _) in enumerate(segments) if m != mask and m & ~mask == 0]
+            before += [count + w for w, (_, bit, _) in enumerate(waits) if bit & mask]
+            preds.append(before)
+        for _, _, mask in waits:
+            before = [j for j, (m, _, _) in enumerate(segments) if m & ~mask == 0]
+            before += [count + w for w, (_, bit, _) in enumerate(waits) if bit & mask]
+            preds.append(before)
+        successors: list[list[int]] = [[] for _ in preds]
+        for unit, before in enumerate(preds):
+            for j in before:
+                successors[j].append(unit)
+        units = [
+            Unit(ops[0], ops, entries, walks)
+            for (_, entries, walks), ops in zip(segments, self.ops)
+        ]
+        units += [Unit(steps[i].op, (steps[i].op,), (), None, steps[i]) for i, _, _ in waits]
+        return tuple(
+            dataclasses.replace(u, successors=tuple(succ), num_predecessors=len(before))
+            for u, succ, before in zip(units, successors, preds)
+        )
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one move of a step runs: a straight walk of ops, or one op that may wait.
+
+    A step's execution (`minitf.runtime.execution.StepExecution`) runs its
+    plan as units. Watched op by op (a stepper, a tracer), every op is a unit
+    (`Plan.op_units`); free-running, a plan is a few large units
+    (`Plan.units`): its straight walks (with their buffers and fused chains)
+    and its waiting ops.
+
+    Attributes:
+        op: The op that names the unit (its first), or None for an empty walk.
+        ops: Every op the unit runs, in order (``NoOp`` s of a walk left out).
+        entries: The straight-walk entries of a synchronous unit
+            (`Plan.straight`'s form); empty for a waiting op.
+        walks: The walks with buffers of ``entries`` (`Walks`), or None.
+        step: The `PlanStep` of a waiting op, or of the one op of an op unit.
+        successors: The units that wait for this one.
+        num_predecessors: How many units must finish before this one is ready.
+    """
+
+    op: Operation | None
+    ops: tuple[Operation, ...]
+    entries: tuple
+    walks: Walks | None = None
+    step: PlanStep | None = None
+    successors: tuple[int, ...] = ()
+    num_predecessors: int = 0
+
+    @property
+    def is_async(self) -> bool:
+        """True if the unit is one op that may wait."""
+        return self.step is not None and self.step.is_async
+
+    @staticmethod
+    def of_step(index: int, step: PlanStep) -> Unit:
+        """The unit that runs the plan's step ``step`` alone (a ``NoOp`` runs nothing).
+
+        Args:
+            index: The step's index in the plan (unused: units and steps share it).
+            step: The step.
+        """
+        entries = () if step.is_async or step.op.type == "NoOp" else (_straight_entry(step),)
+        return Unit(
+            step.op, (step.op,), entries, None, step, step.successors, step.num_predecessors
         )
 
 

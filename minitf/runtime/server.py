@@ -360,7 +360,7 @@ class _Peers:
         """One try to reach a task that was reached before and went away.
 
         The sending thread may be running another client's step (a resumed
-        step, `Executor.start_resumed`): retrying for `connect_timeout`
+        step, `Executor.start`): retrying for `connect_timeout`
         seconds would hold up everything that thread carries. A task that
         is down fails the send at once, as TF's RPC to a task that is gone
         fails with ``UNAVAILABLE``; the next step tries again, and reaches

@@ -383,11 +383,12 @@ class BaseSession:
         # Tuples, which the plan's key takes as they are.
         fetch_tensors, target_ops = tuple(mapper.tensors), tuple(mapper.ops)
         signature = (fetch_tensors, target_ops, feed_tensors)
-        # The walker of the plan while the graph is at this version, if it is a
-        # local straight walk: the common training step, which the runner then
+        # The plan while the graph is at this version, if it is a local step
+        # that never waits: the common training step, which the runner then
         # runs itself.
         straight: list = [None, None]
         graph, build, resource_mgr = self._graph, mapper.build, self._resource_mgr
+        run_plan = self._executor.run
 
         def runner(*feed_args, **kwargs):
             options = metadata = None
@@ -418,39 +419,27 @@ class BaseSession:
                 values.append(v)
             if options is None and metadata is None:
                 if straight[0] != graph.version:
-                    plan = self._straight_plan(*signature)
-                    walker = None if plan is None else self._executor.local_walker(plan)
-                    straight[:] = graph.version, walker
-                walk = straight[1]
-                if walk is not None and not self.recorders.active:
+                    straight[:] = graph.version, self._straight_plan(*signature)
+                plan = straight[1]
+                if plan is not None and not self.recorders.active:
                     if self._closed:
                         self._check_open()
-                    # Nothing in a straight walk waits: the step needs no cancellation manager.
-                    results = walk(StepContext(resource_mgr, cancellable=False), values)
-                    return build(_client_values(results))
+                    # Nothing in the step waits: it needs no cancellation manager.
+                    ctx = StepContext(resource_mgr, cancellable=False)
+                    return build(_client_values(run_plan(plan, ctx, values)))
             return build(self._run_signature(*signature, values, options, metadata))
 
         return runner
 
     def _straight_plan(self, fetch_tensors, target_ops, feed_tensors) -> Plan | None:
-        """The plan of a signature if it runs here as one straight walk without a deadline.
+        """The plan of a signature if it runs here, never waits and has no deadline.
 
-        Such a step never waits: it has nothing for `close` to cancel, and
-        nothing to time out.
+        Such a step has nothing for `close` to cancel, and nothing to time out.
         """
         if self._master is not None or self._default_timeout_ms:
             return None
         plan = self._plan(fetch_tensors, target_ops, feed_tensors)
-        return plan if self._executor.walks_straight(plan, None) else None
-
-    def _walk_straight(self, plan: Plan, ctx: StepContext, feed_values: list) -> list:
-        """Runs a local plan that walks straight; returns the values for the caller.
-
-        Such a step never waits: it is not registered for `close` to cancel.
-        """
-        self._check_open()
-        results = self._executor.run_straight(plan, ctx, feed_values)
-        return _client_values(results)
+        return None if plan.has_async else plan
 
     def _check_open(self) -> None:
         if self._closed:
@@ -472,8 +461,10 @@ class BaseSession:
         recording = self.recorders.active
         if tracing or recording:
             ctx.trace = []
-        elif self._executor.walks_straight(plan, ctx):
-            return self._walk_straight(plan, ctx, feed_values)
+        elif not plan.has_async:
+            # Nothing in the step waits: it is not registered for `close` to cancel.
+            self._check_open()
+            return _client_values(self._executor.run(plan, ctx, feed_values))
         # No lock here: many threads run steps at once, and set.add/discard are
         # atomic. close() sets _closed before it cancels the active steps, so a
         # step registered after that is caught by the second check.

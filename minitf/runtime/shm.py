@@ -71,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from minitf.runtime.config import env_switch
+from minitf.runtime.config import env_switch, fast
 
 logger = logging.getLogger("minitf")
 
@@ -112,12 +112,13 @@ def available() -> bool:
 
     A value of ``MINITF_SHM`` that is neither on (``1``, ``on``, ``true``,
     ``yes``) nor off (``0``, ``off``, ``false``, ``no``) is logged as a warning
-    naming the accepted values, and shared memory stays on.
+    naming the accepted values, and shared memory stays on. ``MINITF_FAST=0``
+    turns it off with the runtime's other speed-ups (`minitf.runtime.config.fast`).
 
     Returns:
         True if connections of this process may agree on shared memory.
     """
-    if not env_switch(ENV, "shared memory"):
+    if not (fast() and env_switch(ENV, "shared memory")):
         return False
     return (
         sys.platform.startswith("linux")

@@ -54,8 +54,10 @@ from minitf.runtime.scheduler import DELIVER, RUN
 from minitf.runtime.worker import RegisteredGraph
 
 if TYPE_CHECKING:
-    from minitf.cluster.delays import DelayModel
     from minitf.runtime.config import ConfigProto
+
+DelayModel = Callable[[np.random.Generator], float]
+"""A worker's delay model: draws virtual seconds from a random generator."""
 
 SCHEME = "sim://"
 _simulations: weakref.WeakValueDictionary[int, Simulation] = weakref.WeakValueDictionary()
@@ -257,6 +259,8 @@ class Simulation:
         self.loss_names: set[str] = {"loss"}
         self._accumulator_seen: dict[tuple[str, str], int] = {}
         self.sessions: dict[str, int] = {}  # sessions opened per task, as each task counts them
+        # Each step that ended well: (client, step number, ops in its partitions' plans).
+        self.completed: list[tuple[str, int, int]] = []
         _simulations[self.id] = self
 
     # -- what clients see ------------------------------------------------------------------
@@ -685,6 +689,8 @@ class Simulation:
 
     def _end(self, step: _Step, time: float, error: errors.OpError | None) -> None:
         if error is None:
+            planned = sum(len(p.execution.steps) for p in step.parts)
+            self.completed.append((step.client.name, step.key[1], planned))
             finished = {p.task.name: p.execution for p in step.parts}
             results = {name: execution.fetches() for name, execution in finished.items()}
             step.values = [
@@ -1034,23 +1040,20 @@ def _copied(value):
 
 
 def _delay_models(worker_delay) -> dict:
-    """``{worker index or "*": model}``.
+    """``{worker index or "*": model}``: each model a callable drawing seconds from a generator.
+
+    The models come from the layer above (`minitf.cluster.delays`, which
+    `minitf.cluster.SimulatedCluster` checks): the runtime only calls them.
 
     Raises:
-        TypeError: for anything but delay models (alone, or by worker index or ``"*"``).
+        TypeError: for anything but callables (alone, or by worker index or ``"*"``).
     """
-    from minitf.cluster.delays import DelayModel  # the cluster package imports this one
-
     if worker_delay is None:
         return {}
     models = worker_delay if isinstance(worker_delay, dict) else {"*": worker_delay}
     for key, model in models.items():
-        if not isinstance(model, DelayModel) or not (key == "*" or isinstance(key, int)):
-            raise TypeError(
-                f"worker_delay must be a minitf.cluster.delays model (Constant, Exponential, "
-                f"ShiftedExponential, Pareto) or a dict of them by worker index or '*'; "
-                f"got {key!r}: {model!r}"
-            )
+        if not callable(model) or not (key == "*" or isinstance(key, int)):
+            raise TypeError(f"worker_delay {key!r}: {model!r} draws no delay (not callable)")
     return dict(models)
 
 

@@ -214,13 +214,13 @@ class Worker:
     ) -> bool:
         """Starts a run of a partition with ops that wait; it holds no thread while they do.
 
-        The calling thread runs the partition up to its first op that has to
-        wait; the threads that complete the waits — the one that delivers a
-        tensor (`deliver_tensor`), the one whose enqueue or ``apply_grad``
-        lets a dequeue or a ``take_grad`` finish — run the rest
-        (`Executor.start_resumed`). A run that is traced, recorded, stepped
-        or slowed down by a straggler, or a partition with ``tf.cond``, is
-        not started here: `run_graph` runs it on a thread of its own.
+        The task's loop makes the step's moves (`Executor.start`): the
+        calling thread (a connection's reader) goes back to reading at once,
+        and each completion — a tensor delivered (`deliver_tensor`), an
+        enqueue or ``apply_grad`` that lets a dequeue or a ``take_grad``
+        finish — has the loop take the step up again. A run that is traced,
+        recorded, stepped or slowed down by a straggler is not started here:
+        `run_graph` runs it on a thread of its own, which waits with it.
 
         Args:
             handle: From `register_graph`.
@@ -233,8 +233,8 @@ class Worker:
                 client (a list of ``(key, value)``, or None; to be ignored
                 with an error).
             carry: Whether the tensors for the client's task that the run's
-                last burst of ops sends wait for ``done`` instead of leaving
-                in a message of their own: the client's reply carries them
+                last moves send wait for ``done`` instead of leaving in a
+                message of their own: the client's reply carries them
                 (`StepContext.carry_to`).
 
         Returns:
@@ -243,7 +243,7 @@ class Worker:
         registered = self._registered.get(handle)
         if (
             registered is None
-            or registered.plan.segments is None
+            or not registered.plan.has_async
             or self._executor.observe_ops
             or self.recorders.active
             or self._straggles(registered)
@@ -264,7 +264,7 @@ class Worker:
         if aborted is not None:
             finish(None, aborted)
         else:
-            self._executor.start_resumed(registered.plan, ctx, feed_values, finish)
+            self._executor.start(registered.plan, ctx, feed_values, finish)
         return True
 
     def _context(self, registered: RegisteredGraph, step_id: int, timeout_ms: int) -> StepContext:

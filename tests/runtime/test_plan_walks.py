@@ -198,7 +198,7 @@ def test_a_value_the_caller_holds_is_never_written_again():
     assert len({id(r) for r in results}) == len(results)
 
 
-def test_an_array_is_written_again_once_the_caller_lets_it_go():
+def test_an_array_is_written_again_once_the_caller_lets_it_go(speedups_on):
     x, _, b, out = _layer()
     feed = np.ones((3, 6), np.float32)
     with tf.Session() as sess:
@@ -287,7 +287,7 @@ def test_a_bias_of_the_wrong_size_fails_in_every_run_with_the_error_of_the_add()
         )
 
 
-def test_a_steady_training_step_allocates_no_more_than_one_numpy_iteration_buffer():
+def test_a_steady_training_step_allocates_no_more_than_one_numpy_iteration_buffer(speedups_on):
     # The benchmark's MLP (784-128-10, batch 64). Walked without buffers, a
     # step holds every value it computes until it ends: about 1.6 MB (the
     # 200 KB input gradient, the 400 KB weight gradient and the update's

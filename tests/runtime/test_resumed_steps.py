@@ -1,4 +1,4 @@
-"""Steps carried on by the threads that complete their waits (`Executor.start_resumed`).
+"""Steps that hold no thread while they wait: the task's loop makes their moves (`Executor.start`).
 
 A partition with ops that wait — a ps's part of a training step — runs
 without a thread of its own: the connection's thread runs it up to the first
@@ -21,7 +21,7 @@ import pytest
 import minitf as tf
 from minitf.ops.blocking import BlockingResource
 from minitf.ops.queue_kernels import DEQUEUE
-from minitf.runtime.executor import _ResumedRun
+from minitf.runtime.executor import _Started
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -291,7 +291,7 @@ class _Freed:
         self.counting = False
         self.changed = threading.Condition()
 
-    def made_one(self, run: _ResumedRun) -> None:
+    def made_one(self, run: _Started) -> None:
         if self.counting:
             self.made += 1
             weakref.finalize(run, self.freed_one)
@@ -315,13 +315,13 @@ def test_a_resumed_step_is_freed_when_it_ends_not_by_the_collector(ps_and_worker
     # the check waits (bounded) for each step to be freed, with the
     # collector off: a step in a cycle would never be.
     freed = _Freed()
-    made = _ResumedRun.__init__
+    made = _Started.__init__
 
     def counted(self, *args, **kwargs):
         made(self, *args, **kwargs)
         freed.made_one(self)
 
-    monkeypatch.setattr(_ResumedRun, "__init__", counted)
+    monkeypatch.setattr(_Started, "__init__", counted)
     w, x, train = _async_sgd(ps_and_worker["worker"].target)
     x_val = np.array([3.0, 0.5], np.float32)
     with tf.Session(ps_and_worker["worker"].target) as sess:
@@ -346,7 +346,7 @@ def test_a_resumed_step_is_freed_when_it_ends_not_by_the_collector(ps_and_worker
 
 @pytest.mark.parametrize("trace", [False, True])
 def test_a_tensor_the_ps_parts_last_ops_send_to_the_client_comes_with_the_reply(
-    ps_and_worker, monkeypatch, trace
+    speedups_on, ps_and_worker, monkeypatch, trace
 ):
     # The ps's part ends by sending the dequeued element to the worker, whose
     # session runs its own part in its process: the element travels with

@@ -124,7 +124,7 @@ def _spy_on_sends(monkeypatch) -> list:
     return sent
 
 
-def test_a_steps_tensors_for_one_task_leave_in_one_message(ps_and_worker, monkeypatch):
+def test_a_steps_tensors_for_one_task_leave_in_one_message(speedups_on, ps_and_worker, monkeypatch):
     parts, total = _three_tensors_to_the_worker()
     with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run([p.initializer for p in parts])
