@@ -29,8 +29,8 @@ from collections import deque
 from typing import Any
 
 from minitf.framework import errors
-from minitf.ops.blocking import Offer
-from minitf.ops.control_flow_kernels import DEAD
+from minitf.ops.control_flow.control_flow_kernels import DEAD
+from minitf.ops.data_flow.blocking import Offer
 from minitf.runtime.plan import Plan, PlanStep, dereference
 
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.framework.ops import Operation
-from minitf.ops.nn_kernels import FusionDeclined
+from minitf.ops.nn.nn_kernels import FusionDeclined
 from minitf.runtime.clock import WALL_CLOCK, WallClock
 from minitf.runtime.execution import (
     OpEvent,

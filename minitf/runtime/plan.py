@@ -46,8 +46,8 @@ import numpy as np
 from minitf.framework import dtypes, errors
 from minitf.framework.op_registry import get_kernel_def
 from minitf.framework.ops import Operation, Tensor
-from minitf.ops.control_flow_kernels import DEAD
-from minitf.ops.nn_kernels import EPILOGUES, fused_matmul
+from minitf.ops.control_flow.control_flow_kernels import DEAD
+from minitf.ops.nn.nn_kernels import EPILOGUES, fused_matmul
 
 
 @dataclass(frozen=True)
