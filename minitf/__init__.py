@@ -41,22 +41,22 @@ from minitf.framework.ops import (
 )
 from minitf.framework.random_seed import get_seed, set_random_seed
 from minitf.framework.tensor_shape import Dimension, TensorShape, broadcast_static_shape
-from minitf.ops.array_ops import *
-from minitf.ops.constant_op import *
-from minitf.ops.control_flow_ops import *
-from minitf.ops.data_flow_ops import *
-from minitf.ops.gradients_impl import *
-from minitf.ops.init_ops import *
-from minitf.ops.math_ops import *
-from minitf.ops.partitioned_variables import (
+from minitf.ops.array.array_ops import *
+from minitf.ops.array.constant_op import *
+from minitf.ops.control_flow.control_flow_ops import *
+from minitf.ops.data_flow.data_flow_ops import *
+from minitf.ops.gradients.gradients_impl import *
+from minitf.ops.math.math_ops import *
+from minitf.ops.random.random_ops import *
+from minitf.ops.state.init_ops import *
+from minitf.ops.state.partitioned_variables import (
     fixed_size_partitioner,
     min_max_variable_partitioner,
     variable_axis_size_partitioner,
 )
-from minitf.ops.random_ops import *
-from minitf.ops.state_ops import *
-from minitf.ops.variable_scope import *
-from minitf.ops.variables import *
+from minitf.ops.state.state_ops import *
+from minitf.ops.state.variable_scope import *
+from minitf.ops.state.variables import *
 from minitf.platform import app, flags
 from minitf.platform import tf_logging as logging
 from minitf.runtime.config import (

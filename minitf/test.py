@@ -1,4 +1,4 @@
 """The ``tf.test`` namespace: numerical gradient checks (re-exports only)."""
 
 # ruff: noqa: F401
-from minitf.ops.gradient_checker import compute_gradient, compute_gradient_error
+from minitf.ops.gradients.gradient_checker import compute_gradient, compute_gradient_error

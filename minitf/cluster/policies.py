@@ -50,8 +50,11 @@ from __future__ import annotations
 
 from minitf.framework import dtypes, ops
 from minitf.framework.indexed_slices import IndexedSlices
-from minitf.ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
-from minitf.ops.conditional_accumulator_kernels import CANCELS_IN_FLIGHT, MAX_STALENESS
+from minitf.ops.array import array_ops
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.data_flow import data_flow_ops
+from minitf.ops.data_flow.conditional_accumulator_kernels import CANCELS_IN_FLIGHT, MAX_STALENESS
+from minitf.ops.state import state_ops, variables
 from minitf.train import optimizer, queue_runner_impl
 from minitf.train.session_run_hook import SessionRunHook
 from minitf.train.sync_replicas_optimizer import local_step_variable, ready_for_local_init

@@ -1,6 +1,6 @@
 """A lock for short critical sections of Python code that does not convoy under the GIL.
 
-A queue's or an accumulator's lock (`minitf.ops.blocking`) is held for a few
+A queue's or an accumulator's lock (`minitf.ops.data_flow.blocking`) is held for a few
 microseconds of Python: a count, a check, a list append. With a plain
 ``threading.Lock`` several threads using one such resource fall into a
 *convoy*. A thread that finds the lock taken sleeps in the kernel with the

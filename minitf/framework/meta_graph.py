@@ -194,7 +194,7 @@ def _proto_functions_for(key: str) -> tuple[Callable, Callable] | None:
     # registered on first use, so that framework/ imports none of the layers above it.
     global _defaults_registered
     if not _defaults_registered:
-        from minitf.ops.variables import Variable
+        from minitf.ops.state.variables import Variable
         from minitf.train.queue_runner_impl import QueueRunner
 
         _defaults_registered = True

@@ -8,7 +8,7 @@ wrong> for '<op name>' (op: '<Type>') with input shapes: [2,3], [4]."
 Array ops print an input of unknown rank in that message as ``<unknown>``,
 math ops as ``?``; both forms are kept so that messages stay as they were.
 
-Shared by the op families (`minitf.ops.math_ops`, `array_ops`, `nn_ops` and
+Shared by the op families (`minitf.ops.math.math_ops`, `array_ops`, `nn_ops` and
 their sibling modules); dtype checks are in `minitf.ops.op_def_library`.
 """
 

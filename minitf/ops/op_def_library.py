@@ -6,7 +6,7 @@ to the default graph. The checks raise TF's own ``TypeError`` messages, so
 that a wrong dtype reads the same as in TF ("Value passed to parameter 'x'
 has DataType ... not in list of allowed values: ...").
 
-Shared by the op families (`minitf.ops.math_ops`, `array_ops`, `nn_ops` and
+Shared by the op families (`minitf.ops.math.math_ops`, `array_ops`, `nn_ops` and
 their sibling modules); static-shape helpers are in `minitf.ops.common_shapes`.
 """
 

@@ -30,9 +30,9 @@ from typing import Any
 
 from minitf.framework import errors
 from minitf.framework.ops import Operation
-from minitf.ops.blocking import Offer
-from minitf.ops.control_flow_kernels import DEAD
-from minitf.ops.nn_kernels import FusionDeclined
+from minitf.ops.control_flow.control_flow_kernels import DEAD
+from minitf.ops.data_flow.blocking import Offer
+from minitf.ops.nn.nn_kernels import FusionDeclined
 from minitf.runtime.plan import Plan, PlanStep, Unit, Walks, dereference
 
 

@@ -11,11 +11,11 @@ A plan also prepares what the executor's straight-line walk runs once a plan
 is run again and again (`Walks`): the same ops, but
 
 * kernels that write into arrays they keep from one step to the next
-  (``with_buffers``, `minitf.ops.math_kernels.reusable`) — TF's allocator
+  (``with_buffers``, `minitf.ops.math.math_kernels.reusable`) — TF's allocator
   reusing the memory of dead tensors, so a steady training step allocates
   almost nothing;
 * chains such as ``MatMul`` → ``BiasAdd``/``Add`` → ``Relu`` and ``MatMul`` →
-  ``ReluGrad`` run as one fused kernel (`minitf.ops.nn_kernels.fused_matmul`)
+  ``ReluGrad`` run as one fused kernel (`minitf.ops.nn.nn_kernels.fused_matmul`)
   when nothing else reads the values in between, as TF's remapper fuses them.
 
 Only the kernels change: the graph, the plan's `Plan.steps`, traced steps and
@@ -47,8 +47,8 @@ import numpy as np
 from minitf.framework import dtypes, errors
 from minitf.framework.op_registry import get_kernel_def
 from minitf.framework.ops import Operation, Tensor
-from minitf.ops.control_flow_kernels import DEAD
-from minitf.ops.nn_kernels import EPILOGUES, fused_matmul
+from minitf.ops.control_flow.control_flow_kernels import DEAD
+from minitf.ops.nn.nn_kernels import EPILOGUES, fused_matmul
 
 
 @dataclass(frozen=True)
@@ -890,7 +890,7 @@ def _worth_buffers(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class FusedChain:
-    """Ops that the straight walk runs as one kernel (`minitf.ops.nn_kernels.fused_matmul`).
+    """Ops that the straight walk runs as one kernel (`minitf.ops.nn.nn_kernels.fused_matmul`).
 
     A ``MatMul``, then ops each of which is the only one to read the previous
     one's value (ops that read only its shape aside, `SHAPE_READERS`):
@@ -943,7 +943,7 @@ class Walks:
     `FusedChain` in place of its ops. A step takes a walk (`take`) and gives
     it back when done (`give`): two steps running the plan at once never
     share a buffer, and a buffer is reused only when nothing holds its last
-    value (`minitf.ops.math_kernels.reusable`). A plan run only once, like an
+    value (`minitf.ops.math.math_kernels.reusable`). A plan run only once, like an
     initializer, keeps no buffers: its first `take` returns None and the
     executor walks `Plan.straight`.
 
@@ -957,7 +957,7 @@ class Walks:
         unfused_rest: For the first op of each chain, the entries of
             `Plan.straight` from that op on, without the ops of the chains
             before it: where a step goes on, op by op, when the chain's kernel
-            declines its inputs (`minitf.ops.nn_kernels.FusionDeclined`).
+            declines its inputs (`minitf.ops.nn.nn_kernels.FusionDeclined`).
     """
 
     def __init__(self, build: Callable[[], tuple], chains: tuple, unfused_rest: dict):
@@ -1111,7 +1111,7 @@ def _epilogue_kind(op: Operation, index: int) -> str | None:
     """What ``op`` does to a chain's value that is its input ``index``.
 
     Returns:
-        One of `minitf.ops.nn_kernels.EPILOGUES` (an ``Add`` of a vector is a
+        One of `minitf.ops.nn.nn_kernels.EPILOGUES` (an ``Add`` of a vector is a
         ``BiasAdd``), ``"Identity"``, or None if ``op`` cannot join a chain.
     """
     kind = op.type

@@ -136,7 +136,7 @@ class ResourceMgr:
         Returns:
             One dict per accumulator: ``name``, ``global_step``, ``count``,
             ``events`` (how many history entries it has made in all) and
-            ``history`` (`minitf.ops.conditional_accumulator_kernels`).
+            ``history`` (`minitf.ops.data_flow.conditional_accumulator_kernels`).
         """
         since = since or {}
         states = []

@@ -716,7 +716,7 @@ def _cached_fetch_types() -> frozenset:
     """
     global _CACHED_FETCH_TYPES
     if not _CACHED_FETCH_TYPES:
-        from minitf.ops import variables  # the ops layer is above the runtime
+        from minitf.ops.state import variables  # the ops layer is above the runtime
 
         _CACHED_FETCH_TYPES = frozenset(
             {ops.Tensor, ops.Operation, str, variables.Variable, variables.ResourceVariable}

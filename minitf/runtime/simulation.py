@@ -542,7 +542,7 @@ class Simulation:
                 op = execution.steps[i].op
                 if op.type in _OFFERED_OPS:
                     # On a held real task this attempt is first offered to its
-                    # step, which runs it as a move of its own (ops.blocking).
+                    # step, which runs it as a move of its own (ops.data_flow.blocking).
                     where = (len(self._moves), part.task.name, part.step.step_id, op.name)
                     self._offered.append(where)
                 when = max(part.ready_at.get(i, part.start), time)

@@ -9,7 +9,9 @@ Per step, TF1's ``ApplyAdagrad``: ``accum += grad * grad`` then
 from __future__ import annotations
 
 from minitf.framework import ops
-from minitf.ops import array_ops, math_ops, training_ops
+from minitf.ops.array import array_ops
+from minitf.ops.math import math_ops
+from minitf.ops.training import training_ops
 from minitf.train import optimizer
 
 __all__ = ["AdagradOptimizer"]
@@ -45,7 +47,7 @@ class AdagradOptimizer(optimizer.Optimizer):
         self._learning_rate_tensor = None
 
     def _create_slots(self, var_list) -> None:
-        from minitf.ops import init_ops
+        from minitf.ops.state import init_ops
 
         for v in var_list:
             dtype = v.dtype.base_dtype

@@ -21,7 +21,10 @@ Sparse gradients decay all of ``m`` and ``v`` and scatter-add the new terms
 from __future__ import annotations
 
 from minitf.framework import ops
-from minitf.ops import control_flow_ops, math_ops, state_ops, training_ops
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.math import math_ops
+from minitf.ops.state import state_ops
+from minitf.ops.training import training_ops
 from minitf.train import optimizer
 
 __all__ = ["AdamOptimizer"]

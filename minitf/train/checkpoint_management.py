@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from minitf.ops import tensor_bundle
+from minitf.ops.io import tensor_bundle
 
 __all__ = [
     "CheckpointState",

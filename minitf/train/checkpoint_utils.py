@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from minitf.framework import dtypes
-from minitf.ops import tensor_bundle
+from minitf.ops.io import tensor_bundle
 from minitf.train import checkpoint_management
 
 __all__ = [

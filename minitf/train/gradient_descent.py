@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from minitf.framework import ops
 from minitf.framework.indexed_slices import IndexedSlices
-from minitf.ops import math_ops, training_ops
+from minitf.ops.math import math_ops
+from minitf.ops.training import training_ops
 from minitf.train import optimizer
 
 __all__ = ["GradientDescentOptimizer"]

@@ -9,7 +9,8 @@ variable, a variable named ``<var>/Momentum``.
 from __future__ import annotations
 
 from minitf.framework import ops
-from minitf.ops import math_ops, training_ops
+from minitf.ops.math import math_ops
+from minitf.ops.training import training_ops
 from minitf.train import optimizer
 
 __all__ = ["MomentumOptimizer"]

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from minitf.framework import errors, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.ops import control_flow_ops, variables
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.state import variables
 from minitf.train import basic_session_run_hooks as hooks_lib
 from minitf.train import queue_runner_impl
 from minitf.train.coordinator import Coordinator

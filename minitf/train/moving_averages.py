@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.ops import control_flow_ops, math_ops, state_ops, variable_scope, variables
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.math import math_ops
+from minitf.ops.state import state_ops, variable_scope, variables
 from minitf.train import slot_creator
 
 __all__ = ["ExponentialMovingAverage", "assign_moving_average"]
@@ -68,7 +70,7 @@ def _unique_in_scope(name: str) -> str:
 
 def _zero_debias(unbiased_var, value, decay):
     """The zero-debiased update (TF's ``_zero_debias``); ``decay`` here is ``1 - decay``."""
-    from minitf.ops import init_ops
+    from minitf.ops.state import init_ops
 
     with variable_scope.variable_scope(unbiased_var.op.name, values=[unbiased_var, value, decay]):
         with ops.colocate_with(unbiased_var):

@@ -25,7 +25,9 @@ from collections.abc import Callable, Iterator
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.indexed_slices import IndexedSlices
-from minitf.ops import control_flow_ops, gradients_impl, state_ops, variables
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.gradients import gradients_impl
+from minitf.ops.state import state_ops, variables
 from minitf.train import slot_creator
 
 __all__ = ["Optimizer"]
@@ -44,7 +46,7 @@ def _init_scope() -> Iterator[None]:
 
 def _deduplicate_indexed_slices(values, indices):
     """Sums the rows of ``values`` that share an index; returns (summed, unique indices)."""
-    from minitf.ops import array_ops
+    from minitf.ops.array import array_ops
 
     unique_indices, new_index_positions = array_ops.unique(indices)
     summed_values = array_ops.unsorted_segment_sum(

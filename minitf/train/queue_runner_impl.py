@@ -35,7 +35,7 @@ from minitf.runtime.session import BaseSession
 from minitf.train.coordinator import Coordinator
 
 if TYPE_CHECKING:
-    from minitf.ops.queue_ops import QueueBase
+    from minitf.ops.data_flow.queue_ops import QueueBase
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 

@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterator
 from minitf.framework import device as pydev
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.ops import array_ops, state_ops
-from minitf.ops.partitioned_variables import PartitionedVariable
-from minitf.ops.variables import ResourceVariable, Variable
+from minitf.ops.array import array_ops
+from minitf.ops.state import state_ops
+from minitf.ops.state.partitioned_variables import PartitionedVariable
+from minitf.ops.state.variables import ResourceVariable, Variable
 
 # Op types whose output a Saver accepts in place of a variable (TF's _VARIABLE_OPS).
 _VARIABLE_OPS = frozenset(

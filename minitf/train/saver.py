@@ -18,7 +18,7 @@ reference input puts it there); the ``RestoreV2`` that reads the file is one
 op on the default device (TF's ``BulkSaverBuilder``), or, sharded, one per
 device next to its variables.
 
-**Checkpoint files** (format in `minitf.ops.tensor_bundle`): ``<prefix>.index``
+**Checkpoint files** (format in `minitf.ops.io.tensor_bundle`): ``<prefix>.index``
 (JSON) and ``<prefix>.data-<i>-of-<n>`` (numpy ``.npz``), each written to a
 temporary file, fsync'ed and renamed, the index last; plus
 ``<prefix>.meta`` (the JSON MetaGraphDef) and the directory's ``checkpoint``
@@ -41,13 +41,13 @@ import numpy as np
 
 from minitf.framework import errors, meta_graph, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.ops import string_ops
+from minitf.ops.string import string_ops
 from minitf.train import checkpoint_management, training_util
 from minitf.train.saveable_object_util import all_saveable_objects
 from minitf.train.saver_builder import BaseSaverBuilder, BulkSaverBuilder, SaverDef
 
 if TYPE_CHECKING:
-    from minitf.ops.variables import Variable
+    from minitf.ops.state.variables import Variable
     from minitf.runtime.session import BaseSession
 
 __all__ = ["BaseSaverBuilder", "BulkSaverBuilder", "Saver", "SaverDef"]

@@ -26,7 +26,10 @@ import uuid
 
 from minitf.framework import device as pydev
 from minitf.framework import ops
-from minitf.ops import array_ops, constant_op, control_flow_ops, io_ops, string_ops
+from minitf.ops.array import array_ops, constant_op
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.io import io_ops
+from minitf.ops.string import string_ops
 from minitf.train.saveable_object_util import (
     ReferenceVariableSaveable,
     ResourceVariableSaveable,

@@ -13,7 +13,8 @@ and is colocated with the primary, so it lands on the primary's device
 from __future__ import annotations
 
 from minitf.framework import dtypes, ops
-from minitf.ops import array_ops, variable_scope, variables
+from minitf.ops.array import array_ops
+from minitf.ops.state import variable_scope, variables
 
 __all__: list[str] = []
 
@@ -115,7 +116,7 @@ def create_zeros_slot(
     Returns:
         The slot `Variable`.
     """
-    from minitf.ops import init_ops
+    from minitf.ops.state import init_ops
 
     dtype = dtypes.as_dtype(dtype or primary.dtype).base_dtype
     slot_shape = primary.get_shape()

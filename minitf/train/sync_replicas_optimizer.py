@@ -45,7 +45,10 @@ from typing import TYPE_CHECKING
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.indexed_slices import IndexedSlices
-from minitf.ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
+from minitf.ops.array import array_ops
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.data_flow import data_flow_ops
+from minitf.ops.state import state_ops, variables
 from minitf.train import optimizer, queue_runner_impl
 from minitf.train.session_run_hook import SessionRunHook
 

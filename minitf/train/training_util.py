@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.ops import variable_scope, variables
+from minitf.ops.state import variable_scope, variables
 
 if TYPE_CHECKING:
     from minitf.runtime.session import BaseSession
@@ -86,7 +86,7 @@ def create_global_step(graph: ops.Graph | None = None) -> variables.Variable:
     Raises:
         ValueError: if the graph already has a global step.
     """
-    from minitf.ops import init_ops
+    from minitf.ops.state import init_ops
 
     graph = graph or ops.get_default_graph()
     if get_global_step(graph) is not None:

@@ -17,9 +17,9 @@ import pytest
 import minitf as tf
 from minitf.framework import dtypes, tensor_shape
 from minitf.framework.op_registry import get_kernel_def
-from minitf.ops.math_kernels import reusable
-from minitf.ops.nn_kernels import FusionDeclined, fused_matmul
-from minitf.ops.state_ops import VariableResource
+from minitf.ops.math.math_kernels import reusable
+from minitf.ops.nn.nn_kernels import FusionDeclined, fused_matmul
+from minitf.ops.state.state_ops import VariableResource
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops.blocking import BlockingResource
-from minitf.ops.queue_kernels import DEQUEUE
+from minitf.ops.data_flow.blocking import BlockingResource
+from minitf.ops.data_flow.queue_kernels import DEQUEUE
 from minitf.runtime.executor import _Started
 
 pytestmark = pytest.mark.timeout(60)

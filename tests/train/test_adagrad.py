@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops import training_ops
+from minitf.ops.training import training_ops
 
 pytestmark = pytest.mark.timeout(60)
 

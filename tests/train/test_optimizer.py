@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops import state_ops
+from minitf.ops.state import state_ops
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -38,16 +38,12 @@ from typing import Any
 from minitf.contrib.opt.model_average_optimizer import forward_non_trainable, is_trainable
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.ops import (
-    constant_op,
-    control_flow_ops,
-    data_flow_ops,
-    math_ops,
-    nn_ops,
-    state_ops,
-    variable_scope,
-    variables,
-)
+from minitf.ops.array import constant_op
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.data_flow import data_flow_ops
+from minitf.ops.math import math_ops
+from minitf.ops.nn import nn_ops
+from minitf.ops.state import state_ops, variable_scope, variables
 from minitf.train import optimizer
 from minitf.train import saver as saver_lib
 from minitf.train.saveable_object_util import op_list_to_dict

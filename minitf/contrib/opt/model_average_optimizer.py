@@ -33,16 +33,11 @@ from typing import Any
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.ops import (
-    array_ops,
-    constant_op,
-    control_flow_ops,
-    data_flow_ops,
-    math_ops,
-    state_ops,
-    variable_scope,
-    variables,
-)
+from minitf.ops.array import array_ops, constant_op
+from minitf.ops.control_flow import control_flow_ops
+from minitf.ops.data_flow import data_flow_ops
+from minitf.ops.math import math_ops
+from minitf.ops.state import state_ops, variable_scope, variables
 from minitf.train import optimizer
 from minitf.train.session_run_hook import SessionRunHook
 
@@ -101,7 +96,7 @@ def is_trainable(trainable) -> bool:
     """The ``trainable`` a custom getter was given, with TF's default for None (True).
 
     TF resolves the default before it calls a custom getter; minitf's variable
-    store passes None through (minitf/ops/variable_scope.py), so the getters
+    store passes None through (minitf/ops/state/variable_scope.py), so the getters
     resolve it here.
     """
     return True if trainable is None else bool(trainable)
