@@ -178,7 +178,7 @@ def fast() -> bool:
     """Whether the runtime's speed-ups are on (``MINITF_FAST``, read once per process).
 
     They change how fast a step runs, never what it computes: steps run as
-    a few large moves (straight walks, `minitf.runtime.plan.Segments`)
+    a few large moves (straight walks, `minitf.runtime.speedups.segments.Segments`)
     instead of one move per op, kernels write into buffers they keep, chains
     of ops run as one fused kernel, a step's tensors for another task leave
     in one message, and tasks on one machine pass tensors through shared

@@ -33,7 +33,8 @@ from minitf.framework.ops import Operation
 from minitf.ops.control_flow.control_flow_kernels import DEAD
 from minitf.ops.data_flow.blocking import Offer
 from minitf.ops.nn.nn_kernels import FusionDeclined
-from minitf.runtime.plan import Plan, PlanStep, Unit, Walks, dereference
+from minitf.runtime.plan import Plan, PlanStep, Unit, dereference
+from minitf.runtime.speedups.walks import Walks
 
 
 class OpEvent:
@@ -462,7 +463,7 @@ def start_waiting(step: PlanStep, ctx, done, vals: list) -> None:
 def walk(entries: tuple, walks: Walks | None, vals: list, ctx) -> None:
     """Runs straight-walk entries in order, with buffers from ``walks`` when it has some.
 
-    From a plan's second run on, one of ``walks`` (`minitf.runtime.plan.Walks`)
+    From a plan's second run on, one of ``walks`` (`minitf.runtime.speedups.walks.Walks`)
     replaces ``entries``: kernels writing into buffers they keep, fused
     chains in place of their ops. A chain whose kernel declines its inputs
     hands over to the rest of the walk op by op.

@@ -202,7 +202,8 @@ class StepContext:
         self.transport = transport
         self.client = client
         self.clock = clock
-        # Set by a stepper's scheduler: waiting attempts are offered, not run (ops.data_flow.blocking).
+        # Set by a stepper's scheduler: waiting attempts are offered, not run
+        # (ops.data_flow.blocking).
         self.defer_attempts = False
         self.trace: list | None = None
         self.notes: dict[str, dict] = {}

@@ -26,7 +26,8 @@ from minitf.runtime.clock import WALL_CLOCK
 from minitf.runtime.config import ConfigProto, RunOptions
 from minitf.runtime.executor import Executor, StepContext
 from minitf.runtime.master import Master
-from minitf.runtime.plan import KernelInfo, Plan, bind_kernel, build_plan
+from minitf.runtime.pipeline import build_plan
+from minitf.runtime.plan import KernelInfo, Plan, bind_kernel
 from minitf.runtime.resource_mgr import ResourceMgr
 from minitf.runtime.scheduler import HeldScheduler
 from minitf.runtime.worker import Stepping

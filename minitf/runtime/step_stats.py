@@ -40,7 +40,7 @@ it was ``stale`` (dropped). ``transfer`` joins a
 ``_Send`` to its ``_Recv`` through ``(step_id, key)``; ``elements`` joins an
 enqueue to the dequeue that took its elements through ``(queue, id)``.
 ``not_computed`` marks an op the step reached only through control edges,
-whose kernel did not run (`minitf.runtime.plan.unread_ops`).
+whose kernel did not run (`minitf.runtime.pipeline.unread_ops`).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ from minitf.runtime import partition as partition_lib
 from minitf.runtime import step_stats
 from minitf.runtime.clock import WALL_CLOCK, WallClock
 from minitf.runtime.executor import Executor, StepContext
-from minitf.runtime.plan import bind_kernel, build_plan
+from minitf.runtime.pipeline import build_plan
+from minitf.runtime.plan import bind_kernel
 from minitf.runtime.rendezvous import Rendezvous
 from minitf.runtime.resource_mgr import ResourceMgr
 

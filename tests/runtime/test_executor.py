@@ -21,8 +21,7 @@ import pytest
 import minitf as tf
 from minitf.framework import errors
 from minitf.framework.op_registry import get_kernel_def, register_compute, register_kernel
-from minitf.runtime import config
-from minitf.runtime import plan as plan_lib
+from minitf.runtime import config, pipeline
 from minitf.runtime.execution import StepExecution
 from minitf.runtime.executor import (
     CancellationManager,
@@ -150,7 +149,7 @@ def _mixed_graph():
 @pytest.mark.parametrize("fold_constants", [True, False])
 def test_dataflow_loop_and_straight_walk_give_identical_results(fold_constants):
     feeds, fetches = _mixed_graph()
-    plan = plan_lib.build_plan(fetches, [], feeds, _kernel_for, fold_constants=fold_constants)
+    plan = pipeline.build_plan(fetches, [], feeds, _kernel_for, fold_constants=fold_constants)
     values = [
         np.array([1.0, 2.0, 3.0, 4.0], np.float32),
         np.arange(4, dtype=np.float32).reshape(2, 2),
@@ -170,7 +169,7 @@ def test_dataflow_loop_and_straight_walk_give_identical_results(fold_constants):
 
 def test_a_plan_that_never_waits_is_one_move_of_the_scheduler_that_runs_every_op():
     feeds, fetches = _mixed_graph()
-    plan = plan_lib.build_plan(fetches, [], feeds, _kernel_for)
+    plan = pipeline.build_plan(fetches, [], feeds, _kernel_for)
     scheduler = _RecordingScheduler()
     values = [np.ones(4, np.float32), np.ones((2, 2), np.float32)]
     Executor(scheduler=scheduler).run(plan, _ctx(), values)
@@ -185,7 +184,7 @@ def test_dataflow_loop_runs_every_op_after_its_predecessors():
     first = tf.identity(a, name="first")
     first.op._add_control_input(gate)
     second = tf.add(first, first, name="second")
-    plan = plan_lib.build_plan([second], [], [], _kernel_for, fold_constants=False)
+    plan = pipeline.build_plan([second], [], [], _kernel_for, fold_constants=False)
     scheduler = _RecordingScheduler()
     out = Executor(scheduler=scheduler, observe_ops=True).run(plan, _ctx(), [])
     assert out == [2.0]
@@ -206,7 +205,7 @@ def test_async_kernel_completing_on_another_thread():
 def test_plan_with_an_async_kernel_uses_the_dataflow_loop():
     p = tf.placeholder(tf.float32, shape=[], name="p")
     bumped = _test_op("TestAsyncAddOne", [p], name="bumped")
-    plan = plan_lib.build_plan([bumped], [], [p], _kernel_for)
+    plan = pipeline.build_plan([bumped], [], [p], _kernel_for)
     assert plan.has_async
     scheduler = _RecordingScheduler()
     out = Executor(scheduler=scheduler).run(plan, _ctx(), [np.float32(2.0)])
@@ -240,7 +239,7 @@ def _two_waits():
 
 def test_the_scheduler_chooses_which_completion_is_delivered_too():
     p, fetches = _two_waits()
-    plan = plan_lib.build_plan(fetches, [], [p], _kernel_for)
+    plan = pipeline.build_plan(fetches, [], [p], _kernel_for)
     scheduler = _RecordingScheduler()
     out = Executor(scheduler=scheduler).run(plan, _ctx(), [np.float32(1.0)])
     assert out == [2.0 + 11.0, 2.0, 11.0]  # (1 + 1) + (10 + 1)
@@ -250,7 +249,7 @@ def test_the_scheduler_chooses_which_completion_is_delivered_too():
 
 def test_any_order_the_scheduler_chooses_gives_the_same_values():
     p, fetches = _two_waits()
-    plan = plan_lib.build_plan(fetches, [], [p], _kernel_for)
+    plan = pipeline.build_plan(fetches, [], [p], _kernel_for)
     fifo = Executor().run(plan, _ctx(), [np.float32(2.0)])
     scheduler = _LastFirstScheduler()
     last_first = Executor(scheduler=scheduler).run(plan, _ctx(), [np.float32(2.0)])
@@ -270,7 +269,7 @@ def test_a_session_takes_a_scheduler_for_its_steps():
 
 def test_the_deadline_error_names_the_ops_still_waiting():
     stuck = _test_op("TestNeverDone", name="stuck_named")
-    plan = plan_lib.build_plan([stuck], [], [], _kernel_for)
+    plan = pipeline.build_plan([stuck], [], [], _kernel_for)
     with pytest.raises(
         tf.errors.DeadlineExceededError,
         match="Timed out waiting for notification .*: stuck_named waits for its completion",
@@ -285,7 +284,7 @@ def test_the_deadline_error_names_the_ops_still_waiting():
 def test_kernel_error_surfaces_as_invalid_argument_with_the_op(observe_ops):
     p = tf.placeholder(tf.float32, shape=[None], name="p")
     r = tf.reshape(p, [2, 2], name="r")
-    plan = plan_lib.build_plan([r], [], [p], _kernel_for)
+    plan = pipeline.build_plan([r], [], [p], _kernel_for)
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         Executor(observe_ops=observe_ops).run(plan, _ctx(), [np.ones(3, np.float32)])
     assert info.value.op is r.op
@@ -313,7 +312,7 @@ def test_kernel_error_through_a_session_names_the_op():
 def test_python_exceptions_map_to_tf_classes_with_the_op(kind, error_class, observe_ops):
     k = tf.placeholder(tf.string, shape=[], name="kind")
     raised = tf.get_default_graph().create_op("TestRaise", [k], [], name="raiser")
-    plan = plan_lib.build_plan([], [raised], [k], _kernel_for)
+    plan = pipeline.build_plan([], [raised], [k], _kernel_for)
     with pytest.raises(error_class) as info:
         Executor(observe_ops=observe_ops).run(plan, _ctx(), [np.array(kind.encode())])
     assert info.value.op is raised
@@ -381,7 +380,7 @@ def test_config_operation_timeout_applies_to_every_run():
 
 def test_executor_deadline_with_a_direct_plan():
     stuck = _test_op("TestNeverDone", name="stuck_direct")
-    plan = plan_lib.build_plan([stuck], [], [], _kernel_for)
+    plan = pipeline.build_plan([stuck], [], [], _kernel_for)
     ctx = _ctx(deadline=time.monotonic() + 0.05)
     with pytest.raises(tf.errors.DeadlineExceededError):
         Executor().run(plan, ctx, [])

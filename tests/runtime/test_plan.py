@@ -10,6 +10,7 @@ import pytest
 
 import minitf as tf
 from minitf.framework.op_registry import get_kernel_def, register_compute
+from minitf.runtime import pipeline
 from minitf.runtime import plan as plan_lib
 from minitf.runtime import session as session_lib
 from minitf.runtime.plan import KernelInfo
@@ -145,7 +146,7 @@ def test_build_plan_steps_are_ordered_and_wired():
     p = tf.placeholder(tf.float32, shape=[2], name="p")
     a = tf.identity(p, name="a")
     b = tf.add(a, a, name="b")
-    plan = plan_lib.build_plan([b], [], [p], _kernel_for, fold_constants=False)
+    plan = pipeline.build_plan([b], [], [p], _kernel_for, fold_constants=False)
     assert _names(plan.ops) == ["a", "b"]
     index = {step.op: i for i, step in enumerate(plan.steps)}
     for i, step in enumerate(plan.steps):
@@ -166,7 +167,7 @@ def test_every_tensor_gets_its_own_slot():
     a = tf.constant(1.0)
     b = tf.identity(a)
     c = tf.add(a, b)
-    plan = plan_lib.build_plan([c], [], [], _kernel_for, fold_constants=False)
+    plan = pipeline.build_plan([c], [], [], _kernel_for, fold_constants=False)
     out_slots = [s for step in plan.steps for s in step.out_slots]
     assert len(set(out_slots)) == len(out_slots) == 3
     assert plan.num_slots == 3
@@ -184,7 +185,7 @@ def test_fed_output_of_a_running_op_keeps_the_fed_value():
 def test_plan_ops_never_include_fed_producers():
     p = tf.placeholder(tf.float32, shape=[], name="p")
     out = tf.identity(p, name="out")
-    plan = plan_lib.build_plan([out], [], [p], _kernel_for)
+    plan = pipeline.build_plan([out], [], [p], _kernel_for)
     assert _names(plan.ops) == ["out"]
 
 
@@ -259,7 +260,7 @@ def test_constant_subgraphs_are_folded_out_of_the_steps():
     a = tf.constant(1.0, name="a")
     b = tf.identity(a, name="b")
     c = tf.add(a, b, name="c")
-    plan = plan_lib.build_plan([c], [], [], _kernel_for)
+    plan = pipeline.build_plan([c], [], [], _kernel_for)
     assert plan.steps == ()
     assert set(plan.folded_ops) == {a.op, b.op, c.op}
     with tf.Session() as sess:
@@ -274,7 +275,7 @@ def test_the_shape_of_a_statically_known_tensor_is_folded_and_its_only_reader_go
     mean = tf.reduce_mean(x * 2.0, name="mean")
     shape, size, rank = tf.shape(mean), tf.size(x * 2.0), tf.rank(x * 2.0)
     count = tf.reduce_prod(shape, name="count")
-    plan = plan_lib.build_plan([count, size, rank], [], [x], _kernel_for)
+    plan = pipeline.build_plan([count, size, rank], [], [x], _kernel_for)
     assert {shape.op, count.op, size.op, rank.op} <= set(plan.folded_ops)
     assert mean.op in {s.op for s in plan.steps if s.unread}
     with tf.Session() as sess:
@@ -287,7 +288,7 @@ def test_the_shape_of_a_tensor_with_an_unknown_dimension_runs_with_the_step():
     x = tf.placeholder(tf.float32, [None, 2], name="x")
     known = tf.placeholder(tf.float32, [4], name="known")
     shape_of_x, shape_of_feed = tf.shape(x * 2.0), tf.shape(known)
-    plan = plan_lib.build_plan([shape_of_x, shape_of_feed], [], [x, known], _kernel_for)
+    plan = pipeline.build_plan([shape_of_x, shape_of_feed], [], [x, known], _kernel_for)
     assert shape_of_x.op in plan.ops and shape_of_feed.op in plan.ops
     with tf.Session() as sess:
         for rows in (1, 5):
@@ -298,7 +299,7 @@ def test_the_shape_of_a_tensor_with_an_unknown_dimension_runs_with_the_step():
 def test_stateful_ops_and_their_consumers_are_not_folded():
     v = tf.Variable(2.0, name="v")
     y = tf.add(v.value(), tf.constant(1.0, name="one"), name="y")
-    plan = plan_lib.build_plan([y], [], [], _kernel_for)
+    plan = pipeline.build_plan([y], [], [], _kernel_for)
     assert v.op in plan.ops
     assert y.op in plan.ops
     assert y.op not in plan.folded_ops
@@ -309,7 +310,7 @@ def test_ops_with_control_inputs_are_not_folded():
     gate = tf.no_op(name="gate")
     with tf.control_dependencies([gate]):
         d = tf.identity(a, name="d")
-    plan = plan_lib.build_plan([d], [], [], _kernel_for)
+    plan = pipeline.build_plan([d], [], [], _kernel_for)
     assert _names(plan.ops) == ["gate", "d"]
 
 
@@ -319,7 +320,7 @@ def test_an_unfed_placeholder_with_a_default_folds_and_a_trace_shows_the_constan
     # the folded subgraph. Fed, the placeholder's consumers run.
     d = tf.placeholder_with_default(tf.constant(2.0, name="two"), [], name="d")
     y = tf.multiply(d, 3.0, name="y")
-    plan = plan_lib.build_plan([y], [], [], _kernel_for)
+    plan = pipeline.build_plan([y], [], [], _kernel_for)
     assert _names(plan.ops) == []
     assert {op.name for op, _ in plan.folded_frontier} == {"y"}
     full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
@@ -351,7 +352,7 @@ def test_a_kernel_error_while_folding_surfaces_when_the_op_runs():
     bad = tf.get_default_graph().create_op(
         _FAILING_PURE, [c], [tf.float32], name="bad", shapes=[[]]
     )
-    plan = plan_lib.build_plan([bad.outputs[0]], [], [], _kernel_for)
+    plan = pipeline.build_plan([bad.outputs[0]], [], [], _kernel_for)
     assert bad in plan.ops
     with tf.Session() as sess:
         with pytest.raises(
@@ -456,7 +457,7 @@ def test_an_op_is_isolated_only_if_it_touches_nothing_but_its_inputs_and_outputs
     taken = q.dequeue(name="taken")
     chosen = tf.cond(p[0, 0] > 0, lambda: p * 2.0, lambda: p * 3.0)
     bump = tf.assign_add(v, p, name="bump")
-    plan = plan_lib.build_plan(
+    plan = pipeline.build_plan(
         [product, through_read, taken, chosen, bump], [], [p], _kernel_for, fold_constants=False
     )
     isolated = {step.op.name: step.isolated for step in plan.steps}

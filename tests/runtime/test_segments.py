@@ -1,7 +1,7 @@
 """Segmented walks: a step with ops that wait runs straight between their completions.
 
 The expected values are computed by hand (numpy); the structure expected of
-the segments is the rule of `minitf.runtime.plan.Segments`: an op runs in the
+the segments is the rule of `minitf.runtime.speedups.segments.Segments`: an op runs in the
 segment of the waiting ops (``_Recv`` s, dequeues, ``take_grad`` s) it
 depends on.
 """

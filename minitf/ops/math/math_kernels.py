@@ -15,7 +15,7 @@ may also offer ``compute.with_buffers``, a function that makes a compute
 function of the same signature that writes its result into arrays it keeps
 from one step to the next (`reusable`) instead of allocating a new one every
 time, like TF's allocator handing a kernel the memory of a dead tensor. The
-runtime's straight-line walk uses it (`minitf.runtime.plan`); the result is
+runtime's straight walks use it (`minitf.runtime.speedups.walks`); the result is
 bit for bit the same, numpy's ``out=`` runs the same loops.
 """
 

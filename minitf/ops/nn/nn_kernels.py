@@ -7,7 +7,7 @@ maximum first, so that ``exp`` cannot overflow. Gradients are in
 `fused_matmul` is the kernel of a ``MatMul`` followed by its bias, its
 activation or its activation's gradient (TF's ``_FusedMatMul``): the runtime
 runs it in place of such a chain when nothing else reads the values in
-between (`minitf.runtime.plan`); the graph keeps its ops.
+between (`minitf.runtime.speedups.walks`); the graph keeps its ops.
 """
 
 from __future__ import annotations
