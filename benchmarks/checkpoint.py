@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 import minitf as tf
-from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.distributed.launcher import LocalCluster
 
 SHAPE = (2048, 2048)  # 16 MB of float32
 COUNT = 4

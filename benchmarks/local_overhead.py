@@ -45,7 +45,7 @@ Baselines measured in the same run, in numpy:
 ``minimize``'s default ``GATE_OP`` gating also builds the gradient of the
 input, ``dh @ w1.T``, but reaches it only through a control edge: TF's graph
 optimizer turns it into a ``NoOp`` (its step stats list five ``MatMul`` s),
-and so does minitf's plan (`minitf.runtime.pipeline.unread_ops`). Neither the
+and so does minitf's plan (`minitf.runtime.core.pipeline.unread_ops`). Neither the
 baselines nor the frameworks compute it.
 * ``numpy_copy_gb_per_s``: two ``np.copyto`` of the assign+read arrays.
 
@@ -270,7 +270,7 @@ def mlp_allocations(data, steps: int = 10) -> dict:
     executor hands the step's values to the fetches (``fetched``, called with the
     step's value slots still alive).
     """
-    from minitf.runtime import executor
+    from minitf.runtime.core import executor
 
     step, sess = mlp_step(_framework("minitf"), *data)
     for _ in range(20):
@@ -346,7 +346,9 @@ def side_figures(python: str, framework: str = "tf", defaults: bool = False) -> 
     command = [python, os.path.abspath(__file__), "--framework", framework]
     env = dict(os.environ)
     if defaults:
-        from minitf.runtime.intra_op import USER_ENV  # every variable that sets BLAS threads
+        from minitf.runtime.speedups.intra_op import (
+            USER_ENV,  # every variable that sets BLAS threads
+        )
 
         command.append("--defaults")
         for name in USER_ENV:

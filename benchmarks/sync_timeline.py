@@ -115,7 +115,7 @@ def record_wire(path: str):
     Returns:
         A function that writes the notes.
     """
-    from minitf.runtime import wire
+    from minitf.runtime.distributed import wire
 
     notes: list[tuple] = []
     clock = time.monotonic_ns

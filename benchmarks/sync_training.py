@@ -92,8 +92,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from proc_stat import cpu_ticks, steal_fraction  # noqa: E402 - this script's directory
 
-from minitf.runtime.intra_op import USER_ENV  # noqa: E402
-from minitf.runtime.launcher import free_ports  # noqa: E402
+from minitf.runtime.distributed.launcher import free_ports  # noqa: E402
+from minitf.runtime.speedups.intra_op import USER_ENV  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TASK_SCRIPT = Path(__file__).resolve().with_name("sync_training_task.py")

@@ -32,7 +32,7 @@ import time  # noqa: E402
 
 import minitf as tf  # noqa: E402
 from minitf.examples import async_mlp  # noqa: E402
-from minitf.runtime.launcher import free_ports  # noqa: E402
+from minitf.runtime.distributed.launcher import free_ports  # noqa: E402
 from minitf.viz import Tracer, dot, render  # noqa: E402
 from minitf.viz.pictures import train_targets  # noqa: E402
 

@@ -26,7 +26,7 @@ tensors reached this process through shared memory during the pulls (and
 
 With ``--sweep``, ``sweep_<k>kb_us`` gives the median microseconds of a
 pull of ``k`` KB by shared memory (``shm``) and by TCP (``tcp``): where the
-first starts to pay is where ``minitf.runtime.shm.MIN_BYTES`` should be.
+first starts to pay is where ``minitf.runtime.speedups.shm.MIN_BYTES`` should be.
 
 Run: ``.venv/bin/python benchmarks/transport.py [--tf-python /work/tfbench/venv/bin/python]``.
 """
@@ -59,7 +59,7 @@ _PS_SCRIPT = textwrap.dedent(
     """
     import sys
     import minitf as tf
-    from minitf.runtime import shm
+    from minitf.runtime.speedups import shm
     shm.MIN_BYTES = int(sys.argv[3])
     server = tf.train.Server({"ps": [sys.argv[1]], "worker": [sys.argv[2]]},
                              job_name="ps", task_index=0)
@@ -239,7 +239,7 @@ class MinitfCluster:
 
     Args:
         shm: Whether the ps may use shared memory (else it runs with ``MINITF_SHM=0``).
-        min_bytes: The ps's `minitf.runtime.shm.MIN_BYTES`.
+        min_bytes: The ps's `minitf.runtime.speedups.shm.MIN_BYTES`.
     """
 
     def __init__(self, shm: bool, min_bytes: int):
@@ -293,7 +293,7 @@ def bench_minitf() -> dict:
     The scalar fetches of the two alternate in rounds, so that both see the
     same machine: what the other engineers' programs take changes by the second.
     """
-    from minitf.runtime import shm as shm_lib
+    from minitf.runtime.speedups import shm as shm_lib
 
     result: dict = {}
     clusters = {}

@@ -59,7 +59,7 @@ from minitf.ops.state.variable_scope import *
 from minitf.ops.state.variables import *
 from minitf.platform import app, flags
 from minitf.platform import tf_logging as logging
-from minitf.runtime.config import (
+from minitf.runtime.core.config import (
     ConfigProto,
     GPUOptions,
     GraphOptions,
@@ -67,6 +67,6 @@ from minitf.runtime.config import (
     RunMetadata,
     RunOptions,
 )
-from minitf.runtime.session import InteractiveSession, Session
+from minitf.runtime.core.session import InteractiveSession, Session
 
 __version__ = "0.1.0"

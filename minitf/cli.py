@@ -101,7 +101,7 @@ def _script_args(args: argparse.Namespace, command: str) -> list[str] | None:
 
 
 def _run_launch(args: argparse.Namespace) -> int:
-    from minitf.runtime.launcher import launch
+    from minitf.runtime.distributed.launcher import launch
 
     script_args = _script_args(args, "launch")
     if script_args is None:

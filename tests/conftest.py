@@ -43,7 +43,7 @@ def speedups_on(monkeypatch):
     carried with a reply): the rest of the suite runs both ways in CI.
     Request it before the fixtures that start servers.
     """
-    from minitf.runtime import config
+    from minitf.runtime.core import config
 
     monkeypatch.setattr(config, "_FAST", True)
     monkeypatch.setenv(config.FAST_ENV, "1")

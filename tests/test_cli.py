@@ -90,7 +90,7 @@ def test_launch_with_no_ps_starts_a_cluster_of_workers_only(monkeypatch, tmp_pat
     script.write_text("")
     seen = []
     monkeypatch.setattr(
-        "minitf.runtime.launcher.launch",
+        "minitf.runtime.distributed.launcher.launch",
         lambda path, tasks, args, record=None: seen.append(tasks) or 0,
     )
     assert cli.main(["launch", "--ps", "0", "--workers", "1", str(script)]) == 0

@@ -36,7 +36,7 @@ import pytest
 import yaml  # PyYAML, in the test extra
 
 import minitf as tf
-from minitf.runtime.launcher import free_ports
+from minitf.runtime.distributed.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -29,8 +29,8 @@ import numpy as np
 import minitf as tf
 from minitf import notebook, viz
 from minitf.cluster import LocalCluster
-from minitf.runtime.launcher import free_ports
-from minitf.runtime.master import partition_step
+from minitf.runtime.distributed.launcher import free_ports
+from minitf.runtime.distributed.master import partition_step
 from minitf.viz.timeline import Timeline
 from minitf.viz.timeline_plot import plot_timeline
 
@@ -208,7 +208,7 @@ notebook.show(viz.draw(r0["graph"], view="/job:ps/task:0"))
 # ## Two workers, one set of variables
 #
 # `LocalCluster` starts one process per task, each running a
-# `tf.train.Server` for its role (`python -m minitf.runtime.task`, whose
+# `tf.train.Server` for its role (`python -m minitf.runtime.distributed.task`, whose
 # `main` is `server = tf.train.Server(cluster, job_name, task_index)` then
 # `server.join()`). Its ports are free ones, but the jobs and tasks are those
 # of `spec`. Two clients, one per worker graph, open a session on their own

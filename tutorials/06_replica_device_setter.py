@@ -28,7 +28,7 @@ import numpy as np
 
 import minitf as tf
 from minitf import notebook, viz
-from minitf.runtime.launcher import free_ports
+from minitf.runtime.distributed.launcher import free_ports
 
 out = notebook.out_dir("06_replica_device_setter")
 NUM_PS = 3

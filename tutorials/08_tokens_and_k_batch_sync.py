@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt
 
 from minitf import notebook
 from minitf.examples import tokens
-from minitf.runtime.launcher import load_recording
+from minitf.runtime.distributed.launcher import load_recording
 from minitf.stepper import Stepper
 from minitf.stepper.terminal import describe_event
 

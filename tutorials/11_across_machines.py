@@ -41,7 +41,7 @@ import numpy as np
 
 import minitf as tf
 from minitf import notebook
-from minitf.runtime.launcher import free_ports
+from minitf.runtime.distributed.launcher import free_ports
 
 # The checkout minitf is installed from (pip install -e): the script is in it.
 HERE = Path(tf.__file__).resolve().parents[1] / "tutorials" / "across_machines"

@@ -9,4 +9,4 @@ per global step, whose gradients a SyncReplicas update applied or dropped;
 # ruff: noqa: F401
 from minitf.cluster.simulated import SimulatedCluster
 from minitf.cluster.sync_record import SyncRecord
-from minitf.runtime.launcher import LocalCluster, launch
+from minitf.runtime.distributed.launcher import LocalCluster, launch

@@ -2,7 +2,7 @@
 
 Where `LocalCluster` starts a process per task and lets the machine's timing
 decide every race, a simulated cluster runs every task's ops itself, one
-move at a time (`minitf.runtime.simulation`). The same clients, seed, delays
+move at a time (`minitf.runtime.distributed.simulation`). The same clients, seed, delays
 and op costs give the same moves, the same values and the same event log,
 every time, with 100 workers on a laptop::
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from minitf.cluster import op_costs
 from minitf.cluster.delays import DelayModel
 from minitf.cluster.sync_record import SyncRecord, worker_index
-from minitf.runtime.simulation import Simulation
+from minitf.runtime.distributed.simulation import Simulation
 
 if TYPE_CHECKING:
     from minitf.framework.ops import Operation
@@ -85,7 +85,7 @@ class SimulatedCluster:
 
     @property
     def clock(self):
-        """The virtual clock (`minitf.runtime.simulation.VirtualClock`)."""
+        """The virtual clock (`minitf.runtime.distributed.simulation.VirtualClock`)."""
         return self._simulation.clock
 
     @property
@@ -98,7 +98,7 @@ class SimulatedCluster:
 
         Returns:
             ``{task: [(step id, RUN or DELIVER, op name), ...]}``, in order
-            (`minitf.runtime.simulation.Simulation.schedule`).
+            (`minitf.runtime.distributed.simulation.Simulation.schedule`).
         """
         return self._simulation.schedule()
 
@@ -174,7 +174,7 @@ class SimulatedCluster:
             out=out,
         )
         if record is not None:
-            from minitf.runtime.launcher import write_recording
+            from minitf.runtime.distributed.launcher import write_recording
 
             counts = {job: self.cluster_spec.num_tasks(job) for job in self.cluster_spec.jobs}
             write_recording(record, script, counts, args, self.schedule())

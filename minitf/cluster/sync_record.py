@@ -23,10 +23,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from minitf.runtime.partition import parse_task
+from minitf.runtime.distributed.partition import parse_task
 
 if TYPE_CHECKING:
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
 
 
 class SyncRecord:

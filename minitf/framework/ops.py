@@ -30,7 +30,7 @@ from minitf.framework.op_registry import (  # noqa: F401 - re-exported, TF has t
 )
 
 if TYPE_CHECKING:
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")

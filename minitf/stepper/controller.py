@@ -1,8 +1,8 @@
 """The stepper's controller: one op at a time, on every task, whoever started the step.
 
-Every task of a stepped cluster runs with a `minitf.runtime.scheduler.HeldScheduler`:
+Every task of a stepped cluster runs with a `minitf.runtime.core.scheduler.HeldScheduler`:
 its steps make no move until the controller grants one. The controller asks
-each task for its state (`minitf.runtime.worker.Stepping`) — held steps
+each task for its state (`minitf.runtime.distributed.worker.Stepping`) — held steps
 with their ready, waiting and arrived ops, queues, accumulators, variables —
 picks a move and grants it, then waits until every task holds still again.
 
@@ -33,16 +33,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from minitf.framework import errors
-from minitf.runtime.launcher import LocalCluster, load_recording
-from minitf.runtime.master import INCARNATION_ENV, REPLAYABLE, Channel
-from minitf.runtime.partition import parse_task
-from minitf.runtime.scheduler import DELIVER, RUN, matches
-from minitf.runtime.server import BREAK_ENV, STEPPER_ENV, connect_with_retry
+from minitf.runtime.core.scheduler import DELIVER, RUN, matches
+from minitf.runtime.distributed.launcher import LocalCluster, load_recording
+from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE, Channel
+from minitf.runtime.distributed.partition import parse_task
+from minitf.runtime.distributed.server import BREAK_ENV, STEPPER_ENV, connect_with_retry
 
 if TYPE_CHECKING:
     from minitf.framework.ops import Graph
-    from minitf.runtime.cluster_spec import ClusterSpec
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
+    from minitf.runtime.distributed.cluster_spec import ClusterSpec
     from minitf.viz.render import GraphPicture
 
 MOVE_NAMES = {RUN: "run", DELIVER: "deliver"}
@@ -66,7 +66,7 @@ class _RemoteTask:
 
 
 class _LocalTask:
-    """A task in this process: a `minitf.runtime.worker.Stepping`."""
+    """A task in this process: a `minitf.runtime.distributed.worker.Stepping`."""
 
     def __init__(self, stepping):
         self.name = stepping.task_name
@@ -238,7 +238,7 @@ class Stepper:
 
     @classmethod
     def for_local_sessions(cls, sessions: list) -> Stepper:
-        """A stepper on the sessions `minitf.runtime.session.hold_local_sessions` collects.
+        """A stepper on the sessions `minitf.runtime.core.session.hold_local_sessions` collects.
 
         Sessions made later (the script is still running) join as they appear.
 
@@ -306,7 +306,7 @@ class Stepper:
         Returns:
             ``{"tasks": [task state], "global_step": int or None, "moves": int,
             "candidates": [candidate]}``; a task state is
-            `minitf.runtime.worker.Stepping.state`, a candidate
+            `minitf.runtime.distributed.worker.Stepping.state`, a candidate
             ``{"task", "step_id", "move", "index", "op", "type"}``.
         """
         self._refresh()

@@ -2,8 +2,8 @@
 # ruff: noqa: F401
 
 from minitf.framework.meta_graph import export_meta_graph, import_meta_graph
-from minitf.runtime.cluster_spec import ClusterDef, ClusterSpec, JobDef
-from minitf.runtime.server import Server
+from minitf.runtime.distributed.cluster_spec import ClusterDef, ClusterSpec, JobDef
+from minitf.runtime.distributed.server import Server
 from minitf.train import queue_runner
 from minitf.train.adagrad import AdagradOptimizer
 from minitf.train.adam import AdamOptimizer

@@ -23,7 +23,7 @@ from minitf.train import training_util
 from minitf.train.session_run_hook import SessionRunArgs, SessionRunHook
 
 if TYPE_CHECKING:
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
     from minitf.train.monitored_session import Scaffold
     from minitf.train.saver import Saver
     from minitf.train.session_run_hook import SessionRunContext, SessionRunValues

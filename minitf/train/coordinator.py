@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 from minitf.framework import errors
-from minitf.runtime import simulation
+from minitf.runtime.distributed import simulation
 
 __all__ = ["Coordinator", "LooperThread"]
 

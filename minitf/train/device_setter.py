@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from minitf.framework.device import DeviceSpec
-from minitf.runtime.cluster_spec import ClusterDef, ClusterSpec
+from minitf.runtime.distributed.cluster_spec import ClusterDef, ClusterSpec
 
 # The TF 1.15 contrib strategies live in their own module; they are re-exported here.
 from minitf.train.device_setter_strategies import (

@@ -38,8 +38,8 @@ from minitf.train.session_manager import SessionManager
 from minitf.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 
 if TYPE_CHECKING:
-    from minitf.runtime.config import ConfigProto, RunMetadata, RunOptions
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.config import ConfigProto, RunMetadata, RunOptions
+    from minitf.runtime.core.session import BaseSession
     from minitf.train.saver import Saver
     from minitf.train.session_run_hook import SessionRunHook
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from minitf.framework import errors, ops
 from minitf.framework.graph_keys import GraphKeys
-from minitf.runtime import simulation
-from minitf.runtime.session import BaseSession
+from minitf.runtime.core.session import BaseSession
+from minitf.runtime.distributed import simulation
 from minitf.train.coordinator import Coordinator
 
 if TYPE_CHECKING:

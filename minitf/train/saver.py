@@ -48,7 +48,7 @@ from minitf.train.saver_builder import BaseSaverBuilder, BulkSaverBuilder, Saver
 
 if TYPE_CHECKING:
     from minitf.ops.state.variables import Variable
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
 
 __all__ = ["BaseSaverBuilder", "BulkSaverBuilder", "Saver", "SaverDef"]
 

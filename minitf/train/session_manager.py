@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from minitf.framework import errors, ops
-from minitf.runtime.session import Session
+from minitf.runtime.core.session import Session
 from minitf.train import checkpoint_management
 
 if TYPE_CHECKING:
-    from minitf.runtime.config import ConfigProto, RunOptions
+    from minitf.runtime.core.config import ConfigProto, RunOptions
     from minitf.train.saver import Saver
 
 logger = logging.getLogger("minitf")

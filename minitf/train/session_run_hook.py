@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
     from minitf.train.coordinator import Coordinator
 
 

@@ -180,7 +180,7 @@ class SyncReplicasOptimizer(optimizer.Optimizer):
                 with ops.control_dependencies([update_op]):
                     # `global_step` here is its `read`, which forwards the
                     # variable: the Fill runs after the update and so sees the
-                    # incremented step (minitf.runtime.plan.reads_variable).
+                    # incremented step (minitf.runtime.core.plan.reads_variable).
                     tokens = array_ops.fill([self._tokens_per_step], global_step)
                     sync_op = sync_token_queue.enqueue_many((tokens,))
                 if self._variable_averages is not None:

@@ -18,7 +18,7 @@ from minitf.framework.graph_keys import GraphKeys
 from minitf.ops.state import variable_scope, variables
 
 if TYPE_CHECKING:
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
 
 __all__ = [
     "global_step",

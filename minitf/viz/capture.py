@@ -11,7 +11,7 @@ import runpy
 import sys
 
 from minitf.framework import ops
-from minitf.runtime import session as session_lib
+from minitf.runtime.core import session as session_lib
 
 
 class _GraphCaptured(Exception):

@@ -35,8 +35,8 @@ import numpy as np
 
 from minitf.framework import device as pydev
 from minitf.framework import ops
-from minitf.runtime import partition as partition_lib
-from minitf.runtime.plan import prune, topological_order
+from minitf.runtime.core.plan import prune, topological_order
+from minitf.runtime.distributed import partition as partition_lib
 from minitf.viz.dot_text import PEER, Edge, Node, Slide, emit, highlight_from_trace, place_name
 from minitf.viz.graph_data import op_role
 

@@ -248,7 +248,7 @@ def highlight_from_trace(
 
     Args:
         step_stats: ``run_metadata.step_stats`` (or a `minitf.viz.Tracer`'s), the
-            format of `minitf.runtime.step_stats`.
+            format of `minitf.runtime.core.step_stats`.
         running: Names of ops to mark "running" instead.
         blocked: Names of ops to mark "blocked" instead.
 

@@ -3,7 +3,7 @@
 Run a step with ``tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`` and a
 ``tf.RunMetadata`` (or gather a span of cluster steps with a `minitf.viz.Tracer`);
 ``Timeline(run_metadata.step_stats)`` turns the step stats
-(`minitf.runtime.step_stats`) into the Chrome trace event format:
+(`minitf.runtime.core.step_stats`) into the Chrome trace event format:
 
 * one process per ``dev_stats`` entry (a task), named by its device and kept in
   ``dev_stats`` order;
@@ -39,7 +39,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from minitf.runtime.step_stats import NOTE_FIELDS
+from minitf.runtime.core.step_stats import NOTE_FIELDS
 from minitf.viz.graph_data import op_role
 
 
@@ -48,7 +48,7 @@ class Timeline:
 
     Args:
         step_stats: ``RunMetadata.step_stats`` of a traced run, or the merged
-            stats of several steps and tasks (`minitf.runtime.step_stats`).
+            stats of several steps and tasks (`minitf.runtime.core.step_stats`).
 
     Raises:
         TypeError: if ``step_stats`` is not a step-stats dict.
@@ -245,7 +245,7 @@ def step_clients(step_stats: dict) -> dict:
     (in-graph replication) has them joined with ``" + "``.
 
     Args:
-        step_stats: Step stats (`minitf.runtime.step_stats`).
+        step_stats: Step stats (`minitf.runtime.core.step_stats`).
 
     Returns:
         The client of each step id.
@@ -300,7 +300,7 @@ def transfer_names(node_name: str, transfer: dict | None = None) -> list[str]:
 
     Args:
         node_name: The op's name in the trace.
-        transfer: The op's ``transfer`` note (`minitf.runtime.step_stats`), whose
+        transfer: The op's ``transfer`` note (`minitf.runtime.core.step_stats`), whose
             ``peer`` is the other end; without it a ``_Send`` still names its
             destination (its name says it) and a ``_Recv`` names no peer.
 

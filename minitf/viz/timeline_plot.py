@@ -2,7 +2,7 @@
 
 `plot_timeline` draws ``run_metadata.step_stats`` of a traced run, or what a
 `minitf.viz.Tracer` gathered from a cluster (format in
-`minitf.runtime.step_stats`), with matplotlib for docs and slides, where the
+`minitf.runtime.core.step_stats`), with matplotlib for docs and slides, where the
 interactive Chrome trace of `minitf.viz.timeline.Timeline` cannot go:
 
 * one horizontal band per task, parameter servers first, each split into
@@ -188,7 +188,7 @@ def plot_timeline(
 
     Args:
         step_stats: ``RunMetadata.step_stats`` of a traced run, or a Tracer's
-            step stats (see `minitf.runtime.step_stats`).
+            step stats (see `minitf.runtime.core.step_stats`).
         path: If given, the figure is saved as ``<path>.<fmt>`` for each format
             (parent directories created).
         title: The title; by default a summary of ops, tasks and span.

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
 
 logger = logging.getLogger("minitf")
 
@@ -33,7 +33,7 @@ class Tracer:
     """A context manager that records every op the session's tasks run while it is open.
 
     A task whose process comes to its end while a tracer records it waits
-    (up to `minitf.runtime.server.RECORDING_PATIENCE_SECS`) for the tracer to
+    (up to `minitf.runtime.distributed.server.RECORDING_PATIENCE_SECS`) for the tracer to
     collect what it recorded, so a span that outlives training loses nothing.
 
     Args:
@@ -45,7 +45,7 @@ class Tracer:
 
     Attributes:
         step_stats: After the span: the recorded ops as ``StepStats``
-            (`minitf.runtime.step_stats`), or None before.
+            (`minitf.runtime.core.step_stats`), or None before.
         dropped: How many ops were left out because a task's recording was full.
     """
 

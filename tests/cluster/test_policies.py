@@ -305,7 +305,7 @@ def test_a_policy_needs_a_global_step_and_one_apply_gradients():
 @pytest.fixture
 def real_cluster():
     """One ps and two workers, each an in-process server on a free loopback port."""
-    from minitf.runtime.launcher import free_ports
+    from minitf.runtime.distributed.launcher import free_ports
 
     hosts = [f"127.0.0.1:{p}" for p in free_ports(3)]
     spec = tf.train.ClusterSpec({"ps": hosts[:1], "worker": hosts[1:]})

@@ -16,7 +16,7 @@ import pytest
 
 import minitf as tf
 from minitf.contrib.opt import ElasticAverageCustomGetter, ElasticAverageOptimizer
-from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.distributed.launcher import LocalCluster
 
 
 def _spec(workers=3):

@@ -18,7 +18,7 @@ import pytest
 
 import minitf as tf
 from minitf.contrib.opt import ModelAverageCustomGetter, ModelAverageOptimizer
-from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.distributed.launcher import LocalCluster
 from minitf.train.session_run_hook import SessionRunHook
 
 

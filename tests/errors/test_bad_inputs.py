@@ -20,7 +20,7 @@ import pytest
 import minitf as tf
 from minitf import cli
 from minitf.platform import flags as flags_lib
-from minitf.runtime.launcher import free_ports
+from minitf.runtime.distributed.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(60)
 

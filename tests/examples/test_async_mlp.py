@@ -4,7 +4,7 @@ import pytest
 
 import minitf as tf
 from minitf.examples import async_mlp
-from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.distributed.launcher import LocalCluster
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from minitf.examples import tokens
-from minitf.runtime.launcher import load_recording
+from minitf.runtime.distributed.launcher import load_recording
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -41,7 +41,7 @@ import pytest
 
 import minitf as tf
 from minitf.examples import async_mlp, trainer
-from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.distributed.launcher import LocalCluster
 from tests.processes import port_is_free, process_gone
 
 from .support import TRIALS_ENV, WatchedOutput, base_seed

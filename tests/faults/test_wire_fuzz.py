@@ -21,9 +21,9 @@ import pytest
 
 import minitf as tf
 from minitf.framework import errors
-from minitf.runtime.launcher import LocalCluster
-from minitf.runtime.server import cluster_secret
-from minitf.runtime.wire import Wire
+from minitf.runtime.distributed.launcher import LocalCluster
+from minitf.runtime.distributed.server import cluster_secret
+from minitf.runtime.distributed.wire import Wire
 
 from .support import WatchedOutput, base_seed
 

@@ -6,8 +6,8 @@ import threading
 import pytest
 
 import minitf as tf
-from minitf.runtime.launcher import free_ports
-from minitf.runtime.wire import Wire, WireListener
+from minitf.runtime.distributed.launcher import free_ports
+from minitf.runtime.distributed.wire import Wire, WireListener
 
 
 @pytest.fixture

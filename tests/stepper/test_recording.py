@@ -15,7 +15,7 @@ import pytest
 
 import minitf as tf
 from minitf.examples import trainer
-from minitf.runtime.launcher import LocalCluster, load_recording
+from minitf.runtime.distributed.launcher import LocalCluster, load_recording
 from minitf.stepper.controller import Stepper
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]

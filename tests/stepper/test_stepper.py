@@ -17,9 +17,9 @@ import pytest
 
 import minitf as tf
 from minitf.examples import sync_mlp
-from minitf.runtime.launcher import LocalCluster
-from minitf.runtime.scheduler import RUN
-from minitf.runtime.server import BREAK_ENV, STEPPER_ENV
+from minitf.runtime.core.scheduler import RUN
+from minitf.runtime.distributed.launcher import LocalCluster
+from minitf.runtime.distributed.server import BREAK_ENV, STEPPER_ENV
 from minitf.stepper import HeldScheduler, Stepper, terminal
 
 pytestmark = pytest.mark.timeout(120)
@@ -203,7 +203,7 @@ def test_in_a_notebook_the_stepper_shows_its_state_and_a_picture_of_what_ran_and
 
 
 def test_a_task_whose_stepper_goes_away_releases_its_held_steps():
-    from minitf.runtime.launcher import free_ports
+    from minitf.runtime.distributed.launcher import free_ports
 
     (port,) = free_ports(1)
     spec = tf.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]})

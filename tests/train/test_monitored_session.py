@@ -185,7 +185,7 @@ def test_a_worker_waits_for_the_chief_and_says_which_variables_on_which_task(cap
 
 
 def test_a_worker_session_is_ready_soon_after_the_chief_initializes_on_the_ps():
-    from minitf.runtime.launcher import LocalCluster
+    from minitf.runtime.distributed.launcher import LocalCluster
 
     with LocalCluster({"ps": 1, "worker": 2}) as cluster:
         with tf.device(tf.train.replica_device_setter(ps_tasks=1)):

@@ -18,7 +18,7 @@ import pytest
 
 import minitf as tf
 from minitf.examples import trainer
-from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.distributed.launcher import LocalCluster
 from tests.faults.support import WatchedOutput
 
 pytestmark = pytest.mark.timeout(150)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.runtime.launcher import LocalCluster
+from minitf.runtime.distributed.launcher import LocalCluster
 from minitf.train import saver as saver_lib
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,7 +17,7 @@ import pytest
 
 import minitf as tf
 from minitf.cluster import SyncRecord
-from minitf.runtime.launcher import free_ports
+from minitf.runtime.distributed.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,8 +15,8 @@ import pytest
 import minitf as tf
 from minitf.examples import sync_mlp
 from minitf.framework.device import DeviceSpec
-from minitf.runtime import partition as partition_lib
-from minitf.runtime.plan import prune, topological_order
+from minitf.runtime.core.plan import prune, topological_order
+from minitf.runtime.distributed import partition as partition_lib
 from minitf.viz import dot
 
 pytestmark = pytest.mark.timeout(60)

@@ -3,7 +3,7 @@
 ``Switch(data, pred)`` forwards ``data`` to one of its two outputs — the
 second when ``pred`` is true — and marks the other `DEAD`. An op with a dead
 input, or a dead control input, does not run: it is dead too, and so are its
-outputs (`minitf.runtime.execution`). ``Merge`` forwards the first input that
+outputs (`minitf.runtime.core.execution`). ``Merge`` forwards the first input that
 is not dead, with its index. So the branch ``tf.cond`` did not take is a
 chain of dead ops that finishes at once and changes nothing; a dead value
 that crosses tasks travels as `DEAD`, so the other task's ops die too.

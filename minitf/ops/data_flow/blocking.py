@@ -3,7 +3,7 @@
 A dequeue on an empty queue or a ``take_grad`` with too few gradients must
 wait, but it must not hold a thread: the other ready ops of its step, and the
 steps other threads run on the same session, go on meanwhile. So the kernel
-is asynchronous (see `minitf.runtime.executor`): it hands the resource an
+is asynchronous (see `minitf.runtime.core.executor`): it hands the resource an
 `Attempt` — a function that tries to make progress, and the ``done`` callback
 of the kernel — and returns at once.
 
@@ -67,7 +67,7 @@ class Attempt:
         state: Free for ``run`` to keep progress in (e.g. elements taken so far).
         deferred: True if this attempt is offered to its (held) step instead
             of run when ready. A held step's context says so before its first
-            op runs (`minitf.runtime.scheduler.HeldScheduler.started`), so it
+            op runs (`minitf.runtime.core.scheduler.HeldScheduler.started`), so it
             is read once, here, not at every flush.
     """
 

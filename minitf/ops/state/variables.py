@@ -23,7 +23,7 @@ from minitf.ops.state import state_ops
 
 if TYPE_CHECKING:
     from minitf.framework.indexed_slices import IndexedSlices
-    from minitf.runtime.session import BaseSession
+    from minitf.runtime.core.session import BaseSession
 
 __all__ = [
     "Variable",

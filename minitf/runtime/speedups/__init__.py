@@ -5,6 +5,6 @@
 * `shm`, `intra_op`, `allocator`: shared memory between tasks on one
   machine, the matrix products' threads, memory a task keeps.
 
-``MINITF_FAST=0`` (`minitf.runtime.config.fast`) turns every one of them
+``MINITF_FAST=0`` (`minitf.runtime.core.config.fast`) turns every one of them
 off; the results are the same bit for bit.
 """

@@ -1,7 +1,7 @@
 """Segments: a step with ops that wait, as straight walks between their completions.
 
 A speed-up: the step runs as a few large moves instead of one per op
-(`minitf.runtime.plan.Unit`), with the same results (``MINITF_FAST=0`` runs
+(`minitf.runtime.core.plan.Unit`), with the same results (``MINITF_FAST=0`` runs
 every op as a move of its own).
 """
 
@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from minitf.framework.ops import Operation
-from minitf.runtime.plan import KernelInfo, PlanStep, Unit
+from minitf.runtime.core.plan import KernelInfo, PlanStep, Unit
 from minitf.runtime.speedups.walks import Walks, walks_of
 
 

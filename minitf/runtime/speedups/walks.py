@@ -1,7 +1,7 @@
 """Walks with buffers and fused chains: a straight walk that allocates almost nothing.
 
 A speed-up, from a plan's second run on (`Walks`): the same ops as
-`minitf.runtime.plan.Plan.straight`, but
+`minitf.runtime.core.plan.Plan.straight`, but
 
 * kernels that write into arrays they keep from one step to the next
   (``with_buffers``, `minitf.ops.math.math_kernels.reusable`) — TF's
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from minitf.framework.ops import Operation
 from minitf.ops.nn.nn_kernels import EPILOGUES, fused_matmul
-from minitf.runtime.plan import (
+from minitf.runtime.core.plan import (
     SHAPE_READERS,
     KernelInfo,
     PlanStep,

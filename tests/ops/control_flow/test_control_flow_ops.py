@@ -266,7 +266,7 @@ def test_a_constant_pred_is_not_folded_away():
 
 
 def test_a_branch_on_another_task_is_dead_there_too():
-    from minitf.runtime.launcher import LocalCluster
+    from minitf.runtime.distributed.launcher import LocalCluster
 
     with LocalCluster({"ps": 1, "worker": 1}) as cluster:
         with tf.device("/job:ps/task:0"):

@@ -687,7 +687,7 @@ def test_a_deadline_names_the_waiting_op_and_what_it_waits_for():
 
 
 def test_on_a_cluster_the_deadline_names_the_task_and_the_accumulator_short_of_gradients():
-    from minitf.runtime.launcher import LocalCluster
+    from minitf.runtime.distributed.launcher import LocalCluster
 
     with LocalCluster({"ps": 1, "worker": 1}, output=None) as cluster:
         with tf.device("/job:ps/task:0"):

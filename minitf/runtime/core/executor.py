@@ -1,0 +1,721 @@
+"""The executor: runs the steps of one task, every move chosen by its scheduler.
+
+There is one way to run a step. Its partition's `Plan` becomes a
+`StepExecution` (`minitf.runtime.core.execution`): the step's value slots, which
+units are ready, which wait, which completions have arrived. The executor's
+`Scheduler` (`minitf.runtime.core.scheduler`) chooses every move — run this
+ready unit, deliver that completion — until the step is done. Free-running
+steps run in the plan's large units (straight walks with buffers and fused
+chains, and the ops that wait between them); a stepper, a tracer or a
+simulation sees one op per move. Either way, the same object, the same two
+moves, the same scheduler.
+
+Who makes the moves is the only thing that differs: the calling thread
+(`Executor.run`), which waits when the step does, or the task's loop
+(`Executor.start`), for a step that must hold no thread while it waits.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import heapq
+import itertools
+import logging
+import math
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minitf.framework import errors
+from minitf.framework.ops import Operation
+from minitf.runtime.core import config
+from minitf.runtime.core.clock import WALL_CLOCK, WallClock
+from minitf.runtime.core.execution import (
+    OpEvent,
+    StepExecution,
+    as_op_error,
+    describe_wait,
+)
+from minitf.runtime.core.plan import Plan
+from minitf.runtime.core.scheduler import DELIVER, FifoScheduler, Scheduler
+
+logger = logging.getLogger("minitf")
+
+__all__ = [
+    "CancellationManager",
+    "Executor",
+    "OpEvent",
+    "StepContext",
+    "StepExecution",
+    "as_op_error",
+]
+
+_step_ids = itertools.count(1)
+_watch_lock = threading.Lock()
+
+
+def _float_warning_switches():
+    """How a step turns numpy's floating-point warnings off, and back on.
+
+    Kernels never warn about an inf or a nan (TF's do not), so every step
+    runs as in ``np.errstate(all="ignore")``. That context builds numpy's
+    error state anew on each entry, 1-1.7 us: more than the rest of the walk
+    of a one-op step. numpy 2 keeps the state in a context variable, so a
+    step sets a state made once and resets it, for a tenth of that. (The
+    state made once keeps the buffer size numpy had at import; a buffer size
+    changes speed only.) With another numpy the step uses ``np.errstate``.
+
+    Returns:
+        ``(quiet, back)``: ``quiet()`` turns the warnings off and returns what
+        ``back(...)`` takes to turn them back on, on the same thread.
+    """
+    try:
+        from numpy._core import _ufunc_config
+
+        state = _ufunc_config._make_extobj(all="ignore")
+        variable = _ufunc_config._extobj_contextvar
+    except (ImportError, AttributeError, TypeError):
+
+        def quiet():
+            context = np.errstate(all="ignore")
+            context.__enter__()
+            return context
+
+        def back(context) -> None:
+            context.__exit__(None, None, None)
+
+        return quiet, back
+    return functools.partial(variable.set, state), variable.reset
+
+
+_quiet_floats, _floats_back = _float_warning_switches()
+
+
+class CancellationManager:
+    """Lets blocked kernels register how to wake up when a step is cancelled."""
+
+    __slots__ = ("_lock", "_callbacks", "_tokens", "_cancelled")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._tokens = 0  # the last token given
+        self._cancelled = False
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True once `start_cancel` has been called."""
+        return self._cancelled
+
+    def register(self, callback: Callable[[], None]) -> int | None:
+        """Registers ``callback``; returns a token, or None if already cancelled.
+
+        Args:
+            callback: Called with no arguments when the step is cancelled.
+        """
+        with self._lock:
+            if self._cancelled:
+                return None
+            token = self._tokens = self._tokens + 1
+            self._callbacks[token] = callback
+            return token
+
+    def deregister(self, token: int | None) -> None:
+        """Forgets a callback (the kernel finished normally).
+
+        Args:
+            token: What `register` returned (None is ignored).
+        """
+        if token is None:
+            return
+        with self._lock:
+            self._callbacks.pop(token, None)
+
+    def start_cancel(self) -> None:
+        """Cancels: calls every registered callback once."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            callback()
+
+
+class StepContext:
+    """What a kernel sees of the step it runs in (TF's ``OpKernelContext``).
+
+    Attributes:
+        step_id: The step's id: in a process, local steps count up from 1; a
+            cluster step's id comes from its master (`minitf.runtime.distributed.master`).
+        resource_mgr: The task's `ResourceMgr`.
+        cancellation: The step's `CancellationManager`; None for a step made
+            with ``cancellable=False``, one that walks straight
+            (a local step with nothing that waits): nothing in it waits, so nothing
+            registers to be woken.
+        deadline: ``time.monotonic()`` value after which the step fails, or None.
+        rendezvous: The task's `Rendezvous`, where ``_Recv`` waits (cluster steps).
+        transport: What ``_Send`` uses to reach other tasks (cluster steps).
+        client: The task whose session runs the step (``/job:worker/replica:0/task:1``).
+        clock: Where time is read (`minitf.runtime.core.clock`); ``deadline`` is on it.
+        trace: A list to append one `OpEvent` per executed op to, or None.
+        notes: While tracing, what kernels tell the trace about their op
+            (``{op name: {field: value}}``; see `note`).
+        outbox: The tensors ``_Send`` has given and the driver has not sent
+            yet (`post`, `flush_outbox`), or None to send each one at once.
+        carry_to: The task whose tensors from the step's last burst of ops
+            wait for the step's reply instead of leaving in a message of
+            their own (`Worker.start_graph`), or None.
+        carried: Those tensors, ``(key, value)`` pairs, once the step has ended.
+
+    Args:
+        cancellable: False for a step that walks straight: it gets no
+            `CancellationManager` (``cancellation`` is None).
+    """
+
+    __slots__ = (
+        "step_id", "resource_mgr", "cancellation", "deadline", "rendezvous", "transport",
+        "client", "clock", "defer_attempts", "trace", "notes", "outbox", "carry_to", "carried",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        resource_mgr,
+        deadline: float | None = None,
+        step_id: int | None = None,
+        rendezvous=None,
+        transport=None,
+        client: str = "/job:localhost/replica:0/task:0",
+        clock: WallClock = WALL_CLOCK,
+        cancellable: bool = True,
+    ):
+        self.step_id = next(_step_ids) if step_id is None else step_id
+        self.resource_mgr = resource_mgr
+        self.cancellation = CancellationManager() if cancellable else None
+        self.deadline = deadline
+        self.rendezvous = rendezvous
+        self.transport = transport
+        self.client = client
+        self.clock = clock
+        # Set by a stepper's scheduler: waiting attempts are offered, not run
+        # (ops.data_flow.blocking).
+        self.defer_attempts = False
+        self.trace: list | None = None
+        self.notes: dict[str, dict] = {}
+        self.outbox: dict[str, list] | None = None
+        self.carry_to: str | None = None
+        self.carried: list[tuple[str, Any]] | None = None
+
+    def post(self, task: str, key: str, value: Any, op: Operation) -> None:
+        """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
+
+        While the driver runs a burst of ready ops (`Executor`), the tensors
+        for one task wait in ``outbox`` and leave together, in one message,
+        when it has no more ops to run; otherwise they go at once.
+
+        Args:
+            task: The receiving task.
+            key: The rendezvous key.
+            value: The tensor.
+            op: The ``_Send`` (named if the send fails).
+        """
+        outbox = self.outbox
+        if outbox is None:
+            self.transport.send_tensor(task, self.step_id, key, value)
+        else:
+            outbox.setdefault(task, []).append((key, value, op))
+
+    def flush_outbox(self) -> None:
+        """Sends the tensors waiting in ``outbox``, one message per task.
+
+        Raises:
+            OpError: the transport's error, naming the first ``_Send`` of the
+                message that could not be sent.
+        """
+        outbox = self.outbox
+        if not outbox:
+            return
+        batches = list(outbox.items())
+        outbox.clear()
+        for task, items in batches:
+            try:
+                self.transport.send_tensors(task, self.step_id, [(k, v) for k, v, _ in items])
+            except Exception as exc:
+                raise as_op_error(exc, items[0][2]) from exc
+
+    def note(self, op_name: str, field: str, value: Any) -> None:
+        """Adds ``field`` to the traced stats of ``op_name`` (only while tracing).
+
+        Kernels use it to say what the trace cannot see from outside: what a
+        waiting op waited on, which peer a tensor went to, which queue
+        elements moved (`minitf.runtime.core.step_stats`).
+
+        Args:
+            op_name: The op's name.
+            field: The stats field.
+            value: Its value (JSON-able).
+        """
+        if self.trace is not None:
+            self.notes.setdefault(op_name, {})[field] = value
+
+
+class Executor:
+    """Runs the steps of one task: every op of every step as a move its scheduler chooses.
+
+    A step's partition becomes a `StepExecution`; the executor's `Scheduler`
+    picks each move (run a ready unit, deliver an arrived completion) until
+    the step is done. Two drivers make the moves:
+
+    * `run`: the calling thread drives the step and waits, when no move can
+      be made, for a completion (or the deadline) — a local session's steps,
+      the client's own partition, a stepped or traced step on a task;
+    * `start`: the step holds no thread while it waits. The task's *loop*
+      (`_Loop`, one thread per executor, TF's inter-op thread pool of one)
+      makes its moves, and takes it up again each time a completion
+      arrives, in the order steps asked: completions reach the step through
+      the loop and its scheduler, never on the thread that made them.
+
+    What a move runs is a policy of the scheduler's: watched op by op
+    (`Scheduler.observes_ops`, a traced step, a plan with ``tf.cond``, or the
+    speed-ups off, `minitf.runtime.core.config.fast`) every op is a move; else a
+    move is one of the plan's units — a straight walk with buffers and fused
+    chains, or one op that may wait (`minitf.runtime.core.plan.Plan.units`).
+
+    Args:
+        scheduler: Chooses every move (default: `FifoScheduler`).
+        observe_ops: If True, every op is a move (a tracer wants each in turn).
+        task: The task's name, for the log of waiting steps.
+    """
+
+    def __init__(
+        self, scheduler: Scheduler | None = None, observe_ops: bool = False, task: str = ""
+    ):
+        self.scheduler = scheduler or FifoScheduler()
+        self.observe_ops = observe_ops or self.scheduler.observes_ops
+        self.by_op = self.observe_ops or not config.fast()
+        self.task = task
+        self.wait_log_secs = wait_log_secs()
+        self._watch: _Watch | None = None
+        self._loop: _Loop | None = None
+
+    def execution(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> StepExecution:
+        """A new step of ``plan``: op by op if anyone watches, else in the plan's units.
+
+        Args:
+            plan: The `Plan` of the step.
+            ctx: The step's `StepContext`.
+            feed_values: The fed values, in the order of the plan's feeds.
+        """
+        by_op = self.by_op or ctx.trace is not None or plan.units is None
+        return StepExecution(plan, ctx, feed_values, by_op)
+
+    def run(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
+        """Runs ``plan`` with the fed values on the calling thread; returns the fetched values.
+
+        Args:
+            plan: The `Plan` of the step.
+            ctx: The step's `StepContext`.
+            feed_values: The fed values, in the order of the plan's feeds.
+
+        Raises:
+            OpError: the TF error of the first failing op (the step is cancelled).
+        """
+        execution = self.execution(plan, ctx, feed_values)
+        quiet = _quiet_floats()
+        try:
+            self.drive(execution)
+        finally:
+            _floats_back(quiet)
+        return execution.fetches()
+
+    def drive(self, execution: StepExecution) -> None:
+        """Makes the scheduler's moves until the step is done; waits when none can be made.
+
+        Args:
+            execution: The `StepExecution` of the step.
+
+        Raises:
+            OpError: the first failing op's error, or ``DeadlineExceededError``
+                naming the ops still waiting when the step's deadline passed.
+                The step is cancelled on the way out.
+        """
+        scheduler = self.scheduler
+        scheduler.started(execution)
+        try:
+            while True:
+                self.moves(execution)
+                if execution.finished:
+                    break
+                self._wait(execution)
+        except BaseException:
+            _cancel(execution.ctx)
+            raise
+        finally:
+            scheduler.finished(execution)
+
+    def moves(self, execution: StepExecution) -> None:
+        """Makes moves until the scheduler has none for now (the step is done, or waits).
+
+        A step's tensors for another task that ``_Send`` s give meanwhile
+        leave together, one message per task, when it stops (one at a time
+        in a step watched op by op, so that a trace times each transfer).
+
+        Args:
+            execution: The step's `StepExecution`.
+
+        Raises:
+            OpError: the error of the move that failed.
+        """
+        scheduler, ctx = self.scheduler, execution.ctx
+        batching = not execution.by_op and ctx.transport is not None
+        if batching:
+            ctx.outbox = {}
+        try:
+            while not execution.finished:
+                if execution.has_news:
+                    execution.collect()
+                move = scheduler.next_move(execution)
+                if move is None:
+                    break
+                if move[0] == DELIVER:
+                    execution.deliver(move[1])
+                else:
+                    execution.run_op(move[1])
+            if batching:
+                if ctx.carry_to is not None and execution.finished:
+                    # The reply goes to that task anyway: its tensors go with it.
+                    held = ctx.outbox.pop(ctx.carry_to, None)
+                    if held:
+                        ctx.carried = [(key, value) for key, value, _ in held]
+                ctx.flush_outbox()
+        finally:
+            if batching:
+                ctx.outbox = None
+
+    def start(
+        self,
+        plan: Plan,
+        ctx: StepContext,
+        feed_values: list[Any],
+        done: Callable[[list[Any] | None, BaseException | None], None],
+    ) -> None:
+        """Starts a step that holds no thread while it waits: the task's loop makes its moves.
+
+        Args:
+            plan: The `Plan` of the step.
+            ctx: The step's `StepContext`.
+            feed_values: The fed values, in the order of the plan's feeds.
+            done: Called once, on the loop's thread, with the fetched values
+                and None, or None and the step's `OpError` (the step is
+                cancelled first).
+        """
+        if self._loop is None:
+            with _watch_lock:
+                if self._loop is None:
+                    self._loop = _Loop(self.task)
+        started = _Started(self, self.execution(plan, ctx, feed_values), done)
+        self._loop.take_up(started)
+
+    def watch(self, run: _Started) -> None:
+        """Watches a started step that waits: its deadline, and its long waits.
+
+        Args:
+            run: The step, when it first waits.
+        """
+        if self._watch is None:
+            with _watch_lock:
+                if self._watch is None:
+                    self._watch = _Watch(run.ctx.clock, self.wait_log_secs)
+        self._watch.add(run)
+
+    def unwatch(self, run: _Started) -> None:
+        """Stops watching a started step that has ended.
+
+        Args:
+            run: The step.
+        """
+        self._watch.remove(run)
+
+    def _wait(self, execution: StepExecution) -> None:
+        """Waits for a completion; logs what waits, every ``wait_log_secs``, while it lasts.
+
+        Raises:
+            DeadlineExceededError: when the step's deadline passes first.
+        """
+        ctx, interval = execution.ctx, self.wait_log_secs
+        started = ctx.clock.now()
+        while True:
+            remaining = ctx.clock.remaining(ctx.deadline)
+            if interval and (remaining is None or remaining > interval):
+                if execution.wait_for_arrival(interval):
+                    return
+                _log_waiting(self.task, execution, ctx.clock.now() - started)
+                continue
+            if not execution.wait_for_arrival(remaining):
+                raise _deadline_error(execution)
+            return
+
+
+def _cancel(ctx: StepContext) -> None:
+    if ctx.cancellation is not None:
+        ctx.cancellation.start_cancel()
+
+
+class _Loop:
+    """The thread that makes the moves of a task's started steps (`Executor.start`).
+
+    Steps are taken up in the order they ask — a new step, or one to which a
+    completion has come — and each makes the moves its scheduler has for it
+    before the next is taken up, as TF's executor queues the ops a
+    completion makes ready behind the node that is running: a worker's
+    ``apply_grad`` that lets the chief's ``take_grad`` finish comes back to
+    the chief's step only after the worker's step has started its token
+    dequeue, so no other worker can take that worker's token. The thread
+    ends after `IDLE_SECONDS` without work, and a new one starts when work
+    comes.
+    """
+
+    IDLE_SECONDS = 30.0
+
+    def __init__(self, task: str):
+        self._name = f"minitf-loop {task}".strip()
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: collections.deque[_Started] = collections.deque()
+        self._running = False
+
+    def take_up(self, run: _Started) -> None:
+        """Queues ``run`` to make its moves (from any thread)."""
+        with self._cond:
+            self._queue.append(run)
+            if self._running:
+                self._cond.notify()
+                return
+            self._running = True
+        threading.Thread(target=self._serve, name=self._name, daemon=True).start()
+
+    def _serve(self) -> None:
+        cond, pending = self._cond, self._queue
+        while True:
+            with cond:
+                if not pending:
+                    cond.wait(self.IDLE_SECONDS)
+                    if not pending:
+                        self._running = False
+                        return
+                run = pending.popleft()
+            try:
+                run.advance()
+            except Exception:  # noqa: BLE001 - a step reports its own errors; keep the loop
+                logger.exception("%s: a step failed outside its own error handling", self._name)
+            del run  # hold nothing of a finished step while idle
+
+
+class _Started:
+    """A step that `Executor.start` started, taken up by the loop each time it can move."""
+
+    __slots__ = (
+        "_executor", "execution", "_done", "_lock", "_queued", "_ended", "_expired",
+        "_watched", "started", "__weakref__",
+    )  # fmt: skip
+
+    def __init__(self, executor: Executor, execution: StepExecution, done):
+        self._executor = executor
+        self.execution = execution
+        self._done = done
+        self._lock = threading.Lock()
+        self._queued = True  # the loop takes it up first
+        self._ended = False
+        self._expired = False
+        self._watched = False
+        self.started = execution.ctx.clock.now()
+        execution.on_arrival = self._arrival
+
+    @property
+    def ctx(self) -> StepContext:
+        """The step's context."""
+        return self.execution.ctx
+
+    def _arrival(self) -> None:
+        """A completion came (on whichever thread made it): the loop takes the step up."""
+        with self._lock:
+            if self._queued or self._ended:
+                return
+            self._queued = True
+        self._executor._loop.take_up(self)
+
+    def advance(self) -> None:
+        """Makes the step's moves until it waits or ends (on the loop's thread)."""
+        with self._lock:
+            self._queued = False
+            if self._ended:
+                return
+        execution = self.execution
+        quiet = _quiet_floats()
+        try:
+            if self._expired:
+                raise _deadline_error(execution)
+            self._executor.moves(execution)
+        except BaseException as exc:  # noqa: BLE001 - the step's error goes to ``done``
+            self._end(None, exc)
+            return
+        finally:
+            _floats_back(quiet)
+        if execution.finished:
+            self._end(execution.fetches(), None)
+        elif not self._watched:
+            self._watched = True
+            self._executor.watch(self)
+
+    def _end(self, values: list | None, error: BaseException | None) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        if self._watched:
+            self._executor.unwatch(self)
+        if error is not None:
+            _cancel(self.execution.ctx)
+        self.execution.detach()
+        self._executor.scheduler.finished(self.execution)
+        self._done(values, error)
+
+    def expire(self, now: float) -> float | None:
+        """Fails the step when its deadline has passed (`_Watch`): the loop ends it.
+
+        Returns:
+            None (nothing more to watch).
+        """
+        with self._lock:
+            if self._ended:
+                return None
+            self._expired = True
+            queued, self._queued = self._queued, True
+        if not queued:
+            self._executor._loop.take_up(self)
+        return None
+
+    def log(self, now: float) -> None:
+        """Logs what the step waits for, if it has waited `Executor.wait_log_secs` (`_Watch`)."""
+        waited = now - self.started
+        if not self._ended and waited >= self._executor.wait_log_secs:
+            _log_waiting(self._executor.task, self.execution, waited)
+
+
+class _Watch:
+    """The thread that watches an executor's started steps while they wait.
+
+    A step is added when it first waits and removed when it ends. The
+    thread wakes at a step's deadline, and every ``interval`` seconds to log
+    the steps that have waited that long: never once per step, which would
+    cost a thread switch per step.
+
+    Args:
+        clock: Where time is read.
+        interval: Seconds between two logs of a waiting step (0: never).
+    """
+
+    def __init__(self, clock, interval: float):
+        self._clock = clock
+        self._interval = interval
+        self._lock = threading.Condition(threading.Lock())
+        self._runs: dict[_Started, None] = {}
+        self._deadlines: list[tuple[float, int, _Started]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, run: _Started) -> None:
+        """Watches ``run`` until `remove`."""
+        deadline = run.ctx.deadline
+        with self._lock:
+            self._runs[run] = None
+            if deadline is not None:
+                heapq.heappush(self._deadlines, (deadline, next(self._order), run))
+                if self._deadlines[0][2] is run:
+                    self._lock.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="minitf-watch", daemon=True
+                )
+                self._thread.start()
+
+    def remove(self, run: _Started) -> None:
+        """Stops watching ``run`` (it has ended)."""
+        with self._lock:
+            self._runs.pop(run, None)
+
+    def _serve(self) -> None:
+        clock, interval, deadlines = self._clock, self._interval, self._deadlines
+        next_log = clock.now() + interval if interval else None
+        while True:
+            with self._lock:
+                while True:
+                    now = clock.now()
+                    first = deadlines[0][0] if deadlines else None
+                    when = min(t for t in (first, next_log, math.inf) if t is not None)
+                    if when <= now:
+                        break
+                    self._lock.wait(None if when == math.inf else when - now)
+                expired = []
+                while deadlines and deadlines[0][0] <= now:
+                    expired.append(heapq.heappop(deadlines)[2])
+                logged = []
+                if next_log is not None and next_log <= now:
+                    logged = list(self._runs)
+                    next_log = now + interval
+            for run in expired:
+                again = run.expire(now)
+                if again is not None:
+                    with self._lock:
+                        heapq.heappush(deadlines, (again, next(self._order), run))
+            for run in logged:
+                run.log(now)
+
+
+WAIT_LOG_ENV = "MINITF_WAIT_LOG_SECS"
+"""Seconds between two log lines about a step that waits (default 5; 0: never)."""
+
+
+def wait_log_secs() -> float:
+    """``MINITF_WAIT_LOG_SECS``, or 5."""
+    return float(os.environ.get(WAIT_LOG_ENV, "5"))
+
+
+def _waits(execution: StepExecution, limit: int = 5) -> str:
+    """Each op still waiting (at most ``limit``) and what for, in words."""
+    waiting = sorted(execution.waiting, key=lambda i: execution.steps[i].op.name)
+    described = []
+    for i in waiting[:limit]:
+        try:
+            what = describe_wait(execution.waits_for(i))
+        except Exception:  # noqa: BLE001 - saying what waits must not fail the step
+            what = "its completion"
+        described.append(f"{execution.steps[i].op.name} waits for {what}")
+    more = f"; and {len(waiting) - limit} more" if len(waiting) > limit else ""
+    return "; ".join(described) + more
+
+
+def _log_waiting(task: str, execution: StepExecution, waited: float) -> None:
+    """A step that waits says so: which ops, on which task, for what, for how long."""
+    logger.warning(
+        "%s: step %x has waited %.1f s: %s",
+        task or "this process",
+        execution.ctx.step_id,
+        waited,
+        _waits(execution),
+    )
+
+
+def _deadline_error(execution: StepExecution) -> errors.DeadlineExceededError:
+    """TF's text, then each op still waiting and what for (the run's deadline passed)."""
+    waiting = sorted(execution.waiting, key=lambda i: execution.steps[i].op.name)
+    first = execution.steps[waiting[0]].op if waiting else None
+    return errors.DeadlineExceededError(
+        first.node_def if first is not None else None,
+        first,
+        "Timed out waiting for notification (the run's deadline passed): " + _waits(execution),
+    )

@@ -1,0 +1,844 @@
+"""The master: how ``tf.Session(target)`` runs a step across the tasks of a cluster.
+
+For each run signature (fetches, targets, feeds — and the graph's version)
+the master, once:
+
+1. prunes the graph to what the step needs (`minitf.runtime.core.plan.prune`);
+2. places every op on a task and partitions the ops per task, with
+   ``_Send``/``_Recv`` pairs on the edges between tasks
+   (`minitf.runtime.distributed.partition`);
+3. registers each partition with its task, which plans it and keeps it.
+
+Then every run sends each task one ``run`` request with the step id, the fed
+values its partition reads and the deadline; the tasks run their partitions
+concurrently and exchange tensors through their rendezvous; the master
+gathers the fetched values. If any task fails, or the deadline passes, the
+master aborts the step on every task and raises the TF error — the root
+cause, not the cancellations it triggered.
+
+In TF the master runs inside the server the session connects to; in minitf
+it runs in the client process, which asks that server for the cluster and
+talks to every task directly. The session's default device is that server's
+task.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import os
+import secrets
+import threading
+import time
+import zlib
+from typing import Any
+
+import numpy as np
+
+from minitf.framework import errors, ops
+from minitf.runtime.core import step_stats
+from minitf.runtime.core.plan import prune, topological_order
+from minitf.runtime.distributed import partition as partition_lib
+from minitf.runtime.distributed.cluster_spec import ClusterSpec
+from minitf.runtime.distributed.server import connect_with_retry, error_message, in_process_worker
+from minitf.runtime.distributed.wire import Wire
+
+logger = logging.getLogger("minitf")
+
+_ABORT_GRACE = 5.0  # seconds to let aborted partitions report before giving up on them
+_LOSER_CODES = (errors.CANCELLED, errors.ABORTED)
+_DEADLINE_GRACE = 2.0  # seconds to let a task past the step's deadline say what waited there
+
+
+def target_address(target: str) -> str:
+    """``"grpc://host:port"`` or ``"minitf://host:port"`` → ``"host:port"``.
+
+    Args:
+        target: A session target.
+
+    Raises:
+        InvalidArgumentError: for another scheme.
+    """
+    for scheme in ("grpc://", "minitf://"):
+        if target.startswith(scheme):
+            return target[len(scheme) :]
+    raise errors.InvalidArgumentError(
+        None,
+        None,
+        f"Session target {target!r} is not a server address: use a tf.train.Server's "
+        "target ('grpc://host:port'), or '' for a local session.",
+    )
+
+
+# Step ids are deterministic: the same sessions making the same runs give the
+# same ids, so a recorded schedule can be replayed. An id is 62 bits: 24 from
+# the client task's name and its process's `incarnation`, 10 from how many
+# sessions this process has opened for that task (two sessions of one worker
+# must not share ids on a ps, whose rendezvous is keyed by them), 10 from the
+# run's signature (what it fetches, runs and feeds) and 18 counting the runs
+# of that signature. Counting per signature keeps ids the same even when
+# threads of one client race to start their steps (the chief's queue runner
+# and its training loop).
+_SIGNATURE_BITS = 10
+_COUNT_BITS = 18
+_COUNT_MASK = (1 << _COUNT_BITS) - 1
+_sessions_per_task: dict[str, int] = {}
+_sessions_lock = threading.Lock()
+
+INCARNATION_ENV = "MINITF_INCARNATION"
+REPLAYABLE = "replayable"
+"""The incarnation of every task of a recorded or replayed run: a replay has the recorded ids."""
+_incarnation = secrets.token_hex(8)
+
+
+def incarnation() -> str:
+    """This process's incarnation: what tells a restarted task's steps from its old ones.
+
+    A task killed mid-step and started again runs the same runs and would
+    count the same step ids; a ps still holding a step of the dead process
+    must not take the new one's tensors for it. Random per process, like
+    TF's device incarnations, unless ``MINITF_INCARNATION`` fixes it (the
+    stepper does, so that a replayed run has the recorded ids).
+    """
+    return os.environ.get(INCARNATION_ENV) or _incarnation
+
+
+def _step_base(
+    task_name: str, sessions: dict[str, int] | None = None, incarnation_: str | None = None
+) -> int:
+    """The high bits of a new session's step ids; counts the session in ``sessions``.
+
+    Args:
+        task_name: The session's client task.
+        sessions: Sessions opened so far per task (default: this process's).
+        incarnation_: The client's incarnation (default: `incarnation`).
+    """
+    with _sessions_lock:
+        counts = _sessions_per_task if sessions is None else sessions
+        number = counts.get(task_name, 0)
+        counts[task_name] = number + 1
+    who = f"{task_name}#{incarnation_ or incarnation()}"
+    client = zlib.crc32(who.encode()) & 0xFFFFFF
+    return client << 38 | (number & 0x3FF) << (_SIGNATURE_BITS + _COUNT_BITS)
+
+
+class StepIds:
+    """The ids of one session's runs (see `_step_base`): the same runs give the same ids.
+
+    Args:
+        task_name: The session's client task.
+        sessions: Sessions opened so far per task (default: this process's;
+            a simulated cluster keeps its own, as each of its tasks would).
+        incarnation_: The client's incarnation (default: `incarnation`).
+    """
+
+    def __init__(self, task_name: str, sessions: dict[str, int] | None = None, incarnation_=None):
+        self.base = _step_base(task_name, sessions, incarnation_)
+        self._counters: dict[str, tuple[int, itertools.count]] = {}
+        self._lock = threading.Lock()
+
+    def next(self, fetches, targets, feeds) -> int:
+        """The next id of a run of this signature (what it fetches, runs and feeds).
+
+        Args:
+            fetches: The tensors the run fetches.
+            targets: The ops it runs.
+            feeds: The tensors it feeds.
+        """
+        signature = "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
+        counter = self._counters.get(signature)
+        if counter is None:
+            with self._lock:
+                counter = self._counters.get(signature)
+                if counter is None:
+                    used = {slot for slot, _ in self._counters.values()}
+                    slot = zlib.crc32(signature.encode()) & ((1 << _SIGNATURE_BITS) - 1)
+                    for _ in range(1 << _SIGNATURE_BITS):  # two signatures with one hash
+                        if slot not in used:
+                            break
+                        slot = (slot + 1) & ((1 << _SIGNATURE_BITS) - 1)
+                    counter = (slot, itertools.count(1))
+                    self._counters[signature] = counter
+        slot, numbers = counter
+        return self.base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
+
+
+_FINISHED = threading.Event()
+_FINISHED.set()
+
+
+class _Call:
+    __slots__ = ("event", "reply", "notify", "on_error", "carried_to")
+
+    def __init__(self, notify: threading.Event | None = None, finished: bool = False):
+        # A call made in this process is over before anyone waits on it.
+        self.event = _FINISHED if finished else threading.Event()
+        self.reply: tuple | None = None
+        self.notify = notify  # also set when the reply comes (one event for many calls)
+        self.on_error = None  # called with an error reply, on the thread that brings it
+        # (worker, step id): where the tensors a run's reply carries go (server's ``carry``).
+        self.carried_to: tuple | None = None
+
+    def finish(self, reply: tuple) -> None:
+        if len(reply) > 4 and reply[0] == "ok" and self.carried_to is not None:
+            worker, step_id = self.carried_to
+            for key, value in reply[4]:
+                worker.deliver_tensor(step_id, key, value)
+        self.reply = reply
+        if self.event is not _FINISHED:
+            self.event.set()
+        if self.notify is not None:
+            self.notify.set()
+        if reply[0] == "error" and self.on_error is not None:
+            self.on_error(reply)
+
+
+class Channel:
+    """A client connection to one task; a reader thread hands replies to their callers.
+
+    Args:
+        wire: The connection to the task.
+        task: The task's name.
+    """
+
+    def __init__(self, wire: Wire, task: str):
+        self.task = task
+        self._wire = wire
+        self._lock = threading.Lock()
+        self._calls: dict[int, _Call] = {}
+        self._ids = itertools.count(1)
+        self._lost: str | None = None
+        threading.Thread(target=self._read, name=f"minitf-channel{task}", daemon=True).start()
+
+    def call(
+        self, build, notify: threading.Event | None = None, carried_to: tuple | None = None
+    ) -> _Call:
+        """Sends ``build(call_id)``; returns the pending call (``notify`` is set when it ends).
+
+        Args:
+            build: ``build(call_id) -> message``: the request to send.
+            notify: An event to set too when the reply comes (one event may serve many calls).
+            carried_to: ``(worker, step id)``: the in-process worker that receives
+                the tensors the reply carries (a run sent with ``carry``), or None.
+        """
+        pending = _Call(notify)
+        pending.carried_to = carried_to  # before the request leaves: the reply may come at once
+        with self._lock:
+            call_id = next(self._ids)
+            if self._lost is None:
+                self._calls[call_id] = pending
+        if self._lost is not None:
+            pending.finish(("error", call_id, errors.UNAVAILABLE, self._lost, None))
+            return pending
+        try:
+            self._wire.send(build(call_id))
+        except OSError as exc:
+            self._fail_all(f"lost the connection to {self.task}: {exc}")
+        return pending
+
+    def send(self, message: tuple) -> None:
+        """Sends a one-way message (an abort); a broken connection is ignored.
+
+        Args:
+            message: The message.
+        """
+        try:
+            self._wire.send(message)
+        except OSError:
+            pass
+
+    def request(self, build, timeout: float) -> Any:
+        """A call that waits for its reply; returns the payload or raises its error.
+
+        Args:
+            build: ``build(call_id) -> message``: the request to send.
+            timeout: Seconds to wait for the reply.
+
+        Raises:
+            UnavailableError: if the task does not answer in time.
+            OpError: the TF error the task replied with.
+        """
+        pending = self.call(build)
+        if not pending.event.wait(timeout):
+            raise errors.UnavailableError(None, None, f"{self.task} did not answer in {timeout} s")
+        return unpack(pending.reply, None)
+
+    @property
+    def lost(self) -> bool:
+        """True once the connection is gone."""
+        return self._lost is not None
+
+    @property
+    def wire(self) -> Wire:
+        """The connection (the server in this process sends tensors on it too)."""
+        return self._wire
+
+    def _read(self) -> None:
+        while True:
+            try:
+                reply = self._wire.recv()
+            except Exception as exc:  # noqa: BLE001 - a wire closed under recv raises TypeError
+                self._fail_all(f"lost the connection to {self.task} ({type(exc).__name__})")
+                return
+            with self._lock:
+                pending = self._calls.pop(reply[1], None)
+            if pending is not None:
+                pending.finish(reply)
+
+    def _fail_all(self, why: str) -> None:
+        with self._lock:
+            if self._lost is None:
+                self._lost = why
+            calls, self._calls = self._calls, {}
+        for call_id, pending in calls.items():
+            pending.finish(("error", call_id, errors.UNAVAILABLE, why, None))
+
+    def close(self) -> None:
+        """Closes the connection; calls still waiting for a reply fail with UnavailableError."""
+        self._fail_all(f"the connection to {self.task} was closed")
+        self._wire.close()
+
+
+def _run_message(call: int, *, handle, step_id, feeds, timeout_ms, trace, carry) -> tuple:
+    """The ``run`` request of one task's part of a step (`minitf.runtime.distributed.server`)."""
+    return ("run", call, handle, step_id, feeds, timeout_ms, trace, carry)
+
+
+def unpack(reply: tuple, graph: ops.Graph | None) -> Any:
+    """The payload of an ``ok`` reply, or raises the TF error of an ``error`` reply.
+
+    Args:
+        reply: A reply from a task: ``("ok", call id, payload)`` or ``("error", call id, code,
+            message, op name)``.
+        graph: The client graph, whose op the error names, or None.
+
+    Raises:
+        OpError: the TF error of an ``error`` reply.
+    """
+    if reply[0] == "ok":
+        return reply[2]
+    raise rebuild_error(reply[2], reply[3], reply[4], graph)
+
+
+def rebuild_error(code: int, message: str, op_name: str | None, graph) -> errors.OpError:
+    """The TF error a task reported, naming the client graph's op when it can.
+
+    Args:
+        code: The TF error code.
+        message: The error message.
+        op_name: The failing op's name, or None.
+        graph: The client graph to find the op in, or None.
+    """
+    op = None
+    if op_name is not None and graph is not None:
+        try:
+            op = graph.get_operation_by_name(op_name)
+        except (KeyError, ValueError):
+            op = None
+    cls = errors.exception_type_from_error_code(code)
+    return cls(op.node_def if op is not None else None, op, message)
+
+
+def partition_step(fetches, targets, feeds, cluster, job, task, config):
+    """Places and partitions one run signature of a client on ``/job:<job>/task:<task>``.
+
+    Args:
+        fetches: The tensors the run fetches.
+        targets: The ops it runs.
+        feeds: The tensors it feeds.
+        cluster: The `ClusterSpec`.
+        job: The client's job.
+        task: The client's task index.
+        config: The session's `ConfigProto` (its ``allow_soft_placement``).
+
+    Returns:
+        ``(partitions by task, fetch_from)``: where each fetch comes from,
+        ``(task, index in its partition's fetches)`` or ``(None, feed index)``.
+    """
+    step_ops = topological_order(prune(fetches, targets, feeds), set(feeds))
+    tasks = {j: cluster.num_tasks(j) for j in cluster.jobs}
+    devices = partition_lib.place(step_ops, job, task, tasks, config.allow_soft_placement)
+    parts = partition_lib.partition(step_ops, devices, fetches, targets, feeds)
+    feed_index = {t.name: i for i, t in enumerate(feeds)}
+    fetch_from = []
+    for t in fetches:
+        if t.name in feed_index:
+            fetch_from.append((None, feed_index[t.name]))
+        else:
+            owner = partition_lib.task_of(devices[t.op])
+            fetch_from.append((owner, parts[owner].fetches.index(t.name)))
+    return parts, fetch_from
+
+
+class _StepPlan:
+    """A run signature, partitioned and registered: what each run sends where."""
+
+    def __init__(self):
+        self.parts: list[tuple[str, int, list[int]]] = []  # (task, handle, feed indices)
+        self.fetch_from: list[tuple[str | None, int]] = []  # (task or None for a feed, index)
+        self.partitions: dict[str, partition_lib.Partition] = {}
+
+
+class Master:
+    """Runs a session's steps on a cluster.
+
+    Args:
+        target: The session target (a server's ``target``).
+        graph: The session's graph.
+        config: The session's ``ConfigProto``.
+
+    Raises:
+        UnavailableError: if the target server cannot be reached.
+    """
+
+    def __init__(self, target: str, graph: ops.Graph, config):
+        self._graph = graph
+        self._config = config
+        address = self._address = target_address(target)
+        wire = connect_with_retry(address, f"the session target {target}")
+        first = Channel(wire, target)
+        cluster, job, task = first.request(lambda c: ("hello", c), timeout=30.0)
+        self.cluster = ClusterSpec(cluster)
+        self.job, self.task = job, task
+        self.task_name = f"/job:{job}/replica:0/task:{task}"
+        self._channels: dict[str, Channel] = {self.task_name: first}
+        self._channels_lock = threading.Lock()
+        self._plans: dict[tuple, _StepPlan] = {}
+        self._build_lock = threading.RLock()  # a channel remade while building forgets plans
+        self._clock_offsets: dict[str, int] = {}
+        self._active: set[int] = set()  # steps running now, aborted by close()
+        self._step_ids = StepIds(self.task_name)
+        self._closed = False
+        # Connections made again after one was lost (`channel`), and to which task last.
+        self._remade = 0
+        self._remade_task: str | None = None
+
+    def devices(self) -> list[str]:
+        """Every device of the cluster (each task's one CPU)."""
+        return [partition_lib.full_device_of(task) for task in self.tasks()]
+
+    def channel(self, task: str, connect_timeout: float | None = None) -> Channel:
+        """The connection to ``task`` (made on first use, remade if lost).
+
+        Args:
+            task: The task name.
+            connect_timeout: Seconds to keep trying to connect (default:
+                ``MINITF_CONNECT_TIMEOUT``).
+
+        Raises:
+            CancelledError: if the session has been closed.
+            UnavailableError: if the task cannot be reached.
+        """
+        with self._channels_lock:
+            if self._closed:
+                raise errors.CancelledError(None, None, "Session has been closed.")
+            channel = self._channels.get(task)
+            if channel is not None and not channel.lost:
+                return channel
+            job, index = partition_lib.parse_task(task)
+            wire = connect_with_retry(self.cluster.task_address(job, index), task, connect_timeout)
+            if channel is not None:
+                # The task may be a new process (restarted) that knows none of our
+                # partitions: every step registers its partitions again, and the
+                # run that made the connection again fails (`run`).
+                self._forget_plans()
+                self._remade += 1
+                self._remade_task = task
+            channel = Channel(wire, task)
+            self._channels[task] = channel
+        here = in_process_worker(self._address)
+        share = getattr(here.transport, "share", None) if here is not None else None
+        if share is not None and here.task_name == self.task_name:
+            share(task, channel)  # this task's tensors for ``task`` go on it too
+        return channel
+
+    def _forget_plans(self) -> None:
+        with self._build_lock:
+            self._plans = {}
+
+    def close(self) -> None:
+        """Cancels the steps still running on the tasks and closes the connections.
+
+        The servers and their state stay. A ``run`` still waiting raises
+        ``CancelledError``, as in TF; its partitions are aborted on every task,
+        so none of its blocked ops (a dequeue, a ``take_grad``) lives on to take
+        an element meant for a later step.
+        """
+        with self._channels_lock:
+            self._closed = True
+            active = list(self._active)
+            local = in_process_worker(self._address)
+            for step_id in active:
+                for channel in self._channels.values():
+                    channel.send(("abort", step_id, errors.CANCELLED, "Session was closed."))
+                if local is not None:
+                    # A part running here with a direct call: cancel it directly too,
+                    # not only through the message the connection closed next carries.
+                    local.abort_step(
+                        step_id, errors.CancelledError(None, None, "Session was closed.")
+                    )
+            for channel in self._channels.values():
+                channel.close()
+            self._channels.clear()
+
+    # -- planning --------------------------------------------------------------------------
+
+    def _plan(self, fetches, targets, feeds) -> _StepPlan:
+        key = (tuple(fetches), tuple(targets), tuple(feeds), self._graph.version)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._build_lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._build(list(fetches), list(targets), list(feeds))
+                if len(self._plans) > 256:
+                    self._plans.clear()
+                self._plans[key] = plan
+        return plan
+
+    def _build(self, fetches, targets, feeds) -> _StepPlan:
+        parts, fetch_from = partition_step(
+            fetches, targets, feeds, self.cluster, self.job, self.task, self._config
+        )
+        plan = _StepPlan()
+        plan.partitions = parts
+        feed_index = {t.name: i for i, t in enumerate(feeds)}
+        for task, part in parts.items():
+            part.client = self.task_name
+            part.session = f"{self.task_name}#{incarnation()}#{self._step_ids.base:x}"
+            handle = self.channel(task).request(lambda c, p=part: ("register", c, p), 60.0)
+            plan.parts.append((task, handle, [feed_index[name] for _, name in part.feeds]))
+        plan.fetch_from = fetch_from
+        return plan
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(
+        self, fetches, targets, feeds, feed_values, timeout_ms: int, trace: bool = False
+    ) -> tuple[list[Any], dict | None]:
+        """Runs one step; returns the fetched values and, if ``trace``, its step stats.
+
+        The step stats have one ``dev_stats`` entry per task, on this
+        process's clock (`clock_offset`).
+
+        Args:
+            fetches: The tensors the run fetches.
+            targets: The ops it runs.
+            feeds: The tensors it feeds.
+            feed_values: The fed values, one per feed.
+            timeout_ms: The step's deadline in milliseconds (0: none).
+            trace: Whether to trace the step.
+
+        Raises:
+            OpError: the root-cause TF error of a failing task, or
+                ``DeadlineExceededError`` after ``timeout_ms`` (0: no limit).
+            AbortedError: if a connection to a task was lost and had to be
+                made again during this run: the task may be a new process,
+                whose state is gone (uninitialized variables), as TF's run
+                fails when a task restarts under it. The next run registers
+                its partitions again; ``MonitoredSession`` makes a new session
+                and waits until the model is ready again.
+        """
+        remade = self._remade
+        plan = self._plan(fetches, targets, feeds)
+        step_id = self._step_ids.next(fetches, targets, feeds)
+        # Registered under the lock close() takes: a step either is aborted by
+        # close() or sees the session closed, never runs on unnoticed.
+        with self._channels_lock:
+            if self._closed:
+                raise errors.CancelledError(None, None, "Session has been closed.")
+            self._active.add(step_id)
+        try:
+            return self._run_step(plan, step_id, feed_values, timeout_ms, trace, remade)
+        finally:
+            self._active.discard(step_id)
+
+    def _run_step(self, plan, step_id, feed_values, timeout_ms, trace, remade):
+        channels = [self.channel(task) for task, _, _ in plan.parts]
+        if self._remade != remade:
+            # Nothing was sent: running the partitions registered on a task that
+            # restarted could read its state before a chief restores it.
+            raise errors.AbortedError(
+                None,
+                None,
+                f"the connection to {self._remade_task} was lost and made again during this "
+                "run: the task may have restarted, and its state with it. The next run "
+                "registers this session's partitions again (MonitoredSession makes a new "
+                "session and waits until the model is ready).",
+            )
+        calls, used = [], []
+        answered = threading.Event()  # set whenever a task answers
+        here = None  # this process's worker, when it is the session's own task
+        if any(task == self.task_name for task, _, _ in plan.parts):
+            worker = in_process_worker(self._address)
+            if worker is not None and worker.task_name == self.task_name:
+                here = worker
+        # With this task's part run here, a task's reply may carry the tensors
+        # its last ops send to this task (`Server._start`).
+        carry = here is not None and not trace
+        carried_to = (here, step_id) if carry else None
+        local = None
+        for (task, handle, feed_idx), channel in zip(plan.parts, channels):
+            values = [feed_values[i] for i in feed_idx]
+            used.append(channel)
+            if here is not None and task == self.task_name and local is None:
+                local = (here, handle, values)
+                continue
+            message = functools.partial(
+                _run_message, handle=handle, step_id=step_id, feeds=values,
+                timeout_ms=timeout_ms, trace=trace, carry=carry,
+            )  # fmt: skip
+            calls.append((task, channel.call(message, answered, carried_to)))
+        if local is not None:
+            # Every other task has its part of the step: this one runs here.
+            calls.append((self.task_name, self._run_here(step_id, calls, local, timeout_ms, trace)))
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
+        results, failure = self._gather(calls, answered, deadline)
+        if failure is not None and self._closed:  # close() has aborted it everywhere
+            raise errors.CancelledError(None, None, "Session has been closed.")
+        if failure is not None:
+            if any(channel.lost for channel in used):
+                # The task may come back as a new process that knows none of our
+                # partitions: the next run plans and registers again. This run
+                # fails, as TF's does when a task restarts under it.
+                self._forget_plans()
+            raise self._abort(step_id, calls, failure)
+        values = [
+            feed_values[index] if task is None else _owned(results[task][index])
+            for task, index in plan.fetch_from
+        ]
+        if not trace:
+            return values, None
+        per_task = {
+            partition_lib.full_device_of(task): step_stats.shift(
+                pending.reply[3], self.clock_offset(task)
+            )
+            for task, pending in calls
+        }
+        return values, step_stats.build(per_task)
+
+    @staticmethod
+    def _run_here(step_id: int, calls: list, local: tuple, timeout_ms: int, trace: bool) -> _Call:
+        """Runs this process's own partition of the step with a direct call to its worker.
+
+        No message and no copy: the fed values reach the kernels as read-only
+        views (as in a local session), and a fetched value that is read-only
+        (a variable's) is copied for the caller. While it runs, a task that
+        fails the step cancels it here (``on_error``), as the gathering of
+        replies would.
+
+        Returns:
+            The finished call, with the reply a server would have sent.
+        """
+        worker, handle, values = local
+
+        def cancel(reply: tuple) -> None:
+            error = errors.exception_type_from_error_code(reply[2])(None, None, reply[3])
+            worker.abort_step(step_id, error)
+
+        for _, pending in calls:
+            pending.on_error = cancel
+        for _, pending in calls:  # a reply that came before its on_error was set
+            if pending.event.is_set() and pending.reply[0] == "error":
+                cancel(pending.reply)
+        done = _Call(finished=True)
+        try:
+            fetched, nodes = worker.run_graph(
+                handle, step_id, [_read_only(v) for v in values], timeout_ms, trace
+            )
+            reply = ("ok", 0, [_local_value(v) for v in fetched])
+            if nodes is not None:
+                reply = (*reply, nodes)
+        except Exception as exc:  # noqa: BLE001 - reported as the task's reply
+            reply = ("error", 0, *error_message(exc))
+        finally:
+            for _, pending in calls:
+                pending.on_error = None
+        done.finish(reply)
+        return done
+
+    def _gather(self, calls, answered: threading.Event, deadline):
+        """Every task's results, or the first failure in the order failures come.
+
+        A task that is lost fails its call at once; waiting on the tasks one
+        after the other would wait forever on another task whose part waits
+        for a tensor the lost one will never send.
+
+        Returns:
+            ``({task: results}, None)`` or ``(partial results, OpError)``.
+        """
+        results: dict[str, list] = {}
+        waiting = list(calls)
+        while waiting:
+            answered.clear()
+            still = []
+            for task, pending in waiting:
+                if not pending.event.is_set():
+                    still.append((task, pending))
+                    continue
+                try:
+                    results[task] = unpack(pending.reply, self._graph)
+                except errors.OpError as exc:
+                    return results, exc
+            waiting = still
+            if not waiting or any(p.event.is_set() for _, p in waiting):
+                continue  # an answer came while the others were read
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not answered.wait(remaining):
+                return results, self._deadline_error(waiting)
+        return results, None
+
+    def _deadline_error(self, waiting: list) -> errors.OpError:
+        """The error of a step past its deadline: a task's own, which names what waited there.
+
+        Every task has the step's deadline too; its error (the ops still
+        waiting and for what) comes a moment after this process's.
+        """
+        late = time.monotonic() + _DEADLINE_GRACE
+        for task, pending in waiting:
+            if pending.event.wait(max(0.0, late - time.monotonic())):
+                if pending.reply[0] == "error" and pending.reply[2] == errors.DEADLINE_EXCEEDED:
+                    error = rebuild_error(*pending.reply[2:5], self._graph)
+                    return type(error)(error.node_def, error.op, f"{error.message} (on {task})")
+        tasks = ", ".join(task for task, _ in waiting)
+        return errors.DeadlineExceededError(
+            None, None, f"Timed out waiting for {tasks} (the run's deadline passed)"
+        )
+
+    # -- tracing ---------------------------------------------------------------------------
+
+    def clock_offset(self, task: str) -> int:
+        """Microseconds to add to ``task``'s clock to read it on this process's clock.
+
+        Measured once per task, NTP-style: of three round trips, the one with
+        the shortest round trip time gives ``(send + receive) / 2 - task's time``.
+        On one machine it is about zero; across machines it lines traces up.
+
+        Args:
+            task: The task's name.
+        """
+        offset = self._clock_offsets.get(task)
+        if offset is None:
+            best = None
+            for _ in range(3):
+                sent = step_stats.wall_micros()
+                remote = self.channel(task).request(lambda c: ("clock", c), timeout=10.0)
+                received = step_stats.wall_micros()
+                if best is None or received - sent < best[0]:
+                    best = (received - sent, (sent + received) // 2 - remote)
+            offset = self._clock_offsets[task] = best[1]
+        return offset
+
+    def tasks(self) -> list[str]:
+        """Every task of the cluster (``/job:ps/replica:0/task:0``, ...)."""
+        return [
+            f"/job:{job}/replica:0/task:{i}"
+            for job in self.cluster.jobs
+            for i in self.cluster.task_indices(job)
+        ]
+
+    def accumulators(self, since: dict | None = None, job: str | None = None) -> dict:
+        """Every task's accumulators (only ``job``'s tasks if given), by task name.
+
+        Args:
+            since: ``{task: {shared name: event number}}``: only newer history.
+            job: Only the tasks of this job, or None for all.
+        """
+        since = since or {}
+        return {
+            task: self.channel(task).request(
+                lambda c, s=since.get(task): ("accumulators", c, s), 10.0
+            )
+            for task in self.tasks()
+            if job is None or task.startswith(f"/job:{job}/")
+        }
+
+    def start_recording(self) -> dict[str, int]:
+        """Has every task record every step it runs, whoever runs it; returns the recording ids.
+
+        Each task's clock offset is measured now, while every task is there.
+        """
+        recordings = {}
+        for task in self.tasks():
+            self.clock_offset(task)
+            recordings[task] = self.channel(task).request(lambda c: ("trace_start", c), 10.0)
+        return recordings
+
+    def stop_recording(self, recordings: dict[str, int]) -> tuple[dict, int]:
+        """Ends the recordings; returns their step stats (this process's clock) and drops.
+
+        A task that has gone since (a worker that finished and exited) took its
+        recording with it: its ops are left out, with a warning, and the other
+        tasks' are returned.
+
+        Args:
+            recordings: What `start_recording` returned: ``{task: recording id}``.
+        """
+        per_task, dropped, gone = {}, 0, []
+        for task, rid in recordings.items():
+            try:
+                channel = self.channel(task, connect_timeout=2.0)
+                nodes, lost = channel.request(lambda c, r=rid: ("trace_stop", c, r), 30.0)
+            except errors.UnavailableError:
+                gone.append(task)
+                continue
+            per_task[partition_lib.full_device_of(task)] = step_stats.shift(
+                nodes, self.clock_offset(task)
+            )
+            dropped += lost
+        if gone:
+            logger.warning(
+                "The recordings of %s are lost: the tasks are gone. A task waits at exit "
+                "for a Tracer that records it (RECORDING_PATIENCE_SECS); stop the Tracer "
+                "sooner, or before killing its tasks.",
+                ", ".join(gone),
+            )
+        return step_stats.build(per_task), dropped
+
+    def _abort(self, step_id, calls, failure: errors.OpError) -> errors.OpError:
+        """Aborts the step everywhere, lets the tasks report, returns the root cause."""
+        for task, pending in calls:
+            channel = self._channels.get(task)
+            if channel is not None and not pending.event.is_set():
+                channel.send(("abort", step_id, failure.error_code, failure.message))
+        grace = time.monotonic() + _ABORT_GRACE
+        for _, pending in calls:
+            if not pending.event.wait(max(0.0, grace - time.monotonic())):
+                continue
+            if pending.reply[0] == "error" and failure.error_code in _LOSER_CODES:
+                if pending.reply[2] not in _LOSER_CODES:
+                    failure = rebuild_error(*pending.reply[2:5], self._graph)
+        return failure
+
+
+def _read_only(value: Any) -> Any:
+    """A fed array as a view kernels cannot write (the caller keeps it)."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
+def _local_value(value: Any) -> Any:
+    """A value fetched from this process's worker, made the caller's own (as the wire would)."""
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        return value.copy()  # a variable's value, a fed view: not the caller's to write
+    return value
+
+
+def _owned(value: Any) -> Any:
+    """A fetched array that just arrived: nobody else holds its memory, so the caller may write it.
+
+    (An array sent read-only — a variable's value — arrives read-only; without
+    this the session would copy it once more.)
+    """
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        try:
+            value.flags.writeable = True
+        except ValueError:
+            return value  # its memory is not ours to write: the session copies it
+    return value

@@ -1,0 +1,1001 @@
+"""``tf.train.Server``: one task of a cluster, reachable over authenticated TCP.
+
+A server *is* a task (``/job:ps/replica:0/task:0``). What the task does —
+its `ResourceMgr`, its rendezvous, the partitions clients registered, the
+steps it runs — is its `minitf.runtime.distributed.worker.Worker`, plain methods that
+know nothing of sockets. The server is the transport that carries calls to
+them: a listener on the task's cluster address that accepts authenticated
+connections (`minitf.runtime.distributed.wire`) from clients and from the other tasks,
+and outgoing connections for the tensors its ``_Send`` ops push.
+
+Each connection has a reader thread. A request that cannot wait — a run whose
+partition has no op that may block — runs on that thread; one that may block
+(a dequeue, a ``_Recv``) runs on a thread of its own, so the connection keeps
+carrying replies, tensors and aborts meanwhile.
+
+Messages are tuples whose first element names them; each is one `Worker` call:
+
+===============================================  ================================
+``("hello", call)``                               → the cluster and this task's name
+``("register", call, partition)``                 → a handle for the partition
+``("run", call, handle, step, feeds, ms, trace,`` → the fetched values (and, when
+``carry)``                                        traced, the step's op stats), or
+                                                  the error; with ``carry``, the
+                                                  tensors for the client's task
+                                                  that the run's last ops sent
+``("tensor", step, key, value)``                  a ``_Send`` from another task
+``("abort", step, code, message)``                cancel the step here
+``("clock", call)``                               → this task's clock (µs), for traces
+``("accumulators", call, since)``                 → the task's accumulators and their history
+``("stepper_state", call)``                       → held steps and resources (`minitf step`)
+``("stepper_grant", call, step, kind, op, s)``    → one move made, state settled
+``("stepper_settle", call, s)``                   → True once every step is held still
+``("stepper_hold", call, held, breakpoints)``     hold or release; break before matching ops
+``("trace_start", call)``                         → a recording id: trace every step
+``("trace_stop", call, id)``                      → the recording's op stats
+===============================================  ================================
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import json
+import logging
+import os
+import queue
+import secrets
+import socket
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from minitf.framework import errors
+from minitf.runtime.core.scheduler import HeldScheduler
+from minitf.runtime.distributed import partition as partition_lib
+from minitf.runtime.distributed import simulation
+from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
+from minitf.runtime.distributed.wire import MalformedMessage, Wire, WireListener
+from minitf.runtime.distributed.worker import Worker
+from minitf.runtime.speedups import allocator, intra_op
+
+if TYPE_CHECKING:
+    from minitf.runtime.core.config import ConfigProto
+    from minitf.runtime.core.scheduler import Scheduler
+
+logger = logging.getLogger("minitf")
+
+SECRET_ENV = "MINITF_CLUSTER_SECRET"
+SECRET_FILE_ENV = "MINITF_SECRET_FILE"
+"""Where the user's cluster secret file is (default ``~/.minitf/cluster-secret``)."""
+STEPPER_ENV = "MINITF_STEPPER"
+"""Set by `minitf step`: servers hold every step for the stepper's moves."""
+BREAK_ENV = "MINITF_STEPPER_BREAK"
+RECORD_ENV = "MINITF_RECORD"
+"""Where a task of a recorded run writes its moves when it exits (`LocalCluster(record=)`)."""
+"""Set by `minitf step --break`: ';'-separated patterns; steps run free until one."""
+CONNECT_TIMEOUT_ENV = "MINITF_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+_process_secret: bytes | None = None
+_secret_lock = threading.Lock()
+
+
+def cluster_secret() -> bytes:
+    """The shared secret of this process's cluster.
+
+    In this order:
+
+    1. the ``MINITF_CLUSTER_SECRET`` environment variable (``minitf launch``
+       and `LocalCluster` set a fresh one for every cluster they start);
+    2. the user's secret file (`secret_file`: ``~/.minitf/cluster-secret``, or
+       ``MINITF_SECRET_FILE``), made on first use, readable by its owner only
+       — like Erlang's ``~/.erlang.cookie``. Processes of one user on one
+       machine, or on machines sharing a home directory (as Slurm clusters
+       do), find each other with no set-up; other users' processes are
+       refused;
+    3. if there is no home to keep the file in, a random secret for this
+       process alone (logged).
+
+    Raises:
+        PermissionError: if the secret file can be read by other users (it
+            says how to fix it).
+    """
+    global _process_secret
+    value = os.environ.get(SECRET_ENV)
+    if value:
+        return value.encode()
+    with _secret_lock:
+        if _process_secret is None:
+            _process_secret = _user_secret()
+        return _process_secret
+
+
+def secret_file() -> Path | None:
+    """Where the user's cluster secret is kept (None: no home directory)."""
+    override = os.environ.get(SECRET_FILE_ENV)
+    if override:
+        return Path(override).expanduser()
+    try:
+        return Path.home() / ".minitf" / "cluster-secret"
+    except RuntimeError:
+        return None
+
+
+def _user_secret() -> bytes:
+    path = secret_file()
+    try:
+        if path is None:
+            raise OSError("no home directory")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # made earlier, or by another process just now: read it
+        else:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(16) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            raise PermissionError(
+                f"{path} holds minitf's cluster secret but other users can read it "
+                f"(mode {mode & 0o777:o}): run 'chmod 600 {path}'"
+            )
+        text = path.read_text().strip()
+        if text:
+            return text.encode()
+        raise OSError(f"{path} is empty")  # a process is writing it: a moment's race
+    except PermissionError:
+        raise
+    except OSError as exc:
+        logger.warning(
+            "no cluster secret file (%s): this process makes up its own secret, so only "
+            "servers and sessions inside it can talk; set %s to share one",
+            exc,
+            SECRET_ENV,
+        )
+        return secrets.token_hex(16).encode()
+
+
+def connect_timeout() -> float:
+    """Seconds to keep trying an unreachable task (``MINITF_CONNECT_TIMEOUT``, default 10)."""
+    return float(os.environ.get(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT))
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``"host:port"`` → ``("host", port)``.
+
+    Args:
+        address: A ``host:port`` address (an empty host means localhost).
+    """
+    host, _, port = address.rpartition(":")
+    return host or "localhost", int(port)
+
+
+def connect_with_retry(address: str, what: str, timeout: float | None = None) -> Wire:
+    """Connects to a task, retrying while it starts up, for at most ``timeout`` seconds.
+
+    Args:
+        address: The task's ``host:port``.
+        what: Names the task in messages.
+        timeout: Seconds to keep trying (default: `connect_timeout`).
+
+    Raises:
+        UnavailableError: if the task cannot be reached in time, or refuses the secret.
+    """
+    timeout = connect_timeout() if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        try:
+            return Wire.connect(
+                parse_address(address), cluster_secret(), timeout=max(timeout, 1.0), peer=what
+            )
+        except socket.gaierror as exc:
+            # A name that does not resolve will not resolve in a moment either.
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"{what} at {address}: the host name {parse_address(address)[0]!r} does not "
+                f"resolve ({exc.strerror}). Check the cluster spec's address.",
+            ) from None
+        except (ConnectionError, OSError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise errors.UnavailableError(
+                    None,
+                    None,
+                    f"{what} at {address} is unreachable after {timeout:g} s ({exc}). Is the "
+                    f"task running? (Wait longer with {CONNECT_TIMEOUT_ENV}=<seconds>.)",
+                ) from None
+            threading.Event().wait(delay)
+            delay = min(delay * 2, 0.5)
+        except Exception as exc:  # the handshake: AuthenticationError
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"{what} at {address} refused this process ({type(exc).__name__}: {exc}); "
+                f"all tasks of a cluster need the same {SECRET_ENV}.",
+            ) from None
+
+
+def error_message(exc: BaseException) -> tuple[int, str, str | None]:
+    """``(code, message, op name)`` of an error, for the wire.
+
+    Args:
+        exc: The error; one that is not an `OpError` becomes ``INTERNAL``.
+    """
+    if isinstance(exc, errors.OpError):
+        return exc.error_code, exc.message, exc.op.name if exc.op is not None else None
+    return errors.INTERNAL, f"{type(exc).__name__}: {exc}", None
+
+
+class _Peers:
+    """Outgoing connections from this task to the others, for ``_Send``."""
+
+    def __init__(self, cluster: ClusterSpec, local, name: str):
+        self._cluster = cluster
+        self._local = local  # this task's worker, for sends to its own task
+        self._name = name
+        self._lock = threading.Lock()
+        self._wires: dict[str, Wire] = {}
+        self._connecting: dict[str, threading.Lock] = {}
+        self._reached: set[str] = set()  # tasks connected to once: they have started
+        self._shared: dict[str, Any] = {}  # task -> a session's channel to it (`share`)
+
+    def share(self, task: str, channel) -> None:
+        """Sends the tensors for ``task`` on a session's connection to it, while it lasts.
+
+        A worker script's session in this process holds a connection to each
+        task it runs steps on (`minitf.runtime.distributed.master.Channel`). A tensor sent
+        on it reaches that task's reader right behind the run request that
+        needs it, and the reader takes both with one wake-up, where a second
+        connection would wake a second reader. Once the channel is lost or
+        closed, this task's own connection carries the tensors again.
+
+        Args:
+            task: The receiving task.
+            channel: The session's channel to it.
+        """
+        if task != self._name:
+            with self._lock:
+                self._shared[task] = channel
+
+    def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
+        """Delivers ``value`` to ``task``'s rendezvous."""
+        if task == self._name:
+            self._local.deliver_tensor(step_id, key, value)
+            return
+        self._send(task, ("tensor", step_id, key, value))
+
+    def send_tensors(self, task: str, step_id: int, items: list[tuple[str, Any]]) -> None:
+        """Delivers ``(key, value)`` pairs of one step to ``task``'s rendezvous, in one message."""
+        if task == self._name:
+            for key, value in items:
+                self._local.deliver_tensor(step_id, key, value)
+            return
+        if len(items) == 1:
+            self.send_tensor(task, step_id, *items[0])
+            return
+        self._send(task, ("tensors", step_id, items))
+
+    def _send(self, task: str, message: tuple) -> None:
+        """Sends a ``tensor`` or ``tensors`` message to ``task``; a broken connection is forgotten.
+
+        A session's connection may close under the send (the session closed
+        on another thread): the message then goes on this task's own
+        connection. Nothing of it was taken at the other end, whose reader
+        of that connection has gone.
+
+        Raises:
+            UnavailableError: if the connection broke; it names the tensors' keys.
+        """
+        wire, channel = self._wire(task)
+        while True:
+            try:
+                wire.send(message)
+                return
+            except OSError as exc:
+                error = exc
+                with self._lock:
+                    if channel is None:
+                        self._wires.pop(task, None)
+                    elif self._shared.get(task) is channel:
+                        del self._shared[task]
+            if channel is None:
+                break
+            wire, channel = self._wire(task, shared=False)
+        if message[0] == "tensor":
+            keys = message[2]
+        else:
+            keys = ", ".join(key for key, _ in message[2])
+        raise errors.UnavailableError(
+            None, None, f"lost the connection to {task} while sending {keys}: {error}"
+        ) from None
+
+    def _wire(self, task: str, shared: bool = True) -> tuple[Wire, Any]:
+        """The connection to send on, and the session's channel it belongs to (or None).
+
+        Args:
+            task: The receiving task.
+            shared: Whether a session's shared connection may be used.
+        """
+        with self._lock:
+            channel = self._shared.get(task) if shared else None
+            if channel is not None:
+                if not channel.lost:
+                    return channel.wire, channel
+                del self._shared[task]
+            wire = self._wires.get(task)
+            if wire is not None and not wire.hung_up():
+                return wire, None
+            # One lock per peer: connecting to a task that is down (retried
+            # for seconds) must not hold up the tensors for the others.
+            connecting = self._connecting.setdefault(task, threading.Lock())
+        with connecting:
+            with self._lock:
+                wire = self._wires.get(task)
+                lost = task in self._reached
+            if wire is not None and not wire.hung_up():
+                return wire, None  # another thread connected meanwhile
+            if wire is not None:
+                wire.close()  # the task went away; it may be back at its address
+            spec = partition_lib.parse_task(task)
+            address = self._cluster.task_address(spec[0], spec[1])
+            if lost:
+                wire = self._reconnect(task, address)
+            else:
+                wire = connect_with_retry(address, task)  # it may still be starting up
+            with self._lock:
+                self._wires[task] = wire
+                self._reached.add(task)
+            return wire, None
+
+    @staticmethod
+    def _reconnect(task: str, address: str) -> Wire:
+        """One try to reach a task that was reached before and went away.
+
+        The sending thread may be running another client's step (a resumed
+        step, `Executor.start`): retrying for `connect_timeout`
+        seconds would hold up everything that thread carries. A task that
+        is down fails the send at once, as TF's RPC to a task that is gone
+        fails with ``UNAVAILABLE``; the next step tries again, and reaches
+        the task once it is back.
+
+        Raises:
+            UnavailableError: if the task does not answer now.
+        """
+        try:
+            return Wire.connect(parse_address(address), cluster_secret(), timeout=1.0, peer=task)
+        except Exception as exc:  # noqa: BLE001 - refused, reset, timed out, or the handshake
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"lost the connection to {task}, and it does not answer at {address} "
+                f"({type(exc).__name__}: {exc}): it is down or restarting",
+            ) from None
+
+    def close(self) -> None:
+        with self._lock:
+            for wire in self._wires.values():
+                wire.close()
+            self._wires.clear()
+
+
+RECORDING_PATIENCE_SECS = 10.0
+"""How long a task's process waits at exit for a `Tracer` to collect what it recorded."""
+
+_IN_PROCESS: dict[str, Server] = {}
+_in_process_lock = threading.Lock()
+
+
+def in_process_worker(address: str) -> Worker | None:
+    """The `Worker` of the running server of this process at ``address``, or None.
+
+    A master whose session target is a server in its own process runs that
+    task's partitions with a direct call, as TF's master calls its local
+    worker without going through gRPC (``GrpcWorkerCache`` hands it the
+    in-process worker for its own task).
+
+    Args:
+        address: ``"host:port"`` (`minitf.runtime.distributed.master.target_address`).
+    """
+    with _in_process_lock:
+        server = _IN_PROCESS.get(address)
+    if server is None or server._stopped.is_set():
+        return None
+    return server.worker
+
+
+class _Runners:
+    """Threads that run the partitions that may block, kept from one step to the next.
+
+    A run that may wait (for a tensor, a queue, an accumulator) must not hold
+    the connection that brought it, so it runs on a thread of its own. Making
+    a thread per run costs more than the run of a small partition; a runner
+    that has finished waits for the next run instead, and one idle for
+    `IDLE_SECONDS` ends. There is never a limit: every run that waits holds
+    a runner, and a new run never waits for one.
+    """
+
+    IDLE_SECONDS = 30.0
+
+    def __init__(self, name: str):
+        self._name = name
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Condition(threading.Lock())
+        self._idle = 0
+
+    def wait_until_idle(self, count: int, timeout: float) -> bool:
+        """Waits until ``count`` runners wait for work; False if ``timeout`` seconds pass first.
+
+        Args:
+            count: How many idle runners to wait for.
+            timeout: The longest wait in seconds.
+        """
+        with self._lock:
+            return self._lock.wait_for(lambda: self._idle == count, timeout)
+
+    def start(self, fn, *args) -> None:
+        """Runs ``fn(*args)`` on an idle runner, or on a new one if none is idle."""
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._jobs.put((fn, args))
+        if spawn:
+            threading.Thread(target=self._serve, name=self._name, daemon=True).start()
+
+    def _serve(self) -> None:
+        jobs = self._jobs
+        job = jobs.get()
+        while True:
+            fn, args = job
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - a run reports its own errors; keep the runner
+                logger.exception("%s: a run failed outside its step", self._name)
+            del fn, args, job  # hold nothing of a finished run while idle
+            with self._lock:
+                self._idle += 1
+                self._lock.notify_all()
+            try:
+                job = jobs.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0 and jobs.empty():
+                        self._idle -= 1
+                        self._lock.notify_all()
+                        return
+                job = jobs.get()  # a run was given to this runner meanwhile
+
+
+def _wait_for_recordings_at_exit(server: weakref.ref) -> None:
+    """At the exit of a task's process: let a tracer collect what the task recorded."""
+    alive = server()
+    if alive is not None:
+        alive.wait_for_recordings()
+
+
+def _write_moves(path: str, scheduler: HeldScheduler) -> None:
+    """Writes a task's logged moves as JSON (at exit, for a recording)."""
+    with open(path, "w") as f:
+        json.dump([list(move) for move in scheduler.log], f)
+
+
+def resolve_role(
+    server_or_cluster_def: ClusterSpec | dict,
+    job_name: str | None,
+    task_index: int | None,
+    protocol: str | None = None,
+) -> tuple[ClusterSpec, str, int]:
+    """``(ClusterSpec, job, task index)`` of a server, from `Server`'s arguments.
+
+    Args:
+        server_or_cluster_def: As for `Server`.
+        job_name: As for `Server`.
+        task_index: As for `Server`.
+        protocol: As for `Server`.
+
+    Raises:
+        ValueError: if the job or task is missing or ambiguous, or the protocol unknown.
+    """
+    if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
+        job_name = job_name or server_or_cluster_def.get("job_name")
+        if task_index is None:
+            task_index = server_or_cluster_def.get("task_index")
+        server_or_cluster_def = server_or_cluster_def["cluster"]
+    cluster = ClusterSpec(server_or_cluster_def)
+    if job_name is None:
+        if len(cluster.jobs) != 1:
+            raise ValueError("Must specify an explicit `job_name`.")
+        job_name = cluster.jobs[0]
+    if task_index is None:
+        indices = cluster.task_indices(job_name)
+        if len(indices) != 1:
+            raise ValueError("Must specify an explicit `task_index`.")
+        task_index = indices[0]
+    if protocol not in (None, "grpc", "minitf"):
+        raise ValueError(f"Unsupported protocol {protocol!r}: minitf servers speak 'grpc'.")
+    return cluster, job_name, int(task_index)
+
+
+class Server:
+    """``tf.train.Server``: an in-process server for one task of a cluster.
+
+    Args:
+        server_or_cluster_def: A `ClusterSpec`, a dict accepted by it, a
+            ``ClusterDef`` or a ``server_def`` dict from another server.
+        job_name: This task's job; may be omitted if the cluster has one job.
+        task_index: This task's index; may be omitted if the job has one task.
+        protocol: ``"grpc"`` (accepted; minitf's transport is used) or None.
+        config: A ``tf.ConfigProto`` default for sessions on this server. Its
+            ``intra_op_parallelism_threads`` sets the process's BLAS threads;
+            0 (the default) shares the machine's cores among the cluster's
+            tasks on it (`minitf.runtime.speedups.intra_op`).
+        start: Start listening now.
+        scheduler: minitf's: the `minitf.runtime.core.scheduler.Scheduler` that
+            chooses every move of the steps this task runs (default: free-running).
+
+    Raises:
+        ValueError: if the job or task is missing or ambiguous, or
+            ``intra_op_parallelism_threads`` is negative.
+    """
+
+    def __new__(cls, server_or_cluster_def, job_name=None, task_index=None, *args, **kwargs):
+        # In a simulated cluster's client (a task's script run by SimulatedCluster),
+        # the server is the simulated task's.
+        sim = simulation.current()
+        if sim is not None and cls is Server:
+            role = resolve_role(server_or_cluster_def, job_name, task_index, kwargs.get("protocol"))
+            return simulation.SimulatedServer(sim, *role)
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        server_or_cluster_def: ClusterSpec | dict,
+        job_name: str | None = None,
+        task_index: int | None = None,
+        protocol: str | None = None,
+        config: ConfigProto | None = None,
+        start: bool = True,
+        *,
+        scheduler: Scheduler | None = None,
+    ):
+        cluster, job_name, task_index = resolve_role(
+            server_or_cluster_def, job_name, task_index, protocol
+        )
+        self._job = job_name
+        self._task = int(task_index)
+        self._config = config
+        # The matrix products' threads: the machine's cores shared among its tasks.
+        intra_op.configure(config, cluster, job_name, self._task)
+        address = cluster.task_address(job_name, self._task)
+        self._requested_address = parse_address(address)
+        self._cluster = cluster
+        task_name = f"/job:{job_name}/replica:0/task:{self._task}"
+        # minitf.cluster.delays imports the launcher, which imports this module.
+        from minitf.cluster import delays
+
+        straggler = delays.for_task(job_name, self._task)
+        if straggler is not None:
+            logger.info("%s is a straggler: %r", task_name, straggler.model)
+        if scheduler is None and os.environ.get(STEPPER_ENV):
+            # Started by `minitf step`: every step waits for the stepper's moves,
+            # free-running until a breakpoint when there are some.
+            breakpoints = [b for b in os.environ.get(BREAK_ENV, "").split(";") if b]
+            scheduler = HeldScheduler(held=not breakpoints, task=task_name)
+            scheduler.set_breakpoints(breakpoints)
+        elif scheduler is None and os.environ.get(RECORD_ENV):
+            # Started by LocalCluster(record=...): free-running, every move logged.
+            scheduler = HeldScheduler(held=False, task=task_name)
+            atexit.register(_write_moves, os.environ[RECORD_ENV], scheduler)
+        self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
+        self._peers: _Peers | None = None
+        self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
+        self._steps_of: dict[Wire, set[int]] = {}  # steps running for each connection
+        self._stepper_wires: set[Wire] = set()  # connections a stepper moves this task over
+        self._listener: WireListener | None = None
+        self._wires: set[Wire] = set()
+        self._runners = _Runners(f"minitf-run{task_name}")
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._recordings_changed = threading.Condition(self._lock)
+        if start:
+            self.start()
+
+    # -- TF's interface ------------------------------------------------------------------
+
+    @property
+    def target(self) -> str:
+        """The session target of this server: ``"grpc://host:port"`` (``tf.Session(target)``)."""
+        host, port = self._address()
+        return f"grpc://{host}:{port}"
+
+    @property
+    def server_def(self) -> dict:
+        """A ``ServerDef``-like dict: the cluster, this job and task, the protocol."""
+        return server_def(self._cluster, self._job, self._task)
+
+    @property
+    def task_name(self) -> str:
+        """``/job:<job>/replica:0/task:<i>``."""
+        return self.worker.task_name
+
+    @property
+    def resource_mgr(self):
+        """The task's variables, queues and accumulators (its worker's)."""
+        return self.worker.resource_mgr
+
+    @property
+    def rendezvous(self):
+        """Where tensors sent to this task wait (its worker's)."""
+        return self.worker.rendezvous
+
+    @property
+    def recorders(self):
+        """The task's trace recordings (its worker's)."""
+        return self.worker.recorders
+
+    @property
+    def straggler(self):
+        """This task's `minitf.cluster.delays.Straggler`, or None."""
+        return self.worker.straggler
+
+    def _listen(self, patience: float = 5.0) -> WireListener:
+        """Listens on the task's address; a port in use is tried again for ``patience`` s.
+
+        A task restarted on its old port may find it held a moment longer (a
+        connection of the dead process being torn down).
+
+        Raises:
+            UnavailableError: naming the task and the address (`_listen_error`).
+        """
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                return WireListener(self._requested_address, cluster_secret())
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                    raise self._listen_error(exc) from None
+                time.sleep(0.1)  # nothing to wait on: the kernel frees the port
+
+    def _listen_error(self, exc: OSError) -> errors.OpError:
+        """The TF error for an address this task cannot listen on, naming the task."""
+        host, port = self._requested_address
+        task = f"/job:{self._job}/replica:0/task:{self._task}"
+        if exc.errno == errno.EADDRINUSE:
+            why = (
+                f"port {port} is in use (by another server or program: stop it, or give "
+                "this task another port in the cluster spec)"
+            )
+        elif isinstance(exc, socket.gaierror):
+            why = f"the host name {host!r} does not resolve"
+        else:
+            why = f"{exc.strerror or exc} (is {host!r} an address of this machine?)"
+        return errors.UnavailableError(None, None, f"{task} cannot listen on {host}:{port}: {why}")
+
+    def start(self) -> None:
+        """Starts listening on this task's address (idempotent)."""
+        # A task runs steps all its life: its freed memory is kept for the next step.
+        allocator.keep_freed_memory()
+        with self._lock:
+            if self._listener is not None:
+                return
+            self._listener = self._listen()
+            host, port = self._address()
+            if self._requested_address[1] == 0:  # "localhost:0": publish the real port
+                jobs = self._cluster.as_dict()
+                tasks = jobs[self._job]
+                if isinstance(tasks, dict):
+                    tasks[self._task] = f"{host}:{port}"
+                else:
+                    tasks[self._task] = f"{host}:{port}"
+                self._cluster = ClusterSpec(jobs)
+            self._peers = _Peers(self._cluster, self.worker, self.task_name)
+            self.worker.transport = self._peers
+            threading.Thread(
+                target=self._accept_loop, name=f"minitf-accept{self.task_name}", daemon=True
+            ).start()
+        with _in_process_lock:
+            _IN_PROCESS[f"{host}:{port}"] = self
+        atexit.register(_wait_for_recordings_at_exit, weakref.ref(self))
+        logger.info("started %s on %s", self.task_name, self.target)
+
+    def wait_for_recordings(self, patience: float | None = None) -> bool:
+        """Waits until no client records this task's steps (a `Tracer`), or ``patience`` passes.
+
+        A task whose script ends while a tracer records it would take its
+        recorded ops with it. When it is stopped, or at the exit of its
+        process, a server waits, up to `RECORDING_PATIENCE_SECS`, for the
+        tracers to collect them.
+
+        Args:
+            patience: The longest wait in seconds (default: `RECORDING_PATIENCE_SECS`).
+
+        Returns:
+            True if no recording is left.
+        """
+        deadline = time.monotonic() + (RECORDING_PATIENCE_SECS if patience is None else patience)
+        with self._lock:
+            while any(self._recordings_of.values()) and not self._stopped.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._recordings_changed.wait(remaining)
+            return True
+
+    def join(self) -> None:
+        """Blocks until the server stops (a ps task's main thread waits here)."""
+        self._stopped.wait()
+
+    def stop(self) -> None:
+        """Stops the server: closes its listener and connections, cancels running steps.
+
+        A server that a `Tracer` records first waits for it to collect what it
+        recorded (`wait_for_recordings`): a worker script that stops its server
+        when training ends must not take its recorded ops with it.
+        """
+        if not self._stopped.is_set():
+            self.wait_for_recordings()
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+            address = "{}:{}".format(*self._address())
+            listener, self._listener = self._listener, None
+            wires = list(self._wires)
+        with _in_process_lock:
+            if _IN_PROCESS.get(address) is self:
+                del _IN_PROCESS[address]
+        if listener is not None:
+            listener.close()
+        for wire in wires:
+            wire.close()
+        self.worker.cancel_all()
+        if self._peers is not None:
+            self._peers.close()
+
+    @staticmethod
+    def create_local_server(config: ConfigProto | None = None, start: bool = True) -> Server:
+        """A single-task cluster on a free local port (``tf.train.Server.create_local_server``).
+
+        Args:
+            config: A ``tf.ConfigProto`` default for sessions on the server.
+            start: Start listening now.
+        """
+        return Server({"localhost": ["localhost:0"]}, protocol="grpc", config=config, start=start)
+
+    @property
+    def cluster(self) -> ClusterSpec:
+        """The cluster this task belongs to (with the real port of a ``:0`` address)."""
+        return self._cluster
+
+    def _address(self) -> tuple[str, int]:
+        if self._listener is None:
+            return self._requested_address
+        host = self._requested_address[0]
+        return host, self._listener.address[1]
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        listener = self._listener
+        while listener is not None and not self._stopped.is_set():
+            try:
+                sock, peer = listener.accept_socket()
+            except OSError:
+                return
+            threading.Thread(
+                target=self._serve,
+                args=(listener, sock, peer),
+                daemon=True,
+                name=f"minitf-conn{self.task_name}",
+            ).start()
+
+    def _serve(self, listener: WireListener, sock, peer: str) -> None:
+        wire = listener.authenticate(sock, peer)
+        if wire is None:
+            return
+        with self._lock:
+            if self._stopped.is_set():
+                wire.close()
+                return
+            self._wires.add(wire)
+        try:
+            while True:
+                try:
+                    message = wire.recv()
+                except (EOFError, OSError):
+                    return
+                except MalformedMessage as exc:
+                    self._refuse(wire, None, exc)
+                    continue
+                except Exception:  # noqa: BLE001 - a wire closed under recv raises TypeError
+                    if not self._stopped.is_set():
+                        logger.warning("%s: a connection failed", self.task_name, exc_info=True)
+                    return
+                try:
+                    self._dispatch(wire, message)
+                except Exception as exc:  # noqa: BLE001 - the message was not a request
+                    call = message[1] if _is_request(message) else None
+                    self._refuse(wire, call, exc)
+        finally:
+            with self._lock:
+                self._wires.discard(wire)
+                # A client gone without stopping its recordings (a Tracer in a
+                # process that died) must not leave every later step traced.
+                orphans = self._recordings_of.pop(wire, set())
+                self._recordings_changed.notify_all()
+                running = self._steps_of.pop(wire, set())
+                stepped = wire in self._stepper_wires
+                self._stepper_wires.discard(wire)
+            for rid in orphans:
+                self.worker.stop_recording(rid)
+            for step_id in running:
+                # Its master is gone (a client killed mid-step): nobody would
+                # send the step's tensors or read its results, as when TF's
+                # RunGraph call is cancelled.
+                self.worker.abort_step(
+                    step_id,
+                    errors.CancelledError(
+                        None, None, f"the master of step {step_id:x} ({wire.peer}) went away"
+                    ),
+                )
+            if stepped:
+                # Its stepper is gone: nobody would move the held steps again.
+                self.worker.stepping.hold(False, [])
+            wire.close()
+
+    def _refuse(self, wire: Wire, call: int | None, exc: BaseException) -> None:
+        """Answers a message that is not a well-formed request; the connection goes on."""
+        text = f"{self.task_name}: malformed request from {wire.peer}: {exc}"
+        logger.warning("%s", text)
+        self._reply(wire, ("error", call, errors.INVALID_ARGUMENT, text, None))
+
+    def _dispatch(self, wire: Wire, message: tuple) -> None:
+        """Calls the worker method a message names; replies with its result or its error.
+
+        Raises:
+            TypeError, ValueError, IndexError: if the message is not a request.
+        """
+        if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
+            raise TypeError(f"a request is a tuple that starts with its kind, not {message!r:.80}")
+        kind, worker = message[0], self.worker
+        if kind == "tensor":
+            _, step_id, key, value = message
+            worker.deliver_tensor(step_id, key, value)
+        elif kind == "tensors":
+            _, step_id, items = message
+            for key, value in items:
+                worker.deliver_tensor(step_id, key, value)
+        elif kind == "abort":
+            _, step_id, code, text = message
+            worker.abort_step(
+                step_id, errors.exception_type_from_error_code(code)(None, None, text)
+            )
+        elif kind == "run":
+            if len(message) != 8:
+                raise ValueError(f"a run request has 8 fields, not {len(message)}")
+            if not worker.may_block(message[2]):
+                self._run(wire, message)
+            elif message[6] or not self._start(wire, message):
+                self._runners.start(self._run, wire, message)
+        elif kind == "register":
+            self._call(wire, message[1], worker.register_graph, message[2])
+        elif kind == "hello":
+            self._reply(wire, ("ok", message[1], (self._cluster.as_dict(), self._job, self._task)))
+        elif kind == "accumulators":
+            self._call(wire, message[1], worker.accumulators, message[2])
+        elif kind.startswith("stepper_"):  # stepper_state, _grant, _settle, _hold
+            with self._lock:
+                self._stepper_wires.add(wire)
+            name = kind[len("stepper_") :]
+            method = None if name.startswith("_") else getattr(worker.stepping, name, None)
+            if method is None:
+                raise ValueError(f"unknown request {kind!r}")
+            self._call(wire, message[1], method, *message[2:])
+        elif kind == "clock":
+            self._call(wire, message[1], worker.clock_micros)
+        elif kind == "trace_start":
+            rid = worker.start_recording()
+            with self._lock:
+                self._recordings_of.setdefault(wire, set()).add(rid)
+            self._reply(wire, ("ok", message[1], rid))
+        elif kind == "trace_stop":
+            self._call(wire, message[1], worker.stop_recording, message[2])
+            with self._lock:
+                self._recordings_of.get(wire, set()).discard(message[2])
+                self._recordings_changed.notify_all()
+        else:
+            raise ValueError(f"unknown request {kind!r}")
+
+    def _call(self, wire: Wire, call: int, method, *args) -> None:
+        try:
+            reply = ("ok", call, method(*args))
+        except Exception as exc:  # noqa: BLE001 - reported to the client
+            reply = ("error", call, *error_message(exc))
+        self._reply(wire, reply)
+
+    def _reply(self, wire: Wire, message: tuple) -> None:
+        try:
+            wire.send(message)
+        except OSError:
+            pass  # the client is gone; nothing to tell
+
+    # -- running partitions --------------------------------------------------------------
+
+    def _run(self, wire: Wire, message: tuple) -> None:
+        _, call, handle, step_id, feed_values, timeout_ms, traced, _ = message
+        self._track(wire, step_id)
+        try:
+            values, nodes = self.worker.run_graph(handle, step_id, feed_values, timeout_ms, traced)
+            reply = _ok(call, values)
+            if nodes is not None:
+                reply = (*reply, nodes)
+        except Exception as exc:  # noqa: BLE001 - reported to the client
+            reply = ("error", call, *error_message(exc))
+        finally:
+            self._untrack(wire, step_id)
+        self._reply(wire, reply)
+
+    def _track(self, wire: Wire, step_id: int) -> None:
+        """Notes a step run for the client at ``wire`` (aborted if that client goes away)."""
+        with self._lock:
+            self._steps_of.setdefault(wire, set()).add(step_id)
+
+    def _untrack(self, wire: Wire, step_id: int) -> None:
+        with self._lock:
+            self._steps_of.get(wire, set()).discard(step_id)
+
+    def _start(self, wire: Wire, message: tuple) -> bool:
+        """Starts an untraced run with ops that wait, holding no thread (`Worker.start_graph`).
+
+        Its reply goes out from the thread that ends it: this one, or the
+        one that delivers its last tensor. When the client runs its own
+        task's part in its process (``carry``), the tensors the run's last
+        ops send to that task go with the reply: one message, and one
+        thread woken there, instead of two. Returns False, having done
+        nothing, for a run that needs a runner.
+        """
+        _, call, handle, step_id, feed_values, timeout_ms, _, carry = message
+        self._track(wire, step_id)
+
+        def done(values, error, carried=None):
+            self._untrack(wire, step_id)
+            if error is not None:
+                self._reply(wire, ("error", call, *error_message(error)))
+            elif carried:
+                self._reply(wire, (*_ok(call, values), None, carried))
+            else:
+                self._reply(wire, _ok(call, values))
+
+        if self.worker.start_graph(handle, step_id, feed_values, timeout_ms, done, bool(carry)):
+            return True
+        self._untrack(wire, step_id)
+        return False
+
+    def __repr__(self) -> str:
+        return f"<tf.train.Server {self.task_name} at {self.target}>"
+
+
+def _is_request(message: Any) -> bool:
+    """Whether ``message`` carries a call id a reply can name."""
+    return isinstance(message, tuple) and len(message) > 1 and isinstance(message[1], int)
+
+
+def _ok(call: int, values: list) -> tuple:
+    """The reply to a run that ended well: its fetched values, as they cross the wire."""
+    return ("ok", call, [_wire_value(v) for v in values])
+
+
+def _wire_value(value: Any) -> Any:
+    """What crosses the wire for a fetched value: arrays (a read-only one is fine)."""
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    return value

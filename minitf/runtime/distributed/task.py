@@ -1,0 +1,71 @@
+"""A bare task process: ``python -m minitf.runtime.distributed.task --job_name=ps ...``.
+
+Starts the `Server` of one task of the cluster described by its TF1-style
+arguments (``--<job>_hosts=host:port,...``) or by ``TF_CONFIG``, and serves
+until it is stopped (SIGTERM or SIGINT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+
+from minitf.cli import LOG_LEVEL_ENV, configure_logging
+
+
+def parse_role(argv: list[str]) -> tuple[dict, str, int]:
+    """``(cluster dict, job name, task index)`` from TF1 flags, else from ``TF_CONFIG``.
+
+    Args:
+        argv: The command line, without the program name.
+
+    Raises:
+        SystemExit: if neither describes a task.
+    """
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--job_name")
+    parser.add_argument("--task_index", type=int)
+    args, rest = parser.parse_known_args(argv)
+    cluster = {}
+    for arg in rest:
+        name, _, value = arg.lstrip("-").partition("=")
+        if name.endswith("_hosts") and value:
+            cluster[name[: -len("_hosts")]] = value.split(",")
+    if args.job_name and args.task_index is not None and cluster:
+        return cluster, args.job_name, args.task_index
+    config = os.environ.get("TF_CONFIG")
+    if config:
+        parsed = json.loads(config)
+        return parsed["cluster"], parsed["task"]["type"], int(parsed["task"]["index"])
+    parser.error("give --job_name, --task_index and --<job>_hosts, or set TF_CONFIG")
+    raise AssertionError  # parser.error exits
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs one task's server until SIGTERM/SIGINT.
+
+    Args:
+        argv: The command line, without the program name (default: ``sys.argv[1:]``).
+    """
+    configure_logging(os.environ.get(LOG_LEVEL_ENV) or "INFO")
+    cluster, job, index = parse_role(sys.argv[1:] if argv is None else argv)
+    import minitf as tf
+
+    server = tf.train.Server(cluster, job_name=job, task_index=index)
+    logging.getLogger("minitf").info("serving /job:%s/task:%d at %s", job, index, server.target)
+
+    def stop(signum, frame):
+        server.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    server.join()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The threads inside one op: numpy's BLAS threads (`minitf.runtime.speedups.intra_op`).
+
+Each check runs in a fresh interpreter, since the BLAS pool is the
+process's. The script reads numpy's BLAS threads (through threadpoolctl,
+independently of minitf) before and after it makes a server or a session,
+and the tests compare the two with what TF1's config asks for or with the
+machine's cores shared among the cluster's tasks on it.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import threadpoolctl
+
+import minitf as tf
+
+pytestmark = pytest.mark.timeout(60)
+
+SCRIPT = """
+import json, sys
+import threadpoolctl
+
+def blas_threads():
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+import minitf as tf
+
+kind, spec, threads = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+config = tf.ConfigProto(intra_op_parallelism_threads=threads) if threads else None
+before = blas_threads()
+if kind == "server":
+    tf.train.Server(tf.train.ClusterSpec(spec), "worker", 0, config=config, start=False)
+else:
+    tf.Session(config=config).close()
+print(json.dumps({"before": before, "after": blas_threads()}))
+"""
+
+LOCAL_3 = {"ps": ["localhost:2222"], "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]}
+ELSEWHERE = {"ps": ["10.255.0.1:2222"], "worker": ["127.0.0.1:2223", "10.255.0.2:2224"]}
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def _threads(kind: str, spec: dict | None = None, threads: int = 0, **env) -> dict:
+    base = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, kind, json.dumps(spec or {}), str(threads)],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env={**base, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["before"], "numpy's BLAS has no thread pool that threadpoolctl can see"
+    return result
+
+
+def test_tasks_on_one_machine_share_its_cores():
+    result = _threads("server", LOCAL_3)
+    # ps on "localhost" and two workers on 127.0.0.1: three tasks on this machine.
+    assert result["after"] == [max(1, _cores() // 3)]
+
+
+def test_the_only_task_on_its_machine_keeps_numpys_default():
+    result = _threads("server", ELSEWHERE)
+    assert result["after"] == result["before"]
+
+
+def test_a_variable_the_user_set_is_left_alone():
+    result = _threads("server", LOCAL_3, OPENBLAS_NUM_THREADS="2")
+    assert result["after"] == result["before"]
+
+
+def test_a_config_sets_the_threads_of_a_server_and_of_a_session():
+    assert _threads("server", ELSEWHERE, threads=3)["after"] == [3]
+    assert _threads("server", LOCAL_3, threads=3)["after"] == [3]
+    assert _threads("session", threads=3)["after"] == [3]
+
+
+def test_a_plain_session_keeps_numpys_default():
+    result = _threads("session")
+    assert result["after"] == result["before"]
+
+
+def test_a_bad_value_is_refused_before_anything_changes():
+    before = threadpoolctl.threadpool_info()
+    with pytest.raises(ValueError, match="intra_op_parallelism_threads .* not -1"):
+        tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=-1))
+    with pytest.raises(ValueError, match="intra_op_parallelism_threads .* not -2"):
+        tf.train.Server(
+            tf.train.ClusterSpec(LOCAL_3),
+            "worker",
+            0,
+            config=tf.ConfigProto(intra_op_parallelism_threads=-2),
+            start=False,
+        )
+    with pytest.raises(TypeError, match="1.5 has type float"):
+        tf.ConfigProto(intra_op_parallelism_threads=1.5)
+    config = tf.ConfigProto()
+    config.intra_op_parallelism_threads = "2"  # set after construction: not checked there
+    with pytest.raises(TypeError, match="must be an int .* str '2'"):
+        tf.Session(config=config)
+    assert threadpoolctl.threadpool_info() == before
+
+
+def test_which_tasks_count_as_this_machines():
+    from minitf.runtime.speedups.intra_op import tasks_on_this_host
+
+    me = socket.gethostname()
+    spec = tf.train.ClusterSpec(
+        {
+            "ps": [f"{me}:2222", "10.255.0.1:2222"],
+            "worker": ["[::1]:2223", "localhost:2224", "10.255.0.1:2225", "10.255.0.2:2226"],
+        }
+    )
+    # This machine by its name, IPv6 loopback and localhost: three tasks.
+    assert tasks_on_this_host(spec, "worker", 0) == 3
+    assert tasks_on_this_host(spec, "ps", 0) == 3
+    # Another machine's tasks are counted by its name: two on 10.255.0.1.
+    assert tasks_on_this_host(spec, "ps", 1) == 2
+    assert tasks_on_this_host(spec, "worker", 3) == 1
+
+
+def _an_address_of_this_machine() -> str:
+    """A non-loopback IPv4 address of this machine, from the kernel's table of local routes."""
+    with open("/proc/net/fib_trie") as table:
+        lines = table.read().splitlines()
+    found = {
+        previous.split()[-1]
+        for previous, line in zip(lines, lines[1:])
+        if "/32 host LOCAL" in line and not previous.split()[-1].startswith("127.")
+    }
+    return sorted(found)[0] if found else "127.0.0.2"  # a loopback alias at worst
+
+
+def test_a_task_named_by_an_address_of_this_machine_counts_with_its_loopback_tasks():
+    from minitf.runtime.speedups.intra_op import tasks_on_this_host
+
+    mine = _an_address_of_this_machine()
+    spec = tf.train.ClusterSpec(
+        {"ps": [f"{mine}:2222"], "worker": ["localhost:2223", "127.0.0.1:2224", "10.255.0.1:1"]}
+    )
+    # Whichever name it is given, this machine holds the first three tasks.
+    assert tasks_on_this_host(spec, "ps", 0) == 3
+    assert tasks_on_this_host(spec, "worker", 0) == 3
+    assert tasks_on_this_host(spec, "worker", 2) == 1
+
+
+LAUNCHED = """
+import sys
+import numpy as np
+import threadpoolctl
+import minitf as tf
+
+flags = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
+spec = tf.train.ClusterSpec(
+    {"ps": flags["ps_hosts"].split(","), "worker": flags["worker_hosts"].split(",")}
+)
+server = tf.train.Server(spec, flags["job_name"], int(flags["task_index"]))
+if flags["job_name"] == "ps":
+    server.join()
+threads = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+print("blas", threads)
+"""
+
+
+def test_the_tasks_of_minitf_launch_share_the_cores(tmp_path):
+    script = tmp_path / "task.py"
+    script.write_text(LAUNCHED)
+    base = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "minitf.cli", "launch", "--ps", "1", "--workers", "2", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=base,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = f"blas [{max(1, _cores() // 3)}]"
+    assert f"[worker/0] {expected}" in done.stdout, done.stdout
+    assert f"[worker/1] {expected}" in done.stdout, done.stdout
