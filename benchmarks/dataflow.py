@@ -58,9 +58,9 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import minitf as tf  # noqa: E402
-from minitf.runtime.core.executor import StepContext  # noqa: E402
 from minitf.runtime.core.plan import bind_kernel  # noqa: E402
 from minitf.runtime.core.resource_mgr import ResourceMgr  # noqa: E402
+from minitf.runtime.core.step_context import StepContext  # noqa: E402
 
 QUEUE_ELEMENTS = 20_000
 GRAD_VALUES = 262_144  # 1 MB of float32

@@ -1,10 +1,10 @@
 """``minitf.stepper``: run a step one op at a time, on every task of a cluster.
 
 `Stepper` is the controller; every task it steps runs with a
-`minitf.runtime.core.scheduler.HeldScheduler` (``minitf step`` starts the cluster
+`minitf.runtime.core.held_scheduler.HeldScheduler` (``minitf step`` starts the cluster
 that way).
 """
 
 # ruff: noqa: F401
-from minitf.runtime.core.scheduler import HeldScheduler
+from minitf.runtime.core.held_scheduler import HeldScheduler
 from minitf.stepper.controller import Stepper

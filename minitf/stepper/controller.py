@@ -1,6 +1,6 @@
 """The stepper's controller: one op at a time, on every task, whoever started the step.
 
-Every task of a stepped cluster runs with a `minitf.runtime.core.scheduler.HeldScheduler`:
+Every task of a stepped cluster runs with a `minitf.runtime.core.held_scheduler.HeldScheduler`:
 its steps make no move until the controller grants one. The controller asks
 each task for its state (`minitf.runtime.distributed.worker.Stepping`) — held steps
 with their ready, waiting and arrived ops, queues, accumulators, variables —
@@ -33,7 +33,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from minitf.framework import errors
-from minitf.runtime.core.scheduler import DELIVER, RUN, matches
+from minitf.runtime.core.held_scheduler import matches
+from minitf.runtime.core.scheduler import DELIVER, RUN
 from minitf.runtime.distributed.launcher import LocalCluster, load_recording
 from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE, Channel
 from minitf.runtime.distributed.partition import parse_task

@@ -2,7 +2,7 @@
 
 With ``--ps``/``--workers`` the command starts the script as a local cluster
 (as ``minitf launch`` does) with every task held
-(`minitf.runtime.core.scheduler.HeldScheduler`); without them it runs the script
+(`minitf.runtime.core.held_scheduler.HeldScheduler`); without them it runs the script
 in this process and holds the script's own local sessions. Either way the
 tasks run free until a ``--break`` pattern when there is one. Then it reads
 commands — typed at a prompt, or one per line on stdin when it is not a
@@ -36,7 +36,7 @@ from typing import TextIO
 
 from minitf.framework import errors
 from minitf.runtime.core import session as session_lib
-from minitf.runtime.core.execution import describe_wait
+from minitf.runtime.core.watch import describe_wait
 from minitf.stepper.controller import Stepper
 
 PROMPT = "(minitf step) "

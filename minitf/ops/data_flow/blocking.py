@@ -67,7 +67,7 @@ class Attempt:
         state: Free for ``run`` to keep progress in (e.g. elements taken so far).
         deferred: True if this attempt is offered to its (held) step instead
             of run when ready. A held step's context says so before its first
-            op runs (`minitf.runtime.core.scheduler.HeldScheduler.started`), so it
+            op runs (`minitf.runtime.core.held_scheduler.HeldScheduler.started`), so it
             is read once, here, not at every flush.
     """
 

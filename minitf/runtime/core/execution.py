@@ -34,6 +34,7 @@ from minitf.ops.control_flow.control_flow_kernels import DEAD
 from minitf.ops.data_flow.blocking import Offer
 from minitf.ops.nn.nn_kernels import FusionDeclined
 from minitf.runtime.core.plan import Plan, PlanStep, Unit, dereference
+from minitf.runtime.core.watch import waits_of
 from minitf.runtime.speedups.walks import Walks
 
 
@@ -168,7 +169,7 @@ class StepExecution:
 
     Args:
         plan: The partition's `Plan`.
-        ctx: The step's `minitf.runtime.core.executor.StepContext`.
+        ctx: The step's `minitf.runtime.core.step_context.StepContext`.
         feed_values: The fed values, in the order of ``plan.feed_slots``.
         by_op: Run every op as a unit of its own (`Plan.op_units`).
 
@@ -540,46 +541,3 @@ def store_outputs(step, vals: list, result: Any) -> None:
     elif outs:
         for slot, value in zip(outs, result):
             vals[slot] = value
-
-
-def waits_of(step, vals: list) -> dict:
-    """What the waiting op of ``step`` waits for (see `StepExecution.waits_for`).
-
-    Args:
-        step: The op's `minitf.runtime.core.plan.PlanStep`.
-        vals: The step's value slots (its inputs: a queue, an accumulator).
-    """
-    op = step.op
-    if op.type == "_Recv":
-        key, sender = op.get_attr("tensor_name"), op.get_attr("send_task")
-        return {"kind": "tensor", "key": key, "from": sender}
-    resource = vals[step.in_slots[0]] if step.in_slots else None
-    state_locked = getattr(resource, "state_locked", None)
-    if state_locked is None:
-        return {"kind": "completion"}
-    with resource.lock:
-        state = dict(state_locked())
-    if "Dequeue" in op.type:
-        state["required"] = int(vals[step.in_slots[1]]) if len(step.in_slots) > 1 else 1
-    elif "TakeGradient" in op.type:
-        state["required"] = int(vals[step.in_slots[1]])
-    return state
-
-
-def describe_wait(waits: dict) -> str:
-    """What a waiting op waits for, in words (from `StepExecution.waits_for`).
-
-    Args:
-        waits: What `StepExecution.waits_for` returned.
-    """
-    kind = waits.get("kind")
-    if kind == "queue":
-        return f"queue {waits['name']} holds {waits['size']}, needs {waits.get('required', 1)}"
-    if kind == "accumulator":
-        return (
-            f"accumulator {waits['name']} has {waits['count']} of {waits.get('required', '?')} "
-            f"gradients for global step {waits['global_step']}"
-        )
-    if kind == "tensor":
-        return f"a tensor from {waits['from']} ({waits['key'].rsplit(';', 1)[-1]})"
-    return "its completion"

@@ -19,42 +19,23 @@ from __future__ import annotations
 
 import collections
 import functools
-import heapq
-import itertools
 import logging
-import math
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from minitf.framework import errors
-from minitf.framework.ops import Operation
 from minitf.runtime.core import config
-from minitf.runtime.core.clock import WALL_CLOCK, WallClock
-from minitf.runtime.core.execution import (
-    OpEvent,
-    StepExecution,
-    as_op_error,
-    describe_wait,
-)
+from minitf.runtime.core.execution import StepExecution
 from minitf.runtime.core.plan import Plan
 from minitf.runtime.core.scheduler import DELIVER, FifoScheduler, Scheduler
+from minitf.runtime.core.step_context import StepContext
+from minitf.runtime.core.watch import Watch, deadline_error, log_waiting, wait_log_secs
 
 logger = logging.getLogger("minitf")
 
-__all__ = [
-    "CancellationManager",
-    "Executor",
-    "OpEvent",
-    "StepContext",
-    "StepExecution",
-    "as_op_error",
-]
 
-_step_ids = itertools.count(1)
 _watch_lock = threading.Lock()
 
 
@@ -95,175 +76,6 @@ def _float_warning_switches():
 _quiet_floats, _floats_back = _float_warning_switches()
 
 
-class CancellationManager:
-    """Lets blocked kernels register how to wake up when a step is cancelled."""
-
-    __slots__ = ("_lock", "_callbacks", "_tokens", "_cancelled")
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._callbacks: dict[int, Callable[[], None]] = {}
-        self._tokens = 0  # the last token given
-        self._cancelled = False
-
-    @property
-    def is_cancelled(self) -> bool:
-        """True once `start_cancel` has been called."""
-        return self._cancelled
-
-    def register(self, callback: Callable[[], None]) -> int | None:
-        """Registers ``callback``; returns a token, or None if already cancelled.
-
-        Args:
-            callback: Called with no arguments when the step is cancelled.
-        """
-        with self._lock:
-            if self._cancelled:
-                return None
-            token = self._tokens = self._tokens + 1
-            self._callbacks[token] = callback
-            return token
-
-    def deregister(self, token: int | None) -> None:
-        """Forgets a callback (the kernel finished normally).
-
-        Args:
-            token: What `register` returned (None is ignored).
-        """
-        if token is None:
-            return
-        with self._lock:
-            self._callbacks.pop(token, None)
-
-    def start_cancel(self) -> None:
-        """Cancels: calls every registered callback once."""
-        with self._lock:
-            if self._cancelled:
-                return
-            self._cancelled = True
-            callbacks = list(self._callbacks.values())
-            self._callbacks.clear()
-        for callback in callbacks:
-            callback()
-
-
-class StepContext:
-    """What a kernel sees of the step it runs in (TF's ``OpKernelContext``).
-
-    Attributes:
-        step_id: The step's id: in a process, local steps count up from 1; a
-            cluster step's id comes from its master (`minitf.runtime.distributed.master`).
-        resource_mgr: The task's `ResourceMgr`.
-        cancellation: The step's `CancellationManager`; None for a step made
-            with ``cancellable=False``, one that walks straight
-            (a local step with nothing that waits): nothing in it waits, so nothing
-            registers to be woken.
-        deadline: ``time.monotonic()`` value after which the step fails, or None.
-        rendezvous: The task's `Rendezvous`, where ``_Recv`` waits (cluster steps).
-        transport: What ``_Send`` uses to reach other tasks (cluster steps).
-        client: The task whose session runs the step (``/job:worker/replica:0/task:1``).
-        clock: Where time is read (`minitf.runtime.core.clock`); ``deadline`` is on it.
-        trace: A list to append one `OpEvent` per executed op to, or None.
-        notes: While tracing, what kernels tell the trace about their op
-            (``{op name: {field: value}}``; see `note`).
-        outbox: The tensors ``_Send`` has given and the driver has not sent
-            yet (`post`, `flush_outbox`), or None to send each one at once.
-        carry_to: The task whose tensors from the step's last burst of ops
-            wait for the step's reply instead of leaving in a message of
-            their own (`Worker.start_graph`), or None.
-        carried: Those tensors, ``(key, value)`` pairs, once the step has ended.
-
-    Args:
-        cancellable: False for a step that walks straight: it gets no
-            `CancellationManager` (``cancellation`` is None).
-    """
-
-    __slots__ = (
-        "step_id", "resource_mgr", "cancellation", "deadline", "rendezvous", "transport",
-        "client", "clock", "defer_attempts", "trace", "notes", "outbox", "carry_to", "carried",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        resource_mgr,
-        deadline: float | None = None,
-        step_id: int | None = None,
-        rendezvous=None,
-        transport=None,
-        client: str = "/job:localhost/replica:0/task:0",
-        clock: WallClock = WALL_CLOCK,
-        cancellable: bool = True,
-    ):
-        self.step_id = next(_step_ids) if step_id is None else step_id
-        self.resource_mgr = resource_mgr
-        self.cancellation = CancellationManager() if cancellable else None
-        self.deadline = deadline
-        self.rendezvous = rendezvous
-        self.transport = transport
-        self.client = client
-        self.clock = clock
-        # Set by a stepper's scheduler: waiting attempts are offered, not run
-        # (ops.data_flow.blocking).
-        self.defer_attempts = False
-        self.trace: list | None = None
-        self.notes: dict[str, dict] = {}
-        self.outbox: dict[str, list] | None = None
-        self.carry_to: str | None = None
-        self.carried: list[tuple[str, Any]] | None = None
-
-    def post(self, task: str, key: str, value: Any, op: Operation) -> None:
-        """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
-
-        While the driver runs a burst of ready ops (`Executor`), the tensors
-        for one task wait in ``outbox`` and leave together, in one message,
-        when it has no more ops to run; otherwise they go at once.
-
-        Args:
-            task: The receiving task.
-            key: The rendezvous key.
-            value: The tensor.
-            op: The ``_Send`` (named if the send fails).
-        """
-        outbox = self.outbox
-        if outbox is None:
-            self.transport.send_tensor(task, self.step_id, key, value)
-        else:
-            outbox.setdefault(task, []).append((key, value, op))
-
-    def flush_outbox(self) -> None:
-        """Sends the tensors waiting in ``outbox``, one message per task.
-
-        Raises:
-            OpError: the transport's error, naming the first ``_Send`` of the
-                message that could not be sent.
-        """
-        outbox = self.outbox
-        if not outbox:
-            return
-        batches = list(outbox.items())
-        outbox.clear()
-        for task, items in batches:
-            try:
-                self.transport.send_tensors(task, self.step_id, [(k, v) for k, v, _ in items])
-            except Exception as exc:
-                raise as_op_error(exc, items[0][2]) from exc
-
-    def note(self, op_name: str, field: str, value: Any) -> None:
-        """Adds ``field`` to the traced stats of ``op_name`` (only while tracing).
-
-        Kernels use it to say what the trace cannot see from outside: what a
-        waiting op waited on, which peer a tensor went to, which queue
-        elements moved (`minitf.runtime.core.step_stats`).
-
-        Args:
-            op_name: The op's name.
-            field: The stats field.
-            value: Its value (JSON-able).
-        """
-        if self.trace is not None:
-            self.notes.setdefault(op_name, {})[field] = value
-
-
 class Executor:
     """Runs the steps of one task: every op of every step as a move its scheduler chooses.
 
@@ -300,7 +112,7 @@ class Executor:
         self.by_op = self.observe_ops or not config.fast()
         self.task = task
         self.wait_log_secs = wait_log_secs()
-        self._watch: _Watch | None = None
+        self._watch: Watch | None = None
         self._loop: _Loop | None = None
 
     def execution(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> StepExecution:
@@ -430,7 +242,7 @@ class Executor:
         if self._watch is None:
             with _watch_lock:
                 if self._watch is None:
-                    self._watch = _Watch(run.ctx.clock, self.wait_log_secs)
+                    self._watch = Watch(run.ctx.clock, self.wait_log_secs)
         self._watch.add(run)
 
     def unwatch(self, run: _Started) -> None:
@@ -454,10 +266,10 @@ class Executor:
             if interval and (remaining is None or remaining > interval):
                 if execution.wait_for_arrival(interval):
                     return
-                _log_waiting(self.task, execution, ctx.clock.now() - started)
+                log_waiting(self.task, execution, ctx.clock.now() - started)
                 continue
             if not execution.wait_for_arrival(remaining):
-                raise _deadline_error(execution)
+                raise deadline_error(execution)
             return
 
 
@@ -558,7 +370,7 @@ class _Started:
         quiet = _quiet_floats()
         try:
             if self._expired:
-                raise _deadline_error(execution)
+                raise deadline_error(execution)
             self._executor.moves(execution)
         except BaseException as exc:  # noqa: BLE001 - the step's error goes to ``done``
             self._end(None, exc)
@@ -585,7 +397,7 @@ class _Started:
         self._done(values, error)
 
     def expire(self, now: float) -> float | None:
-        """Fails the step when its deadline has passed (`_Watch`): the loop ends it.
+        """Fails the step when its deadline has passed (`Watch`): the loop ends it.
 
         Returns:
             None (nothing more to watch).
@@ -600,122 +412,7 @@ class _Started:
         return None
 
     def log(self, now: float) -> None:
-        """Logs what the step waits for, if it has waited `Executor.wait_log_secs` (`_Watch`)."""
+        """Logs what the step waits for, if it has waited `Executor.wait_log_secs` (`Watch`)."""
         waited = now - self.started
         if not self._ended and waited >= self._executor.wait_log_secs:
-            _log_waiting(self._executor.task, self.execution, waited)
-
-
-class _Watch:
-    """The thread that watches an executor's started steps while they wait.
-
-    A step is added when it first waits and removed when it ends. The
-    thread wakes at a step's deadline, and every ``interval`` seconds to log
-    the steps that have waited that long: never once per step, which would
-    cost a thread switch per step.
-
-    Args:
-        clock: Where time is read.
-        interval: Seconds between two logs of a waiting step (0: never).
-    """
-
-    def __init__(self, clock, interval: float):
-        self._clock = clock
-        self._interval = interval
-        self._lock = threading.Condition(threading.Lock())
-        self._runs: dict[_Started, None] = {}
-        self._deadlines: list[tuple[float, int, _Started]] = []
-        self._order = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def add(self, run: _Started) -> None:
-        """Watches ``run`` until `remove`."""
-        deadline = run.ctx.deadline
-        with self._lock:
-            self._runs[run] = None
-            if deadline is not None:
-                heapq.heappush(self._deadlines, (deadline, next(self._order), run))
-                if self._deadlines[0][2] is run:
-                    self._lock.notify()
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._serve, name="minitf-watch", daemon=True
-                )
-                self._thread.start()
-
-    def remove(self, run: _Started) -> None:
-        """Stops watching ``run`` (it has ended)."""
-        with self._lock:
-            self._runs.pop(run, None)
-
-    def _serve(self) -> None:
-        clock, interval, deadlines = self._clock, self._interval, self._deadlines
-        next_log = clock.now() + interval if interval else None
-        while True:
-            with self._lock:
-                while True:
-                    now = clock.now()
-                    first = deadlines[0][0] if deadlines else None
-                    when = min(t for t in (first, next_log, math.inf) if t is not None)
-                    if when <= now:
-                        break
-                    self._lock.wait(None if when == math.inf else when - now)
-                expired = []
-                while deadlines and deadlines[0][0] <= now:
-                    expired.append(heapq.heappop(deadlines)[2])
-                logged = []
-                if next_log is not None and next_log <= now:
-                    logged = list(self._runs)
-                    next_log = now + interval
-            for run in expired:
-                again = run.expire(now)
-                if again is not None:
-                    with self._lock:
-                        heapq.heappush(deadlines, (again, next(self._order), run))
-            for run in logged:
-                run.log(now)
-
-
-WAIT_LOG_ENV = "MINITF_WAIT_LOG_SECS"
-"""Seconds between two log lines about a step that waits (default 5; 0: never)."""
-
-
-def wait_log_secs() -> float:
-    """``MINITF_WAIT_LOG_SECS``, or 5."""
-    return float(os.environ.get(WAIT_LOG_ENV, "5"))
-
-
-def _waits(execution: StepExecution, limit: int = 5) -> str:
-    """Each op still waiting (at most ``limit``) and what for, in words."""
-    waiting = sorted(execution.waiting, key=lambda i: execution.steps[i].op.name)
-    described = []
-    for i in waiting[:limit]:
-        try:
-            what = describe_wait(execution.waits_for(i))
-        except Exception:  # noqa: BLE001 - saying what waits must not fail the step
-            what = "its completion"
-        described.append(f"{execution.steps[i].op.name} waits for {what}")
-    more = f"; and {len(waiting) - limit} more" if len(waiting) > limit else ""
-    return "; ".join(described) + more
-
-
-def _log_waiting(task: str, execution: StepExecution, waited: float) -> None:
-    """A step that waits says so: which ops, on which task, for what, for how long."""
-    logger.warning(
-        "%s: step %x has waited %.1f s: %s",
-        task or "this process",
-        execution.ctx.step_id,
-        waited,
-        _waits(execution),
-    )
-
-
-def _deadline_error(execution: StepExecution) -> errors.DeadlineExceededError:
-    """TF's text, then each op still waiting and what for (the run's deadline passed)."""
-    waiting = sorted(execution.waiting, key=lambda i: execution.steps[i].op.name)
-    first = execution.steps[waiting[0]].op if waiting else None
-    return errors.DeadlineExceededError(
-        first.node_def if first is not None else None,
-        first,
-        "Timed out waiting for notification (the run's deadline passed): " + _waits(execution),
-    )
+            log_waiting(self._executor.task, self.execution, waited)

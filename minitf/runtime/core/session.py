@@ -24,11 +24,12 @@ from minitf.runtime.core import fetches as fetch_lib
 from minitf.runtime.core import step_stats
 from minitf.runtime.core.clock import WALL_CLOCK
 from minitf.runtime.core.config import ConfigProto, RunOptions
-from minitf.runtime.core.executor import Executor, StepContext
+from minitf.runtime.core.executor import Executor
+from minitf.runtime.core.held_scheduler import HeldScheduler
 from minitf.runtime.core.pipeline import build_plan
 from minitf.runtime.core.plan import KernelInfo, Plan, bind_kernel
 from minitf.runtime.core.resource_mgr import ResourceMgr
-from minitf.runtime.core.scheduler import HeldScheduler
+from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.distributed import simulation
 from minitf.runtime.distributed.master import Master
 from minitf.runtime.distributed.worker import Stepping

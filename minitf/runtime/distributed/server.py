@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors
-from minitf.runtime.core.scheduler import HeldScheduler
+from minitf.runtime.core.held_scheduler import HeldScheduler
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed import simulation
 from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def

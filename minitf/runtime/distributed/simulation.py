@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors, ops
-from minitf.runtime.core.execution import StepExecution, describe_wait
-from minitf.runtime.core.executor import StepContext
+from minitf.runtime.core.execution import StepExecution
 from minitf.runtime.core.rendezvous import Rendezvous
 from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.scheduler import DELIVER, RUN
+from minitf.runtime.core.step_context import StepContext
+from minitf.runtime.core.watch import describe_wait
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
 from minitf.runtime.distributed.worker import RegisteredGraph

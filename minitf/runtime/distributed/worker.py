@@ -30,11 +30,12 @@ from typing import Any
 from minitf.framework import errors
 from minitf.runtime.core import step_stats
 from minitf.runtime.core.clock import WALL_CLOCK, WallClock
-from minitf.runtime.core.executor import Executor, StepContext
+from minitf.runtime.core.executor import Executor
 from minitf.runtime.core.pipeline import build_plan
 from minitf.runtime.core.plan import bind_kernel
 from minitf.runtime.core.rendezvous import Rendezvous
 from minitf.runtime.core.resource_mgr import ResourceMgr
+from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.distributed import partition as partition_lib
 
 logger = logging.getLogger("minitf")
@@ -405,7 +406,7 @@ class Stepping:
 
     Args:
         task_name: The task's name.
-        scheduler: The task's `minitf.runtime.core.scheduler.HeldScheduler`.
+        scheduler: The task's `minitf.runtime.core.held_scheduler.HeldScheduler`.
         resource_mgr: The task's resources.
     """
 

@@ -22,16 +22,12 @@ import minitf as tf
 from minitf.framework import errors
 from minitf.framework.op_registry import get_kernel_def, register_compute, register_kernel
 from minitf.runtime.core import config, pipeline
-from minitf.runtime.core.execution import StepExecution
-from minitf.runtime.core.executor import (
-    CancellationManager,
-    Executor,
-    StepContext,
-    as_op_error,
-)
+from minitf.runtime.core.execution import StepExecution, as_op_error
+from minitf.runtime.core.executor import Executor
 from minitf.runtime.core.plan import KernelInfo
 from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.scheduler import DELIVER, RUN, FifoScheduler
+from minitf.runtime.core.step_context import CancellationManager, StepContext
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -534,7 +534,7 @@ def test_a_queue_without_a_shared_name_lives_as_long_as_its_session_across_run_s
 
 def _received(server, step_id: int, key: str, timeout: float = 10.0):
     """The value the task's rendezvous got for ``key`` in step ``step_id`` (waits for it)."""
-    from minitf.runtime.core.executor import StepContext
+    from minitf.runtime.core.step_context import StepContext
 
     got, arrived = [], threading.Event()
     server.rendezvous.recv(

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.runtime.core.executor import StepContext
+from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.distributed import server as server_lib
 
 pytestmark = pytest.mark.timeout(60)
