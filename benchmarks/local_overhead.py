@@ -9,7 +9,9 @@ script with ``--framework tf``):
   every call), and ``chain100_us_per_run``;
 * ``mlp_steps_per_s``: training steps per second of a 784-128-10 MLP, batch 64,
   float32, plain SGD through ``GradientDescentOptimizer.minimize``, run with
-  ``sess.make_callable``;
+  ``sess.make_callable``; ``mlp_feed_dict_steps_per_s``: the same step as TF1
+  users write it, ``sess.run(train, feed_dict={x: ..., y: ...})``
+  (``mlp_feed_dict_vs_tf``: its ratio to TensorFlow's, target at least 1.2);
 * ``assign_read_gb_per_s``: a 64 MB float32 variable assigned from a feed and
   read back per iteration (bytes in plus bytes out over time). The assign
   copies the fed array into the variable's own array (in place, as TF's
@@ -146,8 +148,12 @@ def mlp_data() -> tuple:
     return x, labels, w1, w2
 
 
-def mlp_step(tf, x_val, labels, w1_val, w2_val):
-    """The MLP's training step as a callable (``make_callable``), and its session."""
+def mlp_step(tf, x_val, labels, w1_val, w2_val, feed_dict: bool = False):
+    """The MLP's training step as a callable (``make_callable``), and its session.
+
+    With ``feed_dict``, the step is ``sess.run(train, feed_dict={x: ..., y: ...})``,
+    the loop TF1 users write.
+    """
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [None, INPUTS])
@@ -164,13 +170,15 @@ def mlp_step(tf, x_val, labels, w1_val, w2_val):
         train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
         sess = _session(tf, graph)
         sess.run(tf.global_variables_initializer())
+    if feed_dict:
+        return (lambda: sess.run(train, feed_dict={x: x_val, y: labels})), sess
     step = sess.make_callable(train, [x, y])
     return (lambda: step(x_val, labels)), sess
 
 
-def bench_mlp(tf, data) -> float:
-    """Training steps per second of the MLP."""
-    step, sess = mlp_step(tf, *data)
+def bench_mlp(tf, data, feed_dict: bool = False) -> float:
+    """Training steps per second of the MLP (``sess.run`` with a feed dict, or a callable)."""
+    step, sess = mlp_step(tf, *data, feed_dict=feed_dict)
     rate = _rate(step)
     sess.close()
     return rate
@@ -327,6 +335,7 @@ def framework_figures(name: str) -> dict:
     return {
         "chain100_runs_per_s": bench_chain(tf),
         "mlp_steps_per_s": bench_mlp(tf, mlp_data()),
+        "mlp_feed_dict_steps_per_s": bench_mlp(tf, mlp_data(), feed_dict=True),
         "assign_read_gb_per_s": bench_assign_read(tf),
     }
 
@@ -412,6 +421,7 @@ def main(argv=None) -> None:
         "chain100_runs_per_s": round(minitf["chain100_runs_per_s"]),
         "chain100_us_per_run": round(1e6 / minitf["chain100_runs_per_s"], 1),
         "mlp_steps_per_s": round(minitf["mlp_steps_per_s"]),
+        "mlp_feed_dict_steps_per_s": round(minitf["mlp_feed_dict_steps_per_s"]),
         "numpy_mlp_steps_per_s": round(by_hand),
         "mlp_ratio_numpy_over_minitf": round(by_hand / minitf["mlp_steps_per_s"], 3),
         "matmul_limit_steps_per_s": round(limit),
@@ -429,6 +439,10 @@ def main(argv=None) -> None:
                 "tf_mlp_steps_per_s": round(tf["mlp_steps_per_s"]),
                 "tf_assign_read_gb_per_s": round(tf["assign_read_gb_per_s"], 2),
                 "mlp_vs_tf": round(minitf["mlp_steps_per_s"] / tf["mlp_steps_per_s"], 3),
+                "tf_mlp_feed_dict_steps_per_s": round(tf["mlp_feed_dict_steps_per_s"]),
+                "mlp_feed_dict_vs_tf": round(
+                    minitf["mlp_feed_dict_steps_per_s"] / tf["mlp_feed_dict_steps_per_s"], 3
+                ),
                 "mlp_vs_tf_by_round": [
                     round(m["mlp_steps_per_s"] / t["mlp_steps_per_s"], 3)
                     for m, t in zip(mine, theirs)

@@ -36,9 +36,10 @@ from minitf.framework import errors
 from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.core.scheduler import DELIVER, RUN
 from minitf.runtime.distributed.launcher import LocalCluster, load_recording
-from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE, Channel
+from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.partition import parse_task
 from minitf.runtime.distributed.server import BREAK_ENV, STEPPER_ENV, connect_with_retry
+from minitf.runtime.distributed.transport import Channel
 
 if TYPE_CHECKING:
     from minitf.framework.ops import Graph

@@ -38,8 +38,9 @@ from typing import TextIO
 from minitf.framework import errors
 from minitf.platform import formats
 from minitf.runtime.distributed.cluster_spec import ClusterSpec
-from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE, Channel
+from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.server import RECORD_ENV, SECRET_ENV, connect_with_retry
+from minitf.runtime.distributed.transport import Channel
 
 _PR_SET_PDEATHSIG = 1
 

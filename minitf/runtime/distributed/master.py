@@ -24,7 +24,6 @@ task.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import os
@@ -37,12 +36,11 @@ from typing import Any
 import numpy as np
 
 from minitf.framework import errors, ops
-from minitf.runtime.core import step_stats
+from minitf.runtime.core import config, step_stats
 from minitf.runtime.core.plan import prune, topological_order
 from minitf.runtime.distributed import partition as partition_lib
-from minitf.runtime.distributed.cluster_spec import ClusterSpec
-from minitf.runtime.distributed.server import connect_with_retry, error_message, in_process_worker
-from minitf.runtime.distributed.wire import Wire
+from minitf.runtime.distributed.server import error_message
+from minitf.runtime.distributed.transport import Call, TcpTransport, rebuild_error, unpack
 
 logger = logging.getLogger("minitf")
 
@@ -164,182 +162,6 @@ class StepIds:
         return self.base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
 
 
-_FINISHED = threading.Event()
-_FINISHED.set()
-
-
-class _Call:
-    __slots__ = ("event", "reply", "notify", "on_error", "carried_to")
-
-    def __init__(self, notify: threading.Event | None = None, finished: bool = False):
-        # A call made in this process is over before anyone waits on it.
-        self.event = _FINISHED if finished else threading.Event()
-        self.reply: tuple | None = None
-        self.notify = notify  # also set when the reply comes (one event for many calls)
-        self.on_error = None  # called with an error reply, on the thread that brings it
-        # (worker, step id): where the tensors a run's reply carries go (server's ``carry``).
-        self.carried_to: tuple | None = None
-
-    def finish(self, reply: tuple) -> None:
-        if len(reply) > 4 and reply[0] == "ok" and self.carried_to is not None:
-            worker, step_id = self.carried_to
-            for key, value in reply[4]:
-                worker.deliver_tensor(step_id, key, value)
-        self.reply = reply
-        if self.event is not _FINISHED:
-            self.event.set()
-        if self.notify is not None:
-            self.notify.set()
-        if reply[0] == "error" and self.on_error is not None:
-            self.on_error(reply)
-
-
-class Channel:
-    """A client connection to one task; a reader thread hands replies to their callers.
-
-    Args:
-        wire: The connection to the task.
-        task: The task's name.
-    """
-
-    def __init__(self, wire: Wire, task: str):
-        self.task = task
-        self._wire = wire
-        self._lock = threading.Lock()
-        self._calls: dict[int, _Call] = {}
-        self._ids = itertools.count(1)
-        self._lost: str | None = None
-        threading.Thread(target=self._read, name=f"minitf-channel{task}", daemon=True).start()
-
-    def call(
-        self, build, notify: threading.Event | None = None, carried_to: tuple | None = None
-    ) -> _Call:
-        """Sends ``build(call_id)``; returns the pending call (``notify`` is set when it ends).
-
-        Args:
-            build: ``build(call_id) -> message``: the request to send.
-            notify: An event to set too when the reply comes (one event may serve many calls).
-            carried_to: ``(worker, step id)``: the in-process worker that receives
-                the tensors the reply carries (a run sent with ``carry``), or None.
-        """
-        pending = _Call(notify)
-        pending.carried_to = carried_to  # before the request leaves: the reply may come at once
-        with self._lock:
-            call_id = next(self._ids)
-            if self._lost is None:
-                self._calls[call_id] = pending
-        if self._lost is not None:
-            pending.finish(("error", call_id, errors.UNAVAILABLE, self._lost, None))
-            return pending
-        try:
-            self._wire.send(build(call_id))
-        except OSError as exc:
-            self._fail_all(f"lost the connection to {self.task}: {exc}")
-        return pending
-
-    def send(self, message: tuple) -> None:
-        """Sends a one-way message (an abort); a broken connection is ignored.
-
-        Args:
-            message: The message.
-        """
-        try:
-            self._wire.send(message)
-        except OSError:
-            pass
-
-    def request(self, build, timeout: float) -> Any:
-        """A call that waits for its reply; returns the payload or raises its error.
-
-        Args:
-            build: ``build(call_id) -> message``: the request to send.
-            timeout: Seconds to wait for the reply.
-
-        Raises:
-            UnavailableError: if the task does not answer in time.
-            OpError: the TF error the task replied with.
-        """
-        pending = self.call(build)
-        if not pending.event.wait(timeout):
-            raise errors.UnavailableError(None, None, f"{self.task} did not answer in {timeout} s")
-        return unpack(pending.reply, None)
-
-    @property
-    def lost(self) -> bool:
-        """True once the connection is gone."""
-        return self._lost is not None
-
-    @property
-    def wire(self) -> Wire:
-        """The connection (the server in this process sends tensors on it too)."""
-        return self._wire
-
-    def _read(self) -> None:
-        while True:
-            try:
-                reply = self._wire.recv()
-            except Exception as exc:  # noqa: BLE001 - a wire closed under recv raises TypeError
-                self._fail_all(f"lost the connection to {self.task} ({type(exc).__name__})")
-                return
-            with self._lock:
-                pending = self._calls.pop(reply[1], None)
-            if pending is not None:
-                pending.finish(reply)
-
-    def _fail_all(self, why: str) -> None:
-        with self._lock:
-            if self._lost is None:
-                self._lost = why
-            calls, self._calls = self._calls, {}
-        for call_id, pending in calls.items():
-            pending.finish(("error", call_id, errors.UNAVAILABLE, why, None))
-
-    def close(self) -> None:
-        """Closes the connection; calls still waiting for a reply fail with UnavailableError."""
-        self._fail_all(f"the connection to {self.task} was closed")
-        self._wire.close()
-
-
-def _run_message(call: int, *, handle, step_id, feeds, timeout_ms, trace, carry) -> tuple:
-    """The ``run`` request of one task's part of a step (`minitf.runtime.distributed.server`)."""
-    return ("run", call, handle, step_id, feeds, timeout_ms, trace, carry)
-
-
-def unpack(reply: tuple, graph: ops.Graph | None) -> Any:
-    """The payload of an ``ok`` reply, or raises the TF error of an ``error`` reply.
-
-    Args:
-        reply: A reply from a task: ``("ok", call id, payload)`` or ``("error", call id, code,
-            message, op name)``.
-        graph: The client graph, whose op the error names, or None.
-
-    Raises:
-        OpError: the TF error of an ``error`` reply.
-    """
-    if reply[0] == "ok":
-        return reply[2]
-    raise rebuild_error(reply[2], reply[3], reply[4], graph)
-
-
-def rebuild_error(code: int, message: str, op_name: str | None, graph) -> errors.OpError:
-    """The TF error a task reported, naming the client graph's op when it can.
-
-    Args:
-        code: The TF error code.
-        message: The error message.
-        op_name: The failing op's name, or None.
-        graph: The client graph to find the op in, or None.
-    """
-    op = None
-    if op_name is not None and graph is not None:
-        try:
-            op = graph.get_operation_by_name(op_name)
-        except (KeyError, ValueError):
-            op = None
-    cls = errors.exception_type_from_error_code(code)
-    return cls(op.node_def if op is not None else None, op, message)
-
-
 def partition_step(fetches, targets, feeds, cluster, job, task, config):
     """Places and partitions one run signature of a client on ``/job:<job>/task:<task>``.
 
@@ -395,63 +217,22 @@ class Master:
     def __init__(self, target: str, graph: ops.Graph, config):
         self._graph = graph
         self._config = config
-        address = self._address = target_address(target)
-        wire = connect_with_retry(address, f"the session target {target}")
-        first = Channel(wire, target)
-        cluster, job, task = first.request(lambda c: ("hello", c), timeout=30.0)
-        self.cluster = ClusterSpec(cluster)
-        self.job, self.task = job, task
-        self.task_name = f"/job:{job}/replica:0/task:{task}"
-        self._channels: dict[str, Channel] = {self.task_name: first}
-        self._channels_lock = threading.Lock()
+        self._transport = TcpTransport(target_address(target), target)
+        self._transport.on_remade(self._forget_plans)
+        self.cluster = self._transport.cluster
+        self.job, self.task = self._transport.job, self._transport.task
+        self.task_name = f"/job:{self.job}/replica:0/task:{self.task}"
         self._plans: dict[tuple, _StepPlan] = {}
-        self._build_lock = threading.RLock()  # a channel remade while building forgets plans
+        self._build_lock = threading.RLock()  # a connection remade while building forgets plans
         self._clock_offsets: dict[str, int] = {}
         self._active: set[int] = set()  # steps running now, aborted by close()
+        self._active_lock = threading.Lock()
         self._step_ids = StepIds(self.task_name)
         self._closed = False
-        # Connections made again after one was lost (`channel`), and to which task last.
-        self._remade = 0
-        self._remade_task: str | None = None
 
     def devices(self) -> list[str]:
         """Every device of the cluster (each task's one CPU)."""
         return [partition_lib.full_device_of(task) for task in self.tasks()]
-
-    def channel(self, task: str, connect_timeout: float | None = None) -> Channel:
-        """The connection to ``task`` (made on first use, remade if lost).
-
-        Args:
-            task: The task name.
-            connect_timeout: Seconds to keep trying to connect (default:
-                ``MINITF_CONNECT_TIMEOUT``).
-
-        Raises:
-            CancelledError: if the session has been closed.
-            UnavailableError: if the task cannot be reached.
-        """
-        with self._channels_lock:
-            if self._closed:
-                raise errors.CancelledError(None, None, "Session has been closed.")
-            channel = self._channels.get(task)
-            if channel is not None and not channel.lost:
-                return channel
-            job, index = partition_lib.parse_task(task)
-            wire = connect_with_retry(self.cluster.task_address(job, index), task, connect_timeout)
-            if channel is not None:
-                # The task may be a new process (restarted) that knows none of our
-                # partitions: every step registers its partitions again, and the
-                # run that made the connection again fails (`run`).
-                self._forget_plans()
-                self._remade += 1
-                self._remade_task = task
-            channel = Channel(wire, task)
-            self._channels[task] = channel
-        here = in_process_worker(self._address)
-        share = getattr(here.transport, "share", None) if here is not None else None
-        if share is not None and here.task_name == self.task_name:
-            share(task, channel)  # this task's tensors for ``task`` go on it too
-        return channel
 
     def _forget_plans(self) -> None:
         with self._build_lock:
@@ -465,22 +246,10 @@ class Master:
         so none of its blocked ops (a dequeue, a ``take_grad``) lives on to take
         an element meant for a later step.
         """
-        with self._channels_lock:
+        with self._active_lock:
             self._closed = True
             active = list(self._active)
-            local = in_process_worker(self._address)
-            for step_id in active:
-                for channel in self._channels.values():
-                    channel.send(("abort", step_id, errors.CANCELLED, "Session was closed."))
-                if local is not None:
-                    # A part running here with a direct call: cancel it directly too,
-                    # not only through the message the connection closed next carries.
-                    local.abort_step(
-                        step_id, errors.CancelledError(None, None, "Session was closed.")
-                    )
-            for channel in self._channels.values():
-                channel.close()
-            self._channels.clear()
+        self._transport.close(active)
 
     # -- planning --------------------------------------------------------------------------
 
@@ -508,7 +277,7 @@ class Master:
         for task, part in parts.items():
             part.client = self.task_name
             part.session = f"{self.task_name}#{incarnation()}#{self._step_ids.base:x}"
-            handle = self.channel(task).request(lambda c, p=part: ("register", c, p), 60.0)
+            handle = self._transport.register(task, part)
             plan.parts.append((task, handle, [feed_index[name] for _, name in part.feeds]))
         plan.fetch_from = fetch_from
         return plan
@@ -541,12 +310,12 @@ class Master:
                 its partitions again; ``MonitoredSession`` makes a new session
                 and waits until the model is ready again.
         """
-        remade = self._remade
+        remade = self._transport.remade
         plan = self._plan(fetches, targets, feeds)
         step_id = self._step_ids.next(fetches, targets, feeds)
         # Registered under the lock close() takes: a step either is aborted by
         # close() or sees the session closed, never runs on unnoticed.
-        with self._channels_lock:
+        with self._active_lock:
             if self._closed:
                 raise errors.CancelledError(None, None, "Session has been closed.")
             self._active.add(step_id)
@@ -556,41 +325,40 @@ class Master:
             self._active.discard(step_id)
 
     def _run_step(self, plan, step_id, feed_values, timeout_ms, trace, remade):
-        channels = [self.channel(task) for task, _, _ in plan.parts]
-        if self._remade != remade:
+        transport = self._transport
+        for task, _, _ in plan.parts:
+            transport.channel(task)  # connected (again, if lost) before anything is sent
+        if transport.remade != remade:
             # Nothing was sent: running the partitions registered on a task that
             # restarted could read its state before a chief restores it.
             raise errors.AbortedError(
                 None,
                 None,
-                f"the connection to {self._remade_task} was lost and made again during this "
-                "run: the task may have restarted, and its state with it. The next run "
+                f"the connection to {transport.remade_task} was lost and made again during "
+                "this run: the task may have restarted, and its state with it. The next run "
                 "registers this session's partitions again (MonitoredSession makes a new "
                 "session and waits until the model is ready).",
             )
-        calls, used = [], []
+        calls = []
         answered = threading.Event()  # set whenever a task answers
-        here = None  # this process's worker, when it is the session's own task
-        if any(task == self.task_name for task, _, _ in plan.parts):
-            worker = in_process_worker(self._address)
-            if worker is not None and worker.task_name == self.task_name:
-                here = worker
+        # This process's worker, when it serves the session's own task.
+        here = (
+            transport.local_worker() if any(t == self.task_name for t, _, _ in plan.parts) else None
+        )
         # With this task's part run here, a task's reply may carry the tensors
         # its last ops send to this task (`Server._start`).
-        carry = here is not None and not trace
+        carry = here is not None and not trace and config.fast()
         carried_to = (here, step_id) if carry else None
         local = None
-        for (task, handle, feed_idx), channel in zip(plan.parts, channels):
+        for task, handle, feed_idx in plan.parts:
             values = [feed_values[i] for i in feed_idx]
-            used.append(channel)
             if here is not None and task == self.task_name and local is None:
                 local = (here, handle, values)
                 continue
-            message = functools.partial(
-                _run_message, handle=handle, step_id=step_id, feeds=values,
-                timeout_ms=timeout_ms, trace=trace, carry=carry,
-            )  # fmt: skip
-            calls.append((task, channel.call(message, answered, carried_to)))
+            call = transport.run(
+                task, handle, step_id, values, timeout_ms, trace, carry, answered, carried_to
+            )
+            calls.append((task, call))
         if local is not None:
             # Every other task has its part of the step: this one runs here.
             calls.append((self.task_name, self._run_here(step_id, calls, local, timeout_ms, trace)))
@@ -599,7 +367,7 @@ class Master:
         if failure is not None and self._closed:  # close() has aborted it everywhere
             raise errors.CancelledError(None, None, "Session has been closed.")
         if failure is not None:
-            if any(channel.lost for channel in used):
+            if any(transport.lost(task) for task, _, _ in plan.parts):
                 # The task may come back as a new process that knows none of our
                 # partitions: the next run plans and registers again. This run
                 # fails, as TF's does when a task restarts under it.
@@ -620,7 +388,7 @@ class Master:
         return values, step_stats.build(per_task)
 
     @staticmethod
-    def _run_here(step_id: int, calls: list, local: tuple, timeout_ms: int, trace: bool) -> _Call:
+    def _run_here(step_id: int, calls: list, local: tuple, timeout_ms: int, trace: bool) -> Call:
         """Runs this process's own partition of the step with a direct call to its worker.
 
         No message and no copy: the fed values reach the kernels as read-only
@@ -643,7 +411,7 @@ class Master:
         for _, pending in calls:  # a reply that came before its on_error was set
             if pending.event.is_set() and pending.reply[0] == "error":
                 cancel(pending.reply)
-        done = _Call(finished=True)
+        done = Call(finished=True)
         try:
             fetched, nodes = worker.run_graph(
                 handle, step_id, [_read_only(v) for v in values], timeout_ms, trace
@@ -724,7 +492,7 @@ class Master:
             best = None
             for _ in range(3):
                 sent = step_stats.wall_micros()
-                remote = self.channel(task).request(lambda c: ("clock", c), timeout=10.0)
+                remote = self._transport.request(task, "clock", timeout=10.0)
                 received = step_stats.wall_micros()
                 if best is None or received - sent < best[0]:
                     best = (received - sent, (sent + received) // 2 - remote)
@@ -748,9 +516,7 @@ class Master:
         """
         since = since or {}
         return {
-            task: self.channel(task).request(
-                lambda c, s=since.get(task): ("accumulators", c, s), 10.0
-            )
+            task: self._transport.request(task, "accumulators", since.get(task), timeout=10.0)
             for task in self.tasks()
             if job is None or task.startswith(f"/job:{job}/")
         }
@@ -763,7 +529,7 @@ class Master:
         recordings = {}
         for task in self.tasks():
             self.clock_offset(task)
-            recordings[task] = self.channel(task).request(lambda c: ("trace_start", c), 10.0)
+            recordings[task] = self._transport.request(task, "trace_start", timeout=10.0)
         return recordings
 
     def stop_recording(self, recordings: dict[str, int]) -> tuple[dict, int]:
@@ -779,8 +545,9 @@ class Master:
         per_task, dropped, gone = {}, 0, []
         for task, rid in recordings.items():
             try:
-                channel = self.channel(task, connect_timeout=2.0)
-                nodes, lost = channel.request(lambda c, r=rid: ("trace_stop", c, r), 30.0)
+                nodes, lost = self._transport.request(
+                    task, "trace_stop", rid, timeout=30.0, connect_timeout=2.0
+                )
             except errors.UnavailableError:
                 gone.append(task)
                 continue
@@ -800,9 +567,8 @@ class Master:
     def _abort(self, step_id, calls, failure: errors.OpError) -> errors.OpError:
         """Aborts the step everywhere, lets the tasks report, returns the root cause."""
         for task, pending in calls:
-            channel = self._channels.get(task)
-            if channel is not None and not pending.event.is_set():
-                channel.send(("abort", step_id, failure.error_code, failure.message))
+            if not pending.event.is_set():
+                self._transport.abort(task, step_id, failure.error_code, failure.message)
         grace = time.monotonic() + _ABORT_GRACE
         for _, pending in calls:
             if not pending.event.wait(max(0.0, grace - time.monotonic())):

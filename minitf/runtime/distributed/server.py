@@ -252,7 +252,7 @@ class _Peers:
         """Sends the tensors for ``task`` on a session's connection to it, while it lasts.
 
         A worker script's session in this process holds a connection to each
-        task it runs steps on (`minitf.runtime.distributed.master.Channel`). A tensor sent
+        task it runs steps on (`minitf.runtime.distributed.transport.Channel`). A tensor sent
         on it reaches that task's reader right behind the run request that
         needs it, and the reader takes both with one wake-up, where a second
         connection would wake a second reader. Once the channel is lost or
