@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import dtypes, ops, tensor_shape
+from minitf.framework.default_session import SessionInterface
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.meta_graph import in_name_scope, prepend_name_scope, strip_name_scope
 from minitf.ops import array_ops, array_shaping, control_flow_ops, state_ops
 
 if TYPE_CHECKING:
     from minitf.framework.indexed_slices import IndexedSlices
-    from minitf.runtime.session import BaseSession
 
 __all__ = [
     "Variable",
@@ -339,7 +339,7 @@ class Variable:
                 self._variable, self._initial_value, name=f"{self._shared_name}/initialized_value"
             )
 
-    def eval(self, session: BaseSession | None = None):
+    def eval(self, session: SessionInterface | None = None):
         """The current value, computed in ``session`` or the default session.
 
         Args:
@@ -474,7 +474,7 @@ class Variable:
             self._variable, sparse_delta.indices, sparse_delta.values, use_locking, name
         )
 
-    def load(self, value: Any, session: BaseSession | None = None) -> None:
+    def load(self, value: Any, session: SessionInterface | None = None) -> None:
         """Writes ``value`` into the variable by feeding its initializer's value.
 
         Args:
