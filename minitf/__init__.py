@@ -41,6 +41,7 @@ from minitf.framework.ops import (
 )
 from minitf.framework.random_seed import get_seed, set_random_seed
 from minitf.framework.tensor_shape import Dimension, TensorShape, broadcast_static_shape
+from minitf.framework.versions import __version__
 from minitf.ops.array_ops import *
 from minitf.ops.constant_op import *
 from minitf.ops.control_flow_ops import *
@@ -68,5 +69,3 @@ from minitf.runtime.config import (
     RunOptions,
 )
 from minitf.runtime.session import InteractiveSession, Session
-
-__version__ = "0.1.0"
