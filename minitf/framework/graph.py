@@ -401,12 +401,23 @@ class Graph(GraphCollections):
         return op
 
     def _import_op(
-        self, op_type, name, inputs, out_dtypes, shapes, control_inputs, attrs, device
+        self,
+        op_type,
+        name,
+        inputs,
+        out_dtypes,
+        shapes,
+        control_inputs,
+        attrs,
+        device,
+        device_assignments=(),
     ) -> Operation:
         """Adds an op exactly as described: its name, device and control inputs as given.
 
         For graphs rebuilt from a description (a partition sent to a task):
         no device functions, colocation or control-dependency scopes apply.
+        ``device_assignments`` is the record of what set the device in the
+        graph the description came from (`Operation.device_assignments`).
         """
         with self._lock:
             if name in self._ops_by_name:
@@ -422,6 +433,8 @@ class Graph(GraphCollections):
                 list(control_inputs),
                 dict(attrs),
             )
+            for source, assigned in device_assignments:
+                op._set_device(assigned, source)
             op._set_device(device)
             self._add_op(op)
         return op

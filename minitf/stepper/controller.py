@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from minitf.framework import errors
 from minitf.runtime.launcher import LocalCluster, load_recording
 from minitf.runtime.master import INCARNATION_ENV, REPLAYABLE, Channel
-from minitf.runtime.partition import parse_task
+from minitf.runtime.partition import import_partition, parse_task
 from minitf.runtime.scheduler import DELIVER, RUN, matches
 from minitf.runtime.server import BREAK_ENV, STEPPER_ENV, connect_with_retry
+from minitf.stepper.describe import describe_state
 
 if TYPE_CHECKING:
     from minitf.framework.ops import Graph
@@ -409,11 +410,16 @@ class Stepper:
         Returns:
             A `minitf.viz.render.GraphPicture`.
         """
-        from minitf.viz.render import GraphPicture  # an observer: only pictures need it
+        from minitf.viz import dot  # an observer: only pictures need it
+        from minitf.viz.render import GraphPicture
 
         step_id = step if isinstance(step, int) else step["step_id"]
         marks = self.step_highlight(task, step) if highlight and isinstance(step, dict) else None
-        return GraphPicture(self._tasks[task].call("picture", step_id, marks, collapse))
+        # The task sends its part of the step as data; it is drawn here.
+        described = self._tasks[task].call("step_graph", step_id)
+        graph = import_partition(described["nodes"])
+        shown = [graph.get_operation_by_name(name) for name in described["ops"]]
+        return GraphPicture(dot.graph_dot(graph, shown, highlight=marks, collapse=collapse))
 
     def picture(self, view: str = "whole", **kwargs: Any) -> GraphPicture:
         """The graph with the held steps highlighted; Jupyter shows it inline.
@@ -432,8 +438,6 @@ class Stepper:
         return pictures.draw(self.graph, view=view, highlight=self.highlight(), **kwargs)
 
     def _repr_html_(self) -> str:
-        from minitf.stepper.terminal import describe_state
-
         return f"<pre>{html.escape(describe_state(self.state()))}</pre>"
 
     # -- moving -----------------------------------------------------------------------------
