@@ -1,12 +1,15 @@
 """minitf: TensorFlow 1.x graph mode on numpy, for teaching (``import minitf as tf``).
 
-This module only re-exports: the code lives in ``minitf.framework`` (the
+This module re-exports: the code lives in ``minitf.framework`` (the
 graph), ``minitf.ops`` (op constructors, kernels, gradients), ``minitf.runtime``
-(sessions and the executor) and ``minitf.train`` (optimizers).
+(sessions and the executor) and ``minitf.train`` (optimizers). It also
+lets the servers of this process take what ``minitf step`` and ``minitf
+launch`` put in the environment (`minitf.cluster.task_env`).
 """
 
 # ruff: noqa: F401, F403
 from minitf import compat, contrib, initializers, nn, queue, random, test, train
+from minitf.cluster import task_env as _task_env
 from minitf.compat import (
     disable_eager_execution,
     disable_resource_variables,
@@ -69,3 +72,5 @@ from minitf.runtime.config import (
     RunOptions,
 )
 from minitf.runtime.session import InteractiveSession, Session
+
+_task_env.install()

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import atexit
 import errno
-import json
 import logging
 import os
 import queue
@@ -49,6 +48,7 @@ import socket
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +58,6 @@ from minitf.framework import errors
 from minitf.runtime import allocator, intra_op, simulation
 from minitf.runtime import partition as partition_lib
 from minitf.runtime.cluster_spec import ClusterSpec, server_def
-from minitf.runtime.scheduler import HeldScheduler
 from minitf.runtime.wire import MalformedMessage, Wire, WireListener
 from minitf.runtime.worker import Worker
 
@@ -71,12 +70,6 @@ logger = logging.getLogger("minitf")
 SECRET_ENV = "MINITF_CLUSTER_SECRET"
 SECRET_FILE_ENV = "MINITF_SECRET_FILE"
 """Where the user's cluster secret file is (default ``~/.minitf/cluster-secret``)."""
-STEPPER_ENV = "MINITF_STEPPER"
-"""Set by `minitf step`: servers hold every step for the stepper's moves."""
-BREAK_ENV = "MINITF_STEPPER_BREAK"
-RECORD_ENV = "MINITF_RECORD"
-"""Where a task of a recorded run writes its moves when it exits (`LocalCluster(record=)`)."""
-"""Set by `minitf step --break`: ';'-separated patterns; steps run free until one."""
 CONNECT_TIMEOUT_ENV = "MINITF_CONNECT_TIMEOUT"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
@@ -481,10 +474,35 @@ def _wait_for_recordings_at_exit(server: weakref.ref) -> None:
         alive.wait_for_recordings()
 
 
-def _write_moves(path: str, scheduler: HeldScheduler) -> None:
-    """Writes a task's logged moves as JSON (at exit, for a recording)."""
-    with open(path, "w") as f:
-        json.dump([list(move) for move in scheduler.log], f)
+class _TaskDefaults:
+    """How this process's servers get a scheduler and a straggler they were not given."""
+
+    scheduler: Callable[[str, int], Scheduler | None] | None = None
+    straggler: Callable[[str, int], Any] | None = None
+
+
+def set_task_defaults(
+    scheduler: Callable[[str, int], Scheduler | None] | None = None,
+    straggler: Callable[[str, int], Any] | None = None,
+) -> None:
+    """Installs how a `Server` made in this process without them gets a scheduler and a straggler.
+
+    A TF1 script makes its own ``tf.train.Server``; what the command that
+    started it wants (a stepper's held scheduler, a straggler's delays)
+    reaches that server through these functions. The runtime reads no
+    environment for them: ``import minitf`` installs
+    `minitf.cluster.task_env`'s, which read what ``minitf step``,
+    ``minitf launch`` and `LocalCluster` set.
+
+    Args:
+        scheduler: ``scheduler(job, task_index)`` → a
+            `minitf.runtime.scheduler.Scheduler`, or None for the free-running one.
+        straggler: ``straggler(job, task_index)`` → the task's straggler (an
+            object whose ``next_delay()`` gives a step's delay in seconds, as a
+            `minitf.cluster.delays.Straggler`), or None.
+    """
+    _TaskDefaults.scheduler = scheduler
+    _TaskDefaults.straggler = straggler
 
 
 def resolve_role(
@@ -539,7 +557,12 @@ class Server:
             tasks on it (`minitf.runtime.intra_op`).
         start: Start listening now.
         scheduler: minitf's: the `minitf.runtime.scheduler.Scheduler` that
-            chooses every move of the steps this task runs (default: free-running).
+            chooses every move of the steps this task runs (default: the one
+            `set_task_defaults` gives, else free-running).
+        straggler: minitf's: makes this worker slow, an object whose
+            ``next_delay()`` gives the seconds a step waits before it computes
+            gradients (a `minitf.cluster.delays.Straggler`; default: the one
+            `set_task_defaults` gives, else None).
 
     Raises:
         ValueError: if the job or task is missing or ambiguous, or
@@ -565,6 +588,7 @@ class Server:
         start: bool = True,
         *,
         scheduler: Scheduler | None = None,
+        straggler: Any = None,
     ):
         cluster, job_name, task_index = resolve_role(
             server_or_cluster_def, job_name, task_index, protocol
@@ -578,22 +602,12 @@ class Server:
         self._requested_address = parse_address(address)
         self._cluster = cluster
         task_name = f"/job:{job_name}/replica:0/task:{self._task}"
-        # minitf.cluster.delays imports the launcher, which imports this module.
-        from minitf.cluster import delays
-
-        straggler = delays.for_task(job_name, self._task)
+        if straggler is None and _TaskDefaults.straggler is not None:
+            straggler = _TaskDefaults.straggler(job_name, self._task)
         if straggler is not None:
-            logger.info("%s is a straggler: %r", task_name, straggler.model)
-        if scheduler is None and os.environ.get(STEPPER_ENV):
-            # Started by `minitf step`: every step waits for the stepper's moves,
-            # free-running until a breakpoint when there are some.
-            breakpoints = [b for b in os.environ.get(BREAK_ENV, "").split(";") if b]
-            scheduler = HeldScheduler(held=not breakpoints, task=task_name)
-            scheduler.set_breakpoints(breakpoints)
-        elif scheduler is None and os.environ.get(RECORD_ENV):
-            # Started by LocalCluster(record=...): free-running, every move logged.
-            scheduler = HeldScheduler(held=False, task=task_name)
-            atexit.register(_write_moves, os.environ[RECORD_ENV], scheduler)
+            logger.info("%s is a straggler: %r", task_name, getattr(straggler, "model", straggler))
+        if scheduler is None and _TaskDefaults.scheduler is not None:
+            scheduler = _TaskDefaults.scheduler(job_name, self._task)
         self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
         self._peers: _Peers | None = None
         self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
@@ -643,7 +657,7 @@ class Server:
 
     @property
     def straggler(self):
-        """This task's `minitf.cluster.delays.Straggler`, or None."""
+        """This task's straggler (a `minitf.cluster.delays.Straggler`), or None."""
         return self.worker.straggler
 
     def _listen(self, patience: float = 5.0) -> WireListener:
