@@ -38,8 +38,8 @@ from typing import TextIO
 from minitf.framework import errors
 from minitf.platform import formats
 from minitf.runtime.cluster_spec import ClusterSpec
+from minitf.runtime.connect import SECRET_ENV, connect_with_retry
 from minitf.runtime.master import INCARNATION_ENV, REPLAYABLE, Channel
-from minitf.runtime.server import SECRET_ENV, connect_with_retry
 
 RECORD_ENV = "MINITF_RECORD"
 """Where a task of a recorded run writes its moves when it exits (`LocalCluster(record=)`)."""

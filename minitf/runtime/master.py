@@ -40,8 +40,8 @@ from minitf.framework import errors, ops
 from minitf.runtime import partition as partition_lib
 from minitf.runtime import step_stats
 from minitf.runtime.cluster_spec import ClusterSpec
+from minitf.runtime.connect import connect_with_retry, error_message, in_process_worker
 from minitf.runtime.plan import prune, topological_order
-from minitf.runtime.server import connect_with_retry, error_message, in_process_worker
 from minitf.runtime.wire import Wire
 
 logger = logging.getLogger("minitf")

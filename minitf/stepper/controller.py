@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from minitf.cluster.task_env import BREAK_ENV, STEPPER_ENV
 from minitf.framework import errors
+from minitf.runtime.connect import connect_with_retry
 from minitf.runtime.launcher import LocalCluster, load_recording
 from minitf.runtime.master import INCARNATION_ENV, REPLAYABLE, Channel
 from minitf.runtime.partition import import_partition, parse_task
 from minitf.runtime.scheduler import DELIVER, RUN, matches
-from minitf.runtime.server import connect_with_retry
 from minitf.stepper.describe import describe_state
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ import pytest
 
 import minitf as tf
 from minitf.framework import errors
+from minitf.runtime.connect import cluster_secret
 from minitf.runtime.launcher import LocalCluster
-from minitf.runtime.server import cluster_secret
 from minitf.runtime.wire import Wire
 
 from .support import WatchedOutput, base_seed

@@ -86,7 +86,7 @@ def test_a_secret_file_others_can_read_is_refused_with_how_to_fix_it(tmp_path):
     loose.write_text("0123456789abcdef\n")
     loose.chmod(0o644)
     done = subprocess.run(
-        [sys.executable, "-c", "from minitf.runtime import server; server.cluster_secret()"],
+        [sys.executable, "-c", "from minitf.runtime import connect; connect.cluster_secret()"],
         capture_output=True, text=True, env=_env(loose), timeout=30,
     )  # fmt: skip
     assert done.returncode != 0

@@ -26,8 +26,8 @@ import pytest
 import minitf as tf
 from minitf.framework import errors
 from minitf.runtime import shm
+from minitf.runtime.connect import cluster_secret
 from minitf.runtime.launcher import LocalCluster, free_ports
-from minitf.runtime.server import cluster_secret
 from minitf.runtime.wire import Wire, WireListener
 
 pytestmark = [
