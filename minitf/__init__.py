@@ -8,6 +8,8 @@ launch`` put in the environment (`minitf.cluster.task_env`).
 """
 
 # ruff: noqa: F401, F403
+import sys as _sys
+
 from minitf import compat, contrib, initializers, nn, queue, random, test, train
 from minitf.cluster import task_env as _task_env
 from minitf.compat import (
@@ -72,5 +74,9 @@ from minitf.runtime.config import (
     RunOptions,
 )
 from minitf.runtime.session import InteractiveSession, Session
+
+# tf.compat.v1 is minitf itself: ``import minitf.compat.v1 as tf`` finds it here.
+compat.v1 = _sys.modules[__name__]
+_sys.modules[compat.__name__ + ".v1"] = compat.v1
 
 _task_env.install()
