@@ -11,9 +11,10 @@ every constructor shares.
 Kernels and gradients are registered here, once, whenever any module of this
 package is imported: importing ``minitf.ops.math_ops`` runs this file first.
 Imports go one way, so there is no import cycle: kernel and gradient modules
-import the constructors, never the reverse; math modules import ``array_ops``
-at load time (as TF's ``math_ops`` does), and array modules import
-``math_ops`` inside the few functions that need it.
+import the constructors, never the reverse; the sibling modules import the
+siblings they use, never their family's ``<family>_ops`` (which re-exports
+them), so the math modules read shapes from `array_shaping` and
+``array_ops`` itself sits above ``math_ops``.
 """
 
 from minitf.ops import (  # noqa: F401 - imported to register kernels and gradients

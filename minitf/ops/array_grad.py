@@ -18,8 +18,8 @@ from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.indexed_slices import IndexedSlices
 from minitf.framework.op_registry import NotDifferentiable, RegisterGradient
 from minitf.ops import array_ops, math_ops
-from minitf.ops.array_slicing import MASK_NAMES
 from minitf.ops.common_shapes import static_int
+from minitf.ops.slice_spec import MASK_NAMES
 
 NotDifferentiable("Shape")
 NotDifferentiable("ShapeN")
