@@ -27,7 +27,7 @@ class Operation:
     through `Graph.create_op`, never directly.
 
     Args:
-        graph: The `Graph` the op belongs to.
+        graph (Graph): The `Graph` the op belongs to.
         op_type: The op type, e.g. ``"MatMul"``.
         name: The op's unique name in ``graph``.
         inputs: The input tensors.

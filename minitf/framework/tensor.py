@@ -26,7 +26,7 @@ class Tensor:
     created by `Operation`, never directly.
 
     Args:
-        op: The `Operation` that produces this tensor.
+        op (Operation): The `Operation` that produces this tensor.
         value_index: The index of this tensor among ``op``'s outputs.
         dtype: The `DType` (or anything `as_dtype` accepts) of its elements.
         shape: Its static shape, or None for an unknown shape.
