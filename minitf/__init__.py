@@ -1,12 +1,17 @@
 """minitf: TensorFlow 1.x graph mode on numpy, for teaching (``import minitf as tf``).
 
-This module only re-exports: the code lives in ``minitf.framework`` (the
+This module re-exports: the code lives in ``minitf.framework`` (the
 graph), ``minitf.ops`` (op constructors, kernels, gradients), ``minitf.runtime``
-(sessions and the executor) and ``minitf.train`` (optimizers).
+(sessions and the executor) and ``minitf.train`` (optimizers). It also
+lets the servers of this process take what ``minitf step`` and ``minitf
+launch`` put in the environment (`minitf.cluster.task_env`).
 """
 
 # ruff: noqa: F401, F403
+import sys as _sys
+
 from minitf import compat, contrib, initializers, nn, queue, random, test, train
+from minitf.cluster import task_env as _task_env
 from minitf.compat import (
     disable_eager_execution,
     disable_resource_variables,
@@ -41,6 +46,7 @@ from minitf.framework.ops import (
 )
 from minitf.framework.random_seed import get_seed, set_random_seed
 from minitf.framework.tensor_shape import Dimension, TensorShape, broadcast_static_shape
+from minitf.framework.versions import __version__
 from minitf.ops.array.array_ops import *
 from minitf.ops.array.constant_op import *
 from minitf.ops.control_flow.control_flow_ops import *
@@ -69,4 +75,8 @@ from minitf.runtime.core.config import (
 )
 from minitf.runtime.core.session import InteractiveSession, Session
 
-__version__ = "0.1.0"
+# tf.compat.v1 is minitf itself: ``import minitf.compat.v1 as tf`` finds it here.
+compat.v1 = _sys.modules[__name__]
+_sys.modules[compat.__name__ + ".v1"] = compat.v1
+
+_task_env.install()

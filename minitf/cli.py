@@ -11,14 +11,12 @@ Log verbosity comes from the `MINITF_LOG_LEVEL` environment variable
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
 
-LOG_LEVEL_ENV = "MINITF_LOG_LEVEL"
-_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+from minitf.platform.log_config import LOG_LEVEL_ENV, configure_logging
 
 
 def _version() -> str:
@@ -26,29 +24,6 @@ def _version() -> str:
         return metadata.version("minitf")
     except metadata.PackageNotFoundError:
         return "unknown (not installed)"
-
-
-def configure_logging(level_name: str | None) -> None:
-    """Sets the `minitf` logger's level; gives it a stderr handler if it has none.
-
-    Args:
-      level_name: a `logging` level name such as "DEBUG" or "INFO"; None or ""
-        means WARNING.
-
-    Raises:
-      ValueError: if `level_name` is not a `logging` level name.
-    """
-    level = logging.getLevelName((level_name or "WARNING").strip().upper())
-    if not isinstance(level, int):
-        raise ValueError(
-            f"{LOG_LEVEL_ENV}={level_name!r} is not a log level; use DEBUG, INFO, WARNING or ERROR"
-        )
-    logger = logging.getLogger("minitf")
-    logger.setLevel(level)
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter(_LOG_FORMAT))
-        logger.addHandler(handler)
 
 
 def _run_demo(args: argparse.Namespace) -> int | None:

@@ -19,7 +19,7 @@ import numpy as np
 
 import minitf as tf
 from minitf.stepper import HeldScheduler, Stepper
-from minitf.stepper.terminal import describe_event
+from minitf.stepper.describe import describe_event
 
 # %% [markdown]
 # ## A FIFO queue

@@ -3,15 +3,11 @@
 A script written as ``import tensorflow.compat.v1 as tf`` followed by
 ``tf.disable_v2_behavior()`` runs after changing only the import, to
 ``import minitf.compat.v1 as tf``; ``tf.compat.v1.Session`` and the like
-work too. minitf is always in graph mode: the switches that turn TF 2's
-behaviour off are accepted and change nothing.
+work too. ``v1`` is the ``minitf`` package, which names itself so when it is
+imported (this package imports nothing of minitf). minitf is always in graph
+mode: the switches that turn TF 2's behaviour off are accepted and change
+nothing.
 """
-
-import sys
-
-import minitf as v1
-
-sys.modules[__name__ + ".v1"] = v1
 
 
 def disable_v2_behavior() -> None:

@@ -1,4 +1,4 @@
-"""``tf.train.export_meta_graph`` and ``tf.train.import_meta_graph``: a graph as JSON, and back.
+"""``tf.train.export_meta_graph`` and the import under it: a graph as JSON, and back.
 
 A *MetaGraphDef* is everything needed to rebuild a graph in another process:
 its nodes, the collections that name them, and a little metadata. TF writes
@@ -23,11 +23,15 @@ as latin-1 text), ``{"ndarray": {"dtype": "<f4", "shape": [2], "values":
 A collection is stored by kind, as in TF's CollectionDef: ``node_list`` (names
 of ops and tensors), ``bytes_list`` (strings), ``int64_list``, ``float_list``,
 and ``proto_list`` for collections with a registered `register_proto_function`
-pair (variables, queue runners). Collections of other objects are skipped
-with a logged warning, as TF does.
+pair: the modules that define variables, queue runners and savers register
+theirs, as TF's do. Collections of other objects are skipped with a logged
+warning, as TF does.
 
-TF source: ``tensorflow/python/framework/meta_graph.py`` and
-``tensorflow/python/training/saver.py``.
+``tf.train.import_meta_graph``, which also returns a ``tf.train.Saver``,
+lives with the Saver in `minitf.train.saver`, as in TF; it calls
+`import_scoped_meta_graph` here.
+
+TF source: ``tensorflow/python/framework/meta_graph.py``.
 """
 
 from __future__ import annotations
@@ -37,19 +41,17 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.attr_json import decode_attr_value, encode_attr_value, shape_to_json
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.op_registry import get_kernel_def
-
-if TYPE_CHECKING:
-    from minitf.train.saver import Saver
+from minitf.framework.versions import GRAPH_DEF_VERSION, __version__
 
 __all__ = [
     "export_meta_graph",
-    "import_meta_graph",
+    "as_meta_graph_def",
     "export_scoped_meta_graph",
     "import_scoped_meta_graph",
     "read_meta_graph_file",
@@ -63,16 +65,6 @@ _logger = logging.getLogger("minitf")
 
 # Inputs from outside an exported scope get this prefix (TF's _UNBOUND_INPUT_PREFIX).
 _UNBOUND_INPUT_PREFIX = "$unbound_inputs_"
-_GRAPH_DEF_VERSION = 1
-_VARIABLE_COLLECTIONS = (
-    GraphKeys.GLOBAL_VARIABLES,
-    GraphKeys.TRAINABLE_VARIABLES,
-    GraphKeys.LOCAL_VARIABLES,
-    GraphKeys.MODEL_VARIABLES,
-    GraphKeys.MOVING_AVERAGE_VARIABLES,
-    GraphKeys.METRIC_VARIABLES,
-    GraphKeys.GLOBAL_STEP,
-)
 
 
 # -- names and scopes ------------------------------------------------------------------------
@@ -173,7 +165,6 @@ def _decode_node(node: dict) -> dict:
 # -- collections -----------------------------------------------------------------------------
 
 _proto_functions: dict[str, tuple[Callable, Callable]] = {}
-_defaults_registered = False
 
 
 def register_proto_function(collection_name: str, to_proto: Callable, from_proto: Callable):
@@ -189,39 +180,13 @@ def register_proto_function(collection_name: str, to_proto: Callable, from_proto
     _proto_functions[collection_name] = (to_proto, from_proto)
 
 
-def _proto_functions_for(key: str) -> tuple[Callable, Callable] | None:
-    # TF registers these in variables.py and queue_runner_impl.py; here they are
-    # registered on first use, so that framework/ imports none of the layers above it.
-    global _defaults_registered
-    if not _defaults_registered:
-        from minitf.ops.state.variables import Variable
-        from minitf.train.queue_runner_impl import QueueRunner
-
-        _defaults_registered = True
-        defaults = {
-            name: (_variable_to_proto, Variable.from_proto) for name in _VARIABLE_COLLECTIONS
-        }
-        defaults[GraphKeys.QUEUE_RUNNERS] = (_queue_runner_to_proto, QueueRunner.from_proto)
-        for name, functions in defaults.items():
-            _proto_functions.setdefault(name, functions)
-    return _proto_functions.get(key)
-
-
-def _variable_to_proto(var, export_scope: str | None = None) -> dict | None:
-    return var.to_proto(export_scope=export_scope)
-
-
-def _queue_runner_to_proto(runner, export_scope: str | None = None) -> dict | None:
-    return runner.to_proto(export_scope=export_scope)
-
-
 def _collection_def(graph: ops.Graph, key: str, export_scope: str | None) -> dict | None:
     """One collection as a CollectionDef dict (None if empty or not representable)."""
     items = [x for x in graph.get_collection(key) if _item_in_scope(x, export_scope)]
     if not items:
         return None
     try:
-        functions = _proto_functions_for(key)
+        functions = _proto_functions.get(key)
         if functions is not None:
             protos = [p for p in (functions[0](x, export_scope=export_scope) for x in items) if p]
             return {"proto_list": {"value": protos}} if protos else None
@@ -271,7 +236,7 @@ def _restore_collection(graph, key, col_def, scope, rebuilt: dict) -> None:
     kind, body = next(iter(col_def.items()))
     values = body.get("value", [])
     if kind == "proto_list":
-        functions = _proto_functions_for(key)
+        functions = _proto_functions.get(key)
         if functions is None:
             _logger.warning("Collection '%s' has no registered from_proto function. Skipping.", key)
             return
@@ -353,7 +318,7 @@ def export_scoped_meta_graph(
         "meta_info_def": _meta_info_def(meta_info_def, nodes),
         "graph_def": {
             "node": nodes,
-            "versions": {"producer": _GRAPH_DEF_VERSION, "min_consumer": _GRAPH_DEF_VERSION},
+            "versions": {"producer": GRAPH_DEF_VERSION, "min_consumer": GRAPH_DEF_VERSION},
         },
         "collection_def": collections,
     }
@@ -389,10 +354,8 @@ def _source_nodes(graph: ops.Graph, graph_def: dict | None) -> list[dict]:
 
 
 def _meta_info_def(meta_info_def: dict | None, nodes: list[dict]) -> dict:
-    import minitf
-
     info = {"meta_graph_version": "", "tags": [], **(meta_info_def or {})}
-    info["minitf_version"] = minitf.__version__
+    info["minitf_version"] = __version__
     if not info.get("stripped_op_list", {}).get("op"):
         info["stripped_op_list"] = {"op": [{"name": t} for t in sorted({n["op"] for n in nodes})]}
     return info
@@ -544,7 +507,7 @@ def import_scoped_meta_graph(
             the nodes form a cycle, or an op type has no kernel in minitf.
         RuntimeError: if ``graph`` is finalized.
     """
-    meta_graph_def = _as_meta_graph_def(meta_graph_or_file)
+    meta_graph_def = as_meta_graph_def(meta_graph_or_file)
     graph = graph or ops.get_default_graph()
     if graph.finalized:
         raise RuntimeError("Graph is finalized and cannot be modified.")
@@ -569,7 +532,17 @@ def import_scoped_meta_graph(
     }
 
 
-def _as_meta_graph_def(meta_graph_or_file: Any) -> dict:
+def as_meta_graph_def(meta_graph_or_file: Any) -> dict:
+    """The MetaGraphDef dict that ``meta_graph_or_file`` is, or that its file holds.
+
+    Args:
+        meta_graph_or_file: A MetaGraphDef dict or the path of its JSON file.
+
+    Raises:
+        OSError: if the file is missing or unreadable (`read_meta_graph_file`).
+        TypeError: if it is neither a dict nor a path.
+        ValueError: if the dict is not a MetaGraphDef.
+    """
     if isinstance(meta_graph_or_file, (str, os.PathLike)):
         return read_meta_graph_file(meta_graph_or_file)
     problem = _meta_graph_problem(meta_graph_or_file)
@@ -597,10 +570,10 @@ def _check_unbound_inputs(col_def: dict | None, input_map: dict) -> None:
 
 def _check_versions(versions: dict) -> None:
     min_consumer = versions.get("min_consumer", 0)
-    if min_consumer > _GRAPH_DEF_VERSION:
+    if min_consumer > GRAPH_DEF_VERSION:
         raise ValueError(
             f"GraphDef min consumer version {min_consumer} above current version "
-            f"{_GRAPH_DEF_VERSION}: it was written by a newer minitf."
+            f"{GRAPH_DEF_VERSION}: it was written by a newer minitf."
         )
 
 
@@ -708,54 +681,3 @@ def _import_node(graph, node: dict, scope: str, input_map: dict, clear_devices: 
         attrs,
         "" if clear_devices else node.get("device", ""),
     )
-
-
-def import_meta_graph(
-    meta_graph_or_file: dict | str | os.PathLike,
-    clear_devices: bool = False,
-    import_scope: str | None = None,
-    **kwargs: Any,
-) -> Saver | None:
-    """Adds the graph and collections of a MetaGraphDef to the default graph; returns a Saver.
-
-    The ops are rebuilt exactly as exported (names, types, inputs, control
-    inputs, attrs, devices, output dtypes and shapes); variables come back in
-    their collections (so ``tf.global_variables_initializer()`` works), queue
-    runners in ``QUEUE_RUNNERS``, and ops and tensors in theirs.
-
-    As in TF, the result is a ``tf.train.Saver`` over the imported save and
-    restore ops when the MetaGraphDef has a ``saver_def`` (``Saver.save``
-    writes one), else a new ``Saver()`` over all variables, or None when the
-    graph has no variables to restore. Difference from TF: the
-    ``tf.device`` and ``tf.control_dependencies`` scopes around the call do
-    not apply to the imported ops.
-
-    Args:
-        meta_graph_or_file: A MetaGraphDef dict or the path of its JSON file.
-        clear_devices: Leave the device of every imported op empty (needed to
-            run a graph placed on ``/job:ps`` in a local session).
-        import_scope: A name scope to prepend to every imported name
-            (including inputs and ``loc:@`` colocation references).
-        **kwargs: ``graph``, ``input_map``, ``unbound_inputs_col_name`` and
-            ``restore_collections_predicate``, as for `import_scoped_meta_graph`.
-
-    Returns:
-        A ``tf.train.Saver``, or None.
-
-    Raises:
-        OSError: if the file is missing (``"File ... does not exist."``) or
-            not a MetaGraphDef in JSON.
-        ValueError: if the graph already has an op of an imported name (or
-            see `import_scoped_meta_graph`).
-    """
-    # TF defines import_meta_graph in saver.py; the Saver lives in the layer above this one.
-    from minitf.train import saver as saver_lib
-
-    meta_graph_def = _as_meta_graph_def(meta_graph_or_file)
-    imported_vars = import_scoped_meta_graph(
-        meta_graph_def, clear_devices=clear_devices, import_scope=import_scope, **kwargs
-    )
-    with (kwargs.get("graph") or ops.get_default_graph()).as_default():
-        return saver_lib.create_saver_from_imported_meta_graph(
-            meta_graph_def, import_scope, imported_vars
-        )

@@ -32,14 +32,16 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from minitf.cluster.task_env import BREAK_ENV, STEPPER_ENV
 from minitf.framework import errors
 from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.core.scheduler import DELIVER, RUN
+from minitf.runtime.distributed.connect import connect_with_retry
 from minitf.runtime.distributed.launcher import LocalCluster, load_recording
 from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE
-from minitf.runtime.distributed.partition import parse_task
-from minitf.runtime.distributed.server import BREAK_ENV, STEPPER_ENV, connect_with_retry
+from minitf.runtime.distributed.partition import import_partition, parse_task
 from minitf.runtime.distributed.transport import Channel
+from minitf.stepper.describe import describe_state
 
 if TYPE_CHECKING:
     from minitf.framework.ops import Graph
@@ -411,11 +413,16 @@ class Stepper:
         Returns:
             A `minitf.viz.render.GraphPicture`.
         """
-        from minitf.viz.render import GraphPicture  # an observer: only pictures need it
+        from minitf.viz import dot  # an observer: only pictures need it
+        from minitf.viz.render import GraphPicture
 
         step_id = step if isinstance(step, int) else step["step_id"]
         marks = self.step_highlight(task, step) if highlight and isinstance(step, dict) else None
-        return GraphPicture(self._tasks[task].call("picture", step_id, marks, collapse))
+        # The task sends its part of the step as data; it is drawn here.
+        described = self._tasks[task].call("step_graph", step_id)
+        graph = import_partition(described["nodes"])
+        shown = [graph.get_operation_by_name(name) for name in described["ops"]]
+        return GraphPicture(dot.graph_dot(graph, shown, highlight=marks, collapse=collapse))
 
     def picture(self, view: str = "whole", **kwargs: Any) -> GraphPicture:
         """The graph with the held steps highlighted; Jupyter shows it inline.
@@ -434,8 +441,6 @@ class Stepper:
         return pictures.draw(self.graph, view=view, highlight=self.highlight(), **kwargs)
 
     def _repr_html_(self) -> str:
-        from minitf.stepper.terminal import describe_state
-
         return f"<pre>{html.escape(describe_state(self.state()))}</pre>"
 
     # -- moving -----------------------------------------------------------------------------

@@ -27,21 +27,18 @@ from __future__ import annotations
 import contextlib
 import json
 import runpy
-import shlex
 import sys
 import threading
 import traceback
 from collections.abc import Iterable
 from typing import TextIO
 
-from minitf.framework import errors
 from minitf.runtime.core import session as session_lib
-from minitf.runtime.core.watch import describe_wait
+from minitf.stepper.commands import execute
 from minitf.stepper.controller import Stepper
+from minitf.stepper.describe import describe_event, describe_state
 
 PROMPT = "(minitf step) "
-
-COMMANDS = "next [TASK], until PATTERN, until-blocked TASK, step N, back [N], state, continue, quit"
 
 
 def run(
@@ -167,54 +164,6 @@ def _answer(stepper: Stepper, commands, json_mode: bool, out) -> None:
             return
 
 
-def execute(stepper: Stepper, line: str) -> dict:
-    """Carries out one command; returns its answer.
-
-    The answer is ``{"command", "args", "events", "note", "state" or "error"}``.
-    ``note`` is there only when stepping a recording whose moves are all made.
-
-    Args:
-        stepper: The stepper.
-        line: The command line, e.g. ``until take_grad``.
-    """
-    words = shlex.split(line)
-    if not words:
-        return {"command": ""}
-    command, args = words[0], words[1:]
-    answer: dict = {"command": command, "args": args}
-    try:
-        if command == "next":
-            event = stepper.next(args[0] if args else None)
-            answer["events"] = [event] if event else []
-        elif command == "until":
-            answer["events"] = stepper.until(_one(command, args))
-        elif command == "until-blocked":
-            answer["events"] = stepper.until_blocked(_one(command, args))
-        elif command == "step":
-            answer["events"] = stepper.step(int(_one(command, args)))
-        elif command == "back":
-            stepper.back(int(args[0]) if args else 1)
-        elif command == "state":
-            pass
-        elif command in ("continue", "quit"):
-            stepper.continue_()
-            return answer
-        else:
-            raise ValueError(f"unknown command {command!r}: {COMMANDS}")
-        if command in ("next", "until", "step") and stepper.recording_done:
-            answer["note"] = "the recording's moves are all made: `continue` lets the run finish"
-        answer["state"] = stepper.state()
-    except (ValueError, IndexError, errors.OpError) as exc:
-        answer["error"] = exc.message if isinstance(exc, errors.OpError) else str(exc)
-    return answer
-
-
-def _one(command: str, args: list[str]) -> str:
-    if len(args) != 1:
-        raise ValueError(f"{command} takes one argument, got {len(args)}")
-    return args[0]
-
-
 def _lines(commands):
     if commands is not None:
         yield from commands
@@ -247,54 +196,3 @@ def _print(answer: dict, json_mode: bool, out) -> None:
     if "state" in answer:
         out.write(describe_state(answer["state"]))
     out.flush()
-
-
-def describe_event(event: dict) -> str:
-    """One move as a line: ``/job:worker/task:1  run  MatMul (MatMul)``.
-
-    Args:
-        event: One of `Stepper.events`.
-    """
-    task = event["task"].replace("/replica:0", "")
-    return f"{task:<22} {event['move']:<8} {event['op']} ({event['type']})"
-
-
-def describe_state(state: dict) -> str:
-    """The stepper's state as lines a student reads from the back row.
-
-    Args:
-        state: A `Stepper.state`.
-    """
-    lines = [f"global step: {state['global_step']}    moves so far: {state['moves']}"]
-    for task in state["tasks"]:
-        held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
-        lines.append(f"{task['task'].replace('/replica:0', '')}{held}")
-        for step in task["steps"]:
-            lines.append(f"  step {step['step_id']:x}: {step['done']} of {step['ops']} ops done")
-            if step["ready"]:
-                lines.append("    ready:   " + ", ".join(op["name"] for op in step["ready"]))
-            for op in step["waiting"]:
-                lines.append(f"    waiting: {op['name']} — {waits_for_words(op['waits_for'])}")
-            if step["arrived"]:
-                lines.append("    arrived: " + ", ".join(op["name"] for op in step["arrived"]))
-        for resource in task["resources"]:
-            if resource["kind"] == "queue":
-                lines.append(
-                    f"  queue {resource['name']}: {resource['size']} element(s) "
-                    f"{resource['values']}"
-                )
-            elif resource["kind"] == "accumulator":
-                lines.append(
-                    f"  accumulator {resource['name']}: {resource['count']} gradient(s), "
-                    f"step {resource['global_step']}"
-                )
-    return "\n".join(lines) + "\n"
-
-
-def waits_for_words(waits: dict) -> str:
-    """What a blocked op waits for, in words.
-
-    Args:
-        waits: An op's ``waits_for`` from the state.
-    """
-    return describe_wait(waits)

@@ -33,7 +33,8 @@ from importlib import resources
 from urllib.parse import parse_qs, urlparse
 
 from minitf.framework import errors
-from minitf.stepper import terminal
+from minitf.stepper.commands import execute
+from minitf.stepper.describe import waits_for_words
 from minitf.viz import render
 
 _STATIC = {
@@ -158,7 +159,7 @@ class StepperPage:
         return self._svgs.get(key)
 
     def command(self, line: str) -> dict:
-        """Carries out one stepper command (`minitf.stepper.terminal.execute`).
+        """Carries out one stepper command (`minitf.stepper.commands.execute`).
 
         Args:
             line: The command line, e.g. ``next worker:0``.
@@ -174,7 +175,7 @@ class StepperPage:
         answer: dict = {"command": line}
         try:
             with self._lock:
-                answer = terminal.execute(self.stepper, line)
+                answer = execute(self.stepper, line)
         except (OSError, EOFError) as exc:  # a task is gone: the script ended or failed
             answer["error"] = f"the tasks cannot be reached ({exc}): has the script ended?"
         finally:
@@ -245,7 +246,7 @@ class StepperPage:
                     "ready": [op["name"] for op in step["ready"]],
                     "arrived": [op["name"] for op in step["arrived"]],
                     "waiting": [
-                        {"name": op["name"], "words": terminal.waits_for_words(op["waits_for"])}
+                        {"name": op["name"], "words": waits_for_words(op["waits_for"])}
                         for op in step["waiting"]
                     ],
                     "marks": marks,

@@ -1,7 +1,7 @@
 """``tf.train``: optimizers, the global step, moving averages, queue runners and the coordinator."""
 # ruff: noqa: F401
 
-from minitf.framework.meta_graph import export_meta_graph, import_meta_graph
+from minitf.framework.meta_graph import export_meta_graph
 from minitf.runtime.distributed.cluster_spec import ClusterDef, ClusterSpec, JobDef
 from minitf.runtime.distributed.server import Server
 from minitf.train import queue_runner
@@ -47,7 +47,6 @@ from minitf.train.monitored_session import (
     ChiefSessionCreator,
     MonitoredSession,
     MonitoredTrainingSession,
-    Scaffold,
     SessionCreator,
     SingularMonitoredSession,
     WorkerSessionCreator,
@@ -55,7 +54,8 @@ from minitf.train.monitored_session import (
 from minitf.train.moving_averages import ExponentialMovingAverage
 from minitf.train.optimizer import Optimizer
 from minitf.train.queue_runner_impl import QueueRunner, add_queue_runner, start_queue_runners
-from minitf.train.saver import Saver, SaverDef
+from minitf.train.saver import Saver, SaverDef, import_meta_graph
+from minitf.train.scaffold import Scaffold
 from minitf.train.session_manager import SessionManager
 from minitf.train.session_run_hook import (
     SessionRunArgs,

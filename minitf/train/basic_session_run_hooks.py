@@ -24,8 +24,8 @@ from minitf.train.session_run_hook import SessionRunArgs, SessionRunHook
 
 if TYPE_CHECKING:
     from minitf.runtime.core.session import BaseSession
-    from minitf.train.monitored_session import Scaffold
     from minitf.train.saver import Saver
+    from minitf.train.scaffold import Scaffold
     from minitf.train.session_run_hook import SessionRunContext, SessionRunValues
 
 logger = logging.getLogger("minitf")

@@ -28,7 +28,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from minitf.framework import errors, ops
+from minitf.framework import errors, meta_graph, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.runtime.core.session import BaseSession
 from minitf.runtime.distributed import simulation
@@ -370,3 +370,13 @@ def start_queue_runners(
         for qr in queue_runners:
             threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads
+
+
+def _queue_runner_to_proto(runner: QueueRunner, export_scope: str | None = None) -> dict | None:
+    return runner.to_proto(export_scope=export_scope)
+
+
+# Queue runners are exported as their QueueRunnerDef (TF registers them here too).
+meta_graph.register_proto_function(
+    GraphKeys.QUEUE_RUNNERS, _queue_runner_to_proto, QueueRunner.from_proto
+)

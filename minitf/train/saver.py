@@ -5,7 +5,8 @@ saver builder, `minitf.train.saver_builder`), and `Saver.save` /
 `Saver.restore` only run them with the checkpoint prefix fed. Their names are
 the Saver's `SaverDef` (``filename_tensor_name``, ``save_tensor_name``,
 ``restore_op_name``), which `Saver.export_meta_graph` stores so that
-`tf.train.import_meta_graph` can rebuild the Saver.
+`import_meta_graph` (``tf.train.import_meta_graph``, here as in TF) can
+rebuild the Saver.
 
 **Where the work happens.** By default there is one ``SaveV2`` op on the
 default device: in a cluster every variable's value travels to the task that
@@ -35,7 +36,7 @@ import logging
 import numbers
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -502,6 +503,53 @@ def _wrap_restore_error_with_msg(err: errors.OpError, extra_verbiage: str) -> er
         f"checkpoint. Original error:\n\n{err.message}"
     )
     return err.__class__(err.node_def, err.op, message)
+
+
+def import_meta_graph(
+    meta_graph_or_file: dict | str | os.PathLike,
+    clear_devices: bool = False,
+    import_scope: str | None = None,
+    **kwargs: Any,
+) -> Saver | None:
+    """Adds the graph and collections of a MetaGraphDef to the default graph; returns a Saver.
+
+    The ops are rebuilt exactly as exported (names, types, inputs, control
+    inputs, attrs, devices, output dtypes and shapes); variables come back in
+    their collections (so ``tf.global_variables_initializer()`` works), queue
+    runners in ``QUEUE_RUNNERS``, and ops and tensors in theirs.
+
+    As in TF, the result is a ``tf.train.Saver`` over the imported save and
+    restore ops when the MetaGraphDef has a ``saver_def`` (``Saver.save``
+    writes one), else a new ``Saver()`` over all variables, or None when the
+    graph has no variables to restore. Difference from TF: the
+    ``tf.device`` and ``tf.control_dependencies`` scopes around the call do
+    not apply to the imported ops.
+
+    Args:
+        meta_graph_or_file: A MetaGraphDef dict or the path of its JSON file.
+        clear_devices: Leave the device of every imported op empty (needed to
+            run a graph placed on ``/job:ps`` in a local session).
+        import_scope: A name scope to prepend to every imported name
+            (including inputs and ``loc:@`` colocation references).
+        **kwargs: ``graph``, ``input_map``, ``unbound_inputs_col_name`` and
+            ``restore_collections_predicate``, as for
+            `minitf.framework.meta_graph.import_scoped_meta_graph`.
+
+    Returns:
+        A ``tf.train.Saver``, or None.
+
+    Raises:
+        OSError: if the file is missing (``"File ... does not exist."``) or
+            not a MetaGraphDef in JSON.
+        ValueError: if the graph already has an op of an imported name (or
+            see `minitf.framework.meta_graph.import_scoped_meta_graph`).
+    """
+    meta_graph_def = meta_graph.as_meta_graph_def(meta_graph_or_file)
+    imported_vars = meta_graph.import_scoped_meta_graph(
+        meta_graph_def, clear_devices=clear_devices, import_scope=import_scope, **kwargs
+    )
+    with (kwargs.get("graph") or ops.get_default_graph()).as_default():
+        return create_saver_from_imported_meta_graph(meta_graph_def, import_scope, imported_vars)
 
 
 def create_saver_from_imported_meta_graph(

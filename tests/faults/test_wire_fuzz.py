@@ -21,8 +21,8 @@ import pytest
 
 import minitf as tf
 from minitf.framework import errors
+from minitf.runtime.distributed.connect import cluster_secret
 from minitf.runtime.distributed.launcher import LocalCluster
-from minitf.runtime.distributed.server import cluster_secret
 from minitf.runtime.distributed.wire import Wire
 
 from .support import WatchedOutput, base_seed

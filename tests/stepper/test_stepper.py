@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from minitf.cluster.task_env import BREAK_ENV, STEPPER_ENV
 from minitf.examples import sync_mlp
 from minitf.runtime.core.scheduler import RUN
 from minitf.runtime.distributed.launcher import LocalCluster
-from minitf.runtime.distributed.server import BREAK_ENV, STEPPER_ENV
 from minitf.stepper import HeldScheduler, Stepper, terminal
 
 pytestmark = pytest.mark.timeout(120)

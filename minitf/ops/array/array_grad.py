@@ -18,7 +18,7 @@ from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.indexed_slices import IndexedSlices
 from minitf.framework.op_registry import NotDifferentiable, RegisterGradient
 from minitf.ops.array import array_ops
-from minitf.ops.array.array_slicing import MASK_NAMES
+from minitf.ops.array.slice_spec import MASK_NAMES
 from minitf.ops.common_shapes import static_int
 from minitf.ops.math import math_ops
 

@@ -13,12 +13,8 @@ import numpy as np
 from minitf.framework import errors, tensor_util
 from minitf.framework.op_registry import register_compute, register_kernel
 from minitf.ops.array.array_kernels import as_outputs
-from minitf.ops.array.array_slicing import (
-    MASK_NAMES,
-    constant_slice_index,
-    slice_bounds_error,
-    strided_slice_index,
-)
+from minitf.ops.array.array_slicing import slice_bounds_error
+from minitf.ops.array.slice_spec import MASK_NAMES, constant_slice_index, strided_slice_index
 
 
 def _index_position(shape_, flat_position: int) -> str:

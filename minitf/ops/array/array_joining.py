@@ -14,6 +14,7 @@ from __future__ import annotations
 import numbers
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
+from minitf.ops.array.array_identity import identity
 from minitf.ops.common_shapes import (
     merge_shapes,
     shape_error_suffix,
@@ -84,13 +85,10 @@ def concat(values, axis, name="concat") -> ops.Tensor:
     if not isinstance(values, (list, tuple)):
         values = [values]
     if len(values) == 1:
-        # array_ops re-exports this module, so it is imported when called.
-        from minitf.ops.array import array_ops
-
         with ops.name_scope(name) as scope:
             axis_t = ops.convert_to_tensor(axis, name="concat_dim", dtype=dtypes.int32)
             axis_t.get_shape().assert_has_rank(0)
-            return array_ops.identity(values[0], name=scope)
+            return identity(values[0], name=scope)
     with ops.name_scope(name, "ConcatV2", list(values) + [axis]) as scope:
         tensors = convert_list(values, "ConcatV2")
         axis_t = index_tensor(axis, "axis", "ConcatV2")

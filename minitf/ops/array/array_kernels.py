@@ -1,4 +1,4 @@
-"""Numpy kernels and constant folders of `array_ops`, `array_shaping` and `array_joining`.
+"""Numpy kernels and constant folders of `array_ops` and its siblings but slicing and indexing.
 
 Kernels check what only the values can tell (a concatenation of mismatched
 shapes, an uneven split) and raise TF's ``InvalidArgumentError`` with TF's

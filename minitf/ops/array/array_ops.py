@@ -1,19 +1,25 @@
-"""Array ops: placeholders, identity, filled tensors, and the conversions TF registers here.
+"""Array ops: placeholders, transposes, and the conversions TF registers here.
 
 ``array_ops.<name>`` finds every array op, as in TF (the ``x as x`` imports
 re-export those that are not in ``__all__``). The constructors defined here
-are ``placeholder``, ``placeholder_with_default``, ``identity``,
-``stop_gradient`` and the filled tensors (``zeros``, ``ones``, ``fill``,
-``zeros_like``, ``ones_like``). The others live next door, grouped as in
-TF1's array-ops documentation, and are re-exported here:
+are ``placeholder``, ``placeholder_with_default``, ``transpose`` and
+``invert_permutation``. The others live next door, grouped as in TF1's
+array-ops documentation, and are re-exported here:
 
+- `minitf.ops.array.array_identity`: ``identity`` and ``stop_gradient``;
+- `minitf.ops.array.array_filling`: the filled tensors (``zeros``, ``ones``,
+  ``fill``, ``zeros_like``, ``ones_like``);
 - `minitf.ops.array.array_shaping`: shapes and shaping (``shape``, ``size``,
-  ``rank``, ``reshape``, ``expand_dims``, ``squeeze``, ``transpose``);
+  ``rank``, ``reshape``, ``expand_dims``, ``squeeze``);
 - `minitf.ops.array.array_joining`: ``concat``, ``stack``, ``unstack``, ``split``,
   ``tile``, ``pad``;
 - `minitf.ops.array.array_slicing`: ``slice``, ``strided_slice`` and ``tensor[...]``;
 - `minitf.ops.array.array_indexing`: ``gather``, ``unsorted_segment_sum``,
   ``one_hot``, ``where``, ``dynamic_partition``/``dynamic_stitch``.
+
+They import each other one way only; ``transpose`` is here, above
+`minitf.ops.math.math_ops`, because its default permutation of a tensor of
+unknown rank is computed with math ops.
 
 Kernels are in `minitf.ops.array.array_kernels` and
 `minitf.ops.array.array_indexing_kernels`, gradients in `minitf.ops.array.array_grad`;
@@ -33,6 +39,8 @@ import numpy as np
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.framework.indexed_slices import IndexedSlices
 from minitf.ops.array import constant_op
+from minitf.ops.array.array_filling import fill, ones, ones_like, zeros, zeros_like
+from minitf.ops.array.array_identity import identity, stop_gradient
 from minitf.ops.array.array_indexing import (
     dynamic_partition,
     dynamic_stitch,
@@ -45,22 +53,21 @@ from minitf.ops.array.array_indexing import (
 from minitf.ops.array.array_indexing import parallel_dynamic_stitch as parallel_dynamic_stitch
 from minitf.ops.array.array_joining import concat, pack, pad, split, stack, tile, unstack
 from minitf.ops.array.array_joining import concat_offset as concat_offset
+from minitf.ops.array.array_shaping import constant_value_as_shape as constant_value_as_shape
 from minitf.ops.array.array_shaping import (
-    constant_value_as_shape,
     expand_dims,
-    invert_permutation,
     rank,
     reshape,
     shape,
-    shape_internal,
     shape_n,
     size,
     squeeze,
-    transpose,
 )
+from minitf.ops.array.array_shaping import shape_internal as shape_internal
 from minitf.ops.array.array_slicing import slice, strided_slice
 from minitf.ops.array.array_slicing import strided_slice_grad as strided_slice_grad
-from minitf.ops.common_shapes import check_rank
+from minitf.ops.common_shapes import check_rank, shape_error_suffix, static_ints
+from minitf.ops.math import math_ops
 from minitf.ops.op_def_library import create_op, index_tensor, is_tensor_like
 
 __all__ = [
@@ -158,188 +165,84 @@ def placeholder_with_default(input, shape, name=None) -> ops.Tensor:  # noqa: A0
     return op.outputs[0]
 
 
-def identity(input, name=None) -> ops.Tensor:  # noqa: A002 - TF's name
-    """Returns a tensor with the same value as ``input``.
+def transpose(a, perm=None, name="transpose", conjugate=False) -> ops.Tensor:
+    """Permutes the dimensions of ``a`` by ``perm`` (default: reversed) (op ``Transpose``).
 
     Args:
-        input: A tensor (or a value convertible to one).
-        name: A name for the operation (optional).
-    """
-    with ops.name_scope(name, "Identity", [input]) as scope:
-        value = ops.convert_to_tensor(input, name="input")
-        op = ops.get_default_graph().create_op(
-            "Identity",
-            [value],
-            [value.dtype.base_dtype],
-            name=scope,
-            attrs={"T": value.dtype.base_dtype},
-            shapes=[value.get_shape()],
-        )
-    return op.outputs[0]
-
-
-def stop_gradient(input, name=None) -> ops.Tensor:  # noqa: A002
-    """Returns ``input``, but ``tf.gradients`` treats it as a constant (op ``StopGradient``).
-
-    Args:
-        input: A tensor (or a value convertible to one).
-        name: A name for the operation (optional).
-    """
-    with ops.name_scope(name, "StopGradient", [input]) as scope:
-        value = ops.convert_to_tensor(input, name="input")
-        op = create_op(
-            "StopGradient",
-            [value],
-            [value.dtype.base_dtype],
-            scope,
-            {"T": value.dtype.base_dtype},
-            [value.get_shape()],
-        )
-    return op.outputs[0]
-
-
-def _zero_of(dtype: dtypes.DType):
-    if dtype == dtypes.bool:
-        return False
-    if dtype == dtypes.string:
-        return ""
-    return 0
-
-
-def _small_constant(value, shape, dtype, name) -> ops.Tensor | None:
-    """A ``Const`` for a filled tensor of fewer than 1000 elements (TF's ``_constant_if_small``)."""
-    if isinstance(shape, tensor_shape.TensorShape):
-        if not shape.is_fully_defined():
-            return None
-        shape = shape.as_list()
-    if isinstance(shape, (list, tuple)) and any(is_tensor_like(d) for d in shape):
-        return None
-    try:
-        count = int(np.prod(np.asarray(shape, dtype=np.int64)))
-    except (TypeError, ValueError):
-        return None
-    if count < 1000:
-        dims = [int(d) for d in np.ravel(np.asarray(shape, dtype=np.int64))]
-        return constant_op.constant(value, dtype=dtype, shape=dims, name=name)
-    return None
-
-
-def _filled(value, shape, dtype, name, default_name) -> ops.Tensor:
-    dtype = dtypes.as_dtype(dtype).base_dtype
-    with ops.name_scope(name, default_name, [shape]) as scope:
-        if not isinstance(shape, ops.Tensor):
-            output = _small_constant(value, shape, dtype, scope)
-            if output is not None:
-                return output
-            if isinstance(shape, tensor_shape.TensorShape):
-                shape = shape.as_list()
-            shape = ops.convert_to_tensor(shape, dtype=dtypes.int32, name="shape_as_tensor")
-        if shape.get_shape().ndims == 0:
-            shape = reshape(shape, [-1])
-        return fill(shape, constant_op.constant(value, dtype=dtype), name=scope)
-
-
-def zeros(shape, dtype=dtypes.float32, name=None) -> ops.Tensor:  # noqa: F811
-    """A tensor of ``shape`` filled with zeros (a ``Const`` when small, else ``Fill``).
-
-    Args:
-        shape: The shape: a list of integers, a `TensorShape` or a 1-D int32 tensor.
-        dtype: The dtype of the elements.
-        name: A name for the operation (optional).
-    """
-    return _filled(_zero_of(dtypes.as_dtype(dtype).base_dtype), shape, dtype, name, "zeros")
-
-
-def ones(shape, dtype=dtypes.float32, name=None) -> ops.Tensor:  # noqa: F811
-    """A tensor of ``shape`` filled with ones (a ``Const`` when small, else ``Fill``).
-
-    Args:
-        shape: The shape: a list of integers, a `TensorShape` or a 1-D int32 tensor.
-        dtype: The dtype of the elements.
-        name: A name for the operation (optional).
-    """
-    one = True if dtypes.as_dtype(dtype).base_dtype == dtypes.bool else 1
-    return _filled(one, shape, dtype, name, "ones")
-
-
-def fill(dims, value, name=None) -> ops.Tensor:
-    """A tensor of shape ``dims`` whose elements are all the scalar ``value`` (op ``Fill``).
-
-    Args:
-        dims: The shape: a 1-D int32 or int64 tensor.
-        value: The 0-D value to fill with.
-        name: A name for the operation (optional).
+        a: A tensor.
+        perm: A permutation of the dimensions of ``a``; None reverses them.
+        name: A name for the operation.
+        conjugate: Whether to also conjugate a complex ``a`` (not supported for complex tensors).
 
     Raises:
-        ValueError: if ``value`` is not a scalar or ``dims`` not a vector.
+        ValueError: if ``perm`` is known and is not a permutation of ``range(rank)``.
+        NotImplementedError: if ``conjugate`` is set for a complex ``a``.
     """
-    with ops.name_scope(name, "Fill", [dims, value]) as scope:
-        dims_t = index_tensor(dims, "dims", "Fill")
-        value_t = ops.convert_to_tensor(value, name="value")
-        check_rank(dims_t, 1, scope, "Fill", [dims_t, value_t])
-        check_rank(value_t, 0, scope, "Fill", [dims_t, value_t])
-        static = constant_value_as_shape(dims_t)
-        op = create_op(
-            "Fill",
-            [dims_t, value_t],
-            [value_t.dtype.base_dtype],
-            scope,
-            {"T": value_t.dtype.base_dtype, "index_type": dims_t.dtype.base_dtype},
-            [static],
-        )
+    with ops.name_scope(name, "transpose", [a]) as scope:
+        a = ops.convert_to_tensor(a, name="a")
+        if conjugate and a.dtype.is_complex:
+            raise NotImplementedError("minitf has no ConjugateTranspose")
+        if perm is None:
+            ndims = a.get_shape().ndims
+            if ndims is None:
+                rank_t = rank(a)
+                perm = math_ops.subtract(rank_t - 1, math_ops.range(0, rank_t, 1))
+            else:
+                perm = np.arange(ndims - 1, -1, -1, dtype=np.int32)
+        return _transpose(a, perm, scope)
+
+
+def _transposed_shape(a, perm_t, scope) -> tensor_shape.TensorShape:
+    static = a.get_shape()
+    perm = static_ints(perm_t)
+    suffix = shape_error_suffix(scope, "Transpose", [a, perm_t])
+    perm_len = perm_t.get_shape().dims[0].value if perm_t.get_shape().ndims == 1 else None
+    if static.ndims is not None and perm_len is not None and perm_len != static.ndims:
+        raise ValueError(f"Dimension must be {static.ndims} but is {perm_len}" + suffix)
+    if perm is None:
+        return tensor_shape.unknown_shape(static.ndims if static.ndims is not None else perm_len)
+    if sorted(p % len(perm) if -len(perm) <= p < len(perm) else p for p in perm) != list(
+        range(len(perm))
+    ):
+        raise ValueError(f"perm {perm} is not a permutation of [0, {len(perm)})" + suffix)
+    if static.ndims is None:
+        return tensor_shape.unknown_shape(len(perm))
+    return tensor_shape.TensorShape([static.dims[p] for p in perm])
+
+
+def _transpose(a, perm, scope) -> ops.Tensor:
+    perm_t = index_tensor(perm, "perm", "Transpose")
+    static = _transposed_shape(a, perm_t, scope)
+    op = create_op(
+        "Transpose",
+        [a, perm_t],
+        [a.dtype.base_dtype],
+        scope,
+        {"T": a.dtype.base_dtype, "Tperm": perm_t.dtype.base_dtype},
+        [static],
+    )
     return op.outputs[0]
 
 
-def zeros_like(tensor, dtype=None, name=None, optimize=True) -> ops.Tensor:
-    """A tensor of zeros with the shape of ``tensor`` (and its dtype unless ``dtype`` is given).
-
-    With ``optimize`` and a fully defined static shape the result is a constant,
-    independent of ``tensor``'s value; otherwise it is a ``ZerosLike`` op (or a
-    ``Fill`` of ``tf.shape(tensor)`` when the dtype changes), as in TF.
+def invert_permutation(x, name=None) -> ops.Tensor:
+    """Returns ``y`` with ``y[x[i]] = i`` (op ``InvertPermutation``).
 
     Args:
-        tensor: A tensor.
-        dtype: The dtype of the result; None keeps ``tensor``'s.
+        x: A 1-D int32 or int64 tensor holding a permutation of ``0..n-1``.
         name: A name for the operation (optional).
-        optimize: Whether to build a constant when the static shape is fully defined.
     """
-    with ops.name_scope(name, "zeros_like", [tensor]) as scope:
-        value = ops.convert_to_tensor(tensor, name="tensor")
-        dtype = dtypes.as_dtype(dtype).base_dtype if dtype is not None else None
-        if optimize and value.get_shape().is_fully_defined():
-            return zeros(value.get_shape(), dtype=dtype or value.dtype.base_dtype, name=scope)
-        if dtype is not None and dtype != value.dtype.base_dtype:
-            static = value.get_shape()
-            result = zeros(shape_internal(value) if optimize else shape(value), dtype, scope)
-            result.set_shape(static)
-            return result
+    with ops.name_scope(name, "InvertPermutation", [x]) as scope:
+        x = index_tensor(x, "x", "InvertPermutation")
+        check_rank(x, 1, scope, "InvertPermutation", [x])
         op = create_op(
-            "ZerosLike",
-            [value],
-            [value.dtype.base_dtype],
+            "InvertPermutation",
+            [x],
+            [x.dtype.base_dtype],
             scope,
-            {"T": value.dtype.base_dtype},
-            [value.get_shape()],
+            {"T": x.dtype.base_dtype},
+            [x.get_shape()],
         )
     return op.outputs[0]
-
-
-def ones_like(tensor, dtype=None, name=None, optimize=True) -> ops.Tensor:
-    """A tensor of ones with the shape of ``tensor`` (a ``Fill`` of its shape, as in TF).
-
-    Args:
-        tensor: A tensor.
-        dtype: The dtype of the result; None keeps ``tensor``'s.
-        name: A name for the operation (optional).
-        optimize: Whether to read the shape statically when it is fully defined
-            (``tf.shape(tensor)`` is used otherwise).
-    """
-    with ops.name_scope(name, "ones_like", [tensor]) as scope:
-        value = ops.convert_to_tensor(tensor, name="tensor")
-        ones_shape = shape_internal(value) if optimize else shape(value)
-        result = ones(ones_shape, dtype=dtype or value.dtype.base_dtype, name=scope)
-        result.set_shape(value.get_shape())
-    return result
 
 
 _LARGE_SPARSE_NUM_ELEMENTS = 100_000_000

@@ -1,4 +1,4 @@
-"""Shapes and shaping: ``shape``, ``size``, ``rank``, ``reshape``, ``expand_dims``, ``transpose``...
+"""Shapes and shaping: ``shape``, ``size``, ``rank``, ``reshape``, ``expand_dims``, ``squeeze``.
 
 Shape queries give a constant when the static shape already answers them
 (``size``, ``rank``, `shape_internal`). `constant_value_as_shape` reads the
@@ -15,8 +15,8 @@ import numpy as np
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.array import constant_op
-from minitf.ops.array.array_slicing import MASK_NAMES, constant_slice_index
-from minitf.ops.common_shapes import check_rank, shape_error_suffix, static_int, static_ints
+from minitf.ops.array.slice_spec import MASK_NAMES, constant_slice_index
+from minitf.ops.common_shapes import shape_error_suffix, static_int
 from minitf.ops.op_def_library import convert_list, create_op, index_tensor
 
 
@@ -336,85 +336,3 @@ def _squeezed_shape(value, axis: list[int], scope) -> tensor_shape.TensorShape:
                 continue
         dims.append(d)
     return tensor_shape.TensorShape(dims)
-
-
-def transpose(a, perm=None, name="transpose", conjugate=False) -> ops.Tensor:
-    """Permutes the dimensions of ``a`` by ``perm`` (default: reversed) (op ``Transpose``).
-
-    Args:
-        a: A tensor.
-        perm: A permutation of the dimensions of ``a``; None reverses them.
-        name: A name for the operation.
-        conjugate: Whether to also conjugate a complex ``a`` (not supported for complex tensors).
-
-    Raises:
-        ValueError: if ``perm`` is known and is not a permutation of ``range(rank)``.
-        NotImplementedError: if ``conjugate`` is set for a complex ``a``.
-    """
-    with ops.name_scope(name, "transpose", [a]) as scope:
-        a = ops.convert_to_tensor(a, name="a")
-        if conjugate and a.dtype.is_complex:
-            raise NotImplementedError("minitf has no ConjugateTranspose")
-        if perm is None:
-            ndims = a.get_shape().ndims
-            if ndims is None:
-                from minitf.ops.math import math_ops
-
-                rank_t = rank(a)
-                perm = math_ops.subtract(rank_t - 1, math_ops.range(0, rank_t, 1))
-            else:
-                perm = np.arange(ndims - 1, -1, -1, dtype=np.int32)
-        return _transpose(a, perm, scope)
-
-
-def _transposed_shape(a, perm_t, scope) -> tensor_shape.TensorShape:
-    static = a.get_shape()
-    perm = static_ints(perm_t)
-    suffix = shape_error_suffix(scope, "Transpose", [a, perm_t])
-    perm_len = perm_t.get_shape().dims[0].value if perm_t.get_shape().ndims == 1 else None
-    if static.ndims is not None and perm_len is not None and perm_len != static.ndims:
-        raise ValueError(f"Dimension must be {static.ndims} but is {perm_len}" + suffix)
-    if perm is None:
-        return tensor_shape.unknown_shape(static.ndims if static.ndims is not None else perm_len)
-    if sorted(p % len(perm) if -len(perm) <= p < len(perm) else p for p in perm) != list(
-        range(len(perm))
-    ):
-        raise ValueError(f"perm {perm} is not a permutation of [0, {len(perm)})" + suffix)
-    if static.ndims is None:
-        return tensor_shape.unknown_shape(len(perm))
-    return tensor_shape.TensorShape([static.dims[p] for p in perm])
-
-
-def _transpose(a, perm, scope) -> ops.Tensor:
-    perm_t = index_tensor(perm, "perm", "Transpose")
-    static = _transposed_shape(a, perm_t, scope)
-    op = create_op(
-        "Transpose",
-        [a, perm_t],
-        [a.dtype.base_dtype],
-        scope,
-        {"T": a.dtype.base_dtype, "Tperm": perm_t.dtype.base_dtype},
-        [static],
-    )
-    return op.outputs[0]
-
-
-def invert_permutation(x, name=None) -> ops.Tensor:
-    """Returns ``y`` with ``y[x[i]] = i`` (op ``InvertPermutation``).
-
-    Args:
-        x: A 1-D int32 or int64 tensor holding a permutation of ``0..n-1``.
-        name: A name for the operation (optional).
-    """
-    with ops.name_scope(name, "InvertPermutation", [x]) as scope:
-        x = index_tensor(x, "x", "InvertPermutation")
-        check_rank(x, 1, scope, "InvertPermutation", [x])
-        op = create_op(
-            "InvertPermutation",
-            [x],
-            [x.dtype.base_dtype],
-            scope,
-            {"T": x.dtype.base_dtype},
-            [x.get_shape()],
-        )
-    return op.outputs[0]

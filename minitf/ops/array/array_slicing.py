@@ -3,8 +3,9 @@
 ``tensor[1:, ..., tf.newaxis, 0]`` becomes one ``StridedSlice`` op: begin,
 end and strides vectors plus five bit masks that say which entries are
 ``:``-ranges, ``...``, new axes or single indices (`_slice_spec_entries`).
-`strided_slice_index` turns such a spec back into the numpy index it stands
-for; the kernels, the constant folders and static shape inference share it.
+`minitf.ops.array.slice_spec.strided_slice_index` turns such a spec back into the
+numpy index it stands for; the kernels, the constant folders and static
+shape inference share it.
 
 Part of TF's ``array_ops`` (re-exported by `minitf.ops.array.array_ops`); kernels in
 `minitf.ops.array.array_indexing_kernels`, gradients in `minitf.ops.array.array_grad`.
@@ -16,8 +17,11 @@ import numbers
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.array import constant_op
+from minitf.ops.array.array_filling import ones_like
 from minitf.ops.array.array_joining import stack
+from minitf.ops.array.slice_spec import MASK_NAMES
 from minitf.ops.common_shapes import shape_error_suffix, static_ints
+from minitf.ops.math.math_unary import cast
 from minitf.ops.op_def_library import create_op, index_tensor
 
 # ``slice`` is the op below; spec-to-index conversion needs Python's.
@@ -92,7 +96,6 @@ def _sliced_shape(value, begin_t, size_t, scope) -> tensor_shape.TensorShape:
 
 
 # The StridedSlice mask attributes, in the order of `strided_slice`'s arguments.
-MASK_NAMES = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
 
 def strided_slice(
@@ -135,10 +138,7 @@ def strided_slice(
     """
     del var
     if strides is None:
-        # array_ops re-exports this module, so it is imported when called.
-        from minitf.ops.array import array_ops
-
-        strides = array_ops.ones_like(begin)
+        strides = ones_like(begin)
     with ops.name_scope(name, "StridedSlice", [input_, begin, end, strides]) as scope:
         value = ops.convert_to_tensor(input_, name="input")
         begin_t = index_tensor(begin, "begin", "StridedSlice")
@@ -159,39 +159,6 @@ def strided_slice(
             [out],
         )
     return op.outputs[0]
-
-
-def strided_slice_index(begin, end, strides, masks) -> tuple:
-    """The numpy index equivalent to a strided-slice spec whose values are known.
-
-    TF designed StridedSlice to match Python slicing, so begin/end clamping and
-    negative indices need no special handling here.
-    """
-    begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask = masks
-    index = []
-    for i in range(len(begin)):
-        bit = 1 << i
-        if ellipsis_mask & bit:
-            index.append(Ellipsis)
-        elif new_axis_mask & bit:
-            index.append(None)
-        elif shrink_axis_mask & bit:
-            index.append(int(begin[i]))
-        else:
-            if strides[i] == 0:
-                raise ValueError(f"strides[{i}] must be non-zero")
-            start = None if begin_mask & bit else int(begin[i])
-            stop = None if end_mask & bit else int(end[i])
-            index.append(_builtin_slice(start, stop, int(strides[i])))
-    return tuple(index)
-
-
-def constant_slice_index(op: ops.Operation, masks) -> tuple | None:
-    """The numpy index of a StridedSlice whose begin/end/strides are constants, else None."""
-    values = [tensor_util.constant_value(t) for t in op.inputs[1:4]]
-    if any(v is None for v in values):
-        return None
-    return strided_slice_index(*values, masks)
 
 
 def _sliced_dim(size_, b, e, s, full_begin, full_end) -> int | None:
@@ -347,10 +314,8 @@ def _slice_helper(tensor, slice_spec, var=None) -> ops.Tensor:
         if begin:
             packed = [stack(begin), stack(end), stack(strides)]
             if any(p.dtype.base_dtype == dtypes.int64 for p in packed):
-                from minitf.ops.math import math_ops
-
                 packed = [
-                    p if p.dtype.base_dtype == dtypes.int64 else math_ops.cast(p, dtypes.int64)
+                    p if p.dtype.base_dtype == dtypes.int64 else cast(p, dtypes.int64)
                     for p in packed
                 ]
         else:

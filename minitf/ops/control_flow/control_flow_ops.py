@@ -7,6 +7,7 @@ branch not taken do nothing is the dead value (`minitf.ops.control_flow.control_
 from __future__ import annotations
 
 from minitf.framework import dtypes, ops, tensor_shape
+from minitf.framework.control_dependencies import control_input_op
 from minitf.framework.indexed_slices import IndexedSlices
 from minitf.framework.op_registry import register_compute
 from minitf.ops.array import array_ops
@@ -76,7 +77,7 @@ def group(*inputs, **kwargs) -> ops.Operation:
                     f"Expected tf.group() expected Tensor arguments not '{item}' with type "
                     f"'{type(item)}'"
                 )
-            op = ops._control_input_op(ops.get_default_graph(), item)
+            op = control_input_op(ops.get_default_graph(), item)
             by_device.setdefault(op.device, []).append(op)
         if len(by_device) == 1:
             ((device, deps),) = by_device.items()
@@ -100,7 +101,7 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
     with ops.name_scope(name, "tuple", tensors):
         gating = [t if isinstance(t, ops.Operation) else t.op for t in tensors if t is not None]
         if control_inputs:
-            gating.extend(ops._control_input_op(ops.get_default_graph(), c) for c in control_inputs)
+            gating.extend(control_input_op(ops.get_default_graph(), c) for c in control_inputs)
         gating = sorted(set(gating), key=lambda op: op._id)
         if not gating:
             raise ValueError(f"Must have at least one Tensor: {tensors}")

@@ -27,7 +27,7 @@ op names TF1 gives them: ``a + b`` is an ``AddV2`` op named ``"add"``.
 from __future__ import annotations
 
 from minitf.framework import dtypes, ops, tensor_shape
-from minitf.ops.array import array_ops
+from minitf.ops.array.array_shaping import reshape
 from minitf.ops.common_shapes import shape_error, shape_str
 from minitf.ops.math.math_reductions import (
     add_n,
@@ -741,8 +741,8 @@ def reduced_shape(input_shape, axes) -> ops.Tensor:
     ones = add(multiply(input_shape, 0), 1)
     rank = reduce_sum(ones)
     positions = cumsum(ones, exclusive=True)
-    axes = floormod(array_ops.reshape(axes, [1, -1]), rank)
-    is_reduced = reduce_any(equal(array_ops.reshape(positions, [-1, 1]), axes), axis=1)
+    axes = floormod(reshape(axes, [1, -1]), rank)
+    is_reduced = reduce_any(equal(reshape(positions, [-1, 1]), axes), axis=1)
     reduced = cast(is_reduced, dtypes.int32)
     return add(multiply(input_shape, subtract(1, reduced)), reduced)
 

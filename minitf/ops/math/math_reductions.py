@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
-from minitf.ops.array import array_ops, constant_op
+from minitf.ops.array import constant_op
+from minitf.ops.array.array_identity import identity
+from minitf.ops.array.array_shaping import reshape, shape
 from minitf.ops.common_shapes import shape_error, shape_str
 from minitf.ops.math.math_unary import cast
 from minitf.ops.op_def_library import (
@@ -78,7 +80,7 @@ def add_n(inputs, name=None) -> ops.Tensor:
         if type(value).__name__ == "IndexedSlices":
             value = value.values
         if name:
-            return array_ops.identity(value, name=name)
+            return identity(value, name=name)
         return value
     with ops.name_scope(name, "AddN", inputs) as scope:
         inputs = [ops.convert_to_tensor(v) for v in inputs]
@@ -104,7 +106,7 @@ def _deprecated_argument_lookup(new_name: str, new_value, old_name: str, old_val
 
 
 def _rank_tensor(x: ops.Tensor) -> ops.Tensor:
-    return array_ops.reshape(array_ops.shape(array_ops.shape(x)), [])
+    return reshape(shape(shape(x)), [])
 
 
 def _reduction_indices(x: ops.Tensor, axis, reduction_indices):

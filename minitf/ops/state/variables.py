@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from minitf.framework import dtypes, ops, tensor_shape
+from minitf.framework import dtypes, meta_graph, ops, tensor_shape
+from minitf.framework.default_session import SessionInterface
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.meta_graph import in_name_scope, prepend_name_scope, strip_name_scope
 from minitf.ops.array import array_ops, array_shaping
@@ -23,7 +24,6 @@ from minitf.ops.state import state_ops
 
 if TYPE_CHECKING:
     from minitf.framework.indexed_slices import IndexedSlices
-    from minitf.runtime.core.session import BaseSession
 
 __all__ = [
     "Variable",
@@ -341,7 +341,7 @@ class Variable:
                 self._variable, self._initial_value, name=f"{self._shared_name}/initialized_value"
             )
 
-    def eval(self, session: BaseSession | None = None):
+    def eval(self, session: SessionInterface | None = None):
         """The current value, computed in ``session`` or the default session.
 
         Args:
@@ -476,7 +476,7 @@ class Variable:
             self._variable, sparse_delta.indices, sparse_delta.values, use_locking, name
         )
 
-    def load(self, value: Any, session: BaseSession | None = None) -> None:
+    def load(self, value: Any, session: SessionInterface | None = None) -> None:
         """Writes ``value`` into the variable by feeding its initializer's value.
 
         Args:
@@ -815,3 +815,20 @@ def assert_variables_initialized(var_list: list | None = None) -> ops.Tensor | N
         with ops.colocate_with(var.op):
             ranks.append(array_shaping.rank_internal(var, optimize=False))
     return ranks[0] if len(ranks) == 1 else array_ops.stack(ranks)
+
+
+def _variable_to_proto(var: Variable, export_scope: str | None = None) -> dict | None:
+    return var.to_proto(export_scope=export_scope)
+
+
+# Variables in these collections are exported as their VariableDef (TF registers them here too).
+for _key in (
+    GraphKeys.GLOBAL_VARIABLES,
+    GraphKeys.TRAINABLE_VARIABLES,
+    GraphKeys.LOCAL_VARIABLES,
+    GraphKeys.MODEL_VARIABLES,
+    GraphKeys.MOVING_AVERAGE_VARIABLES,
+    GraphKeys.METRIC_VARIABLES,
+    GraphKeys.GLOBAL_STEP,
+):
+    meta_graph.register_proto_function(_key, _variable_to_proto, Variable.from_proto)

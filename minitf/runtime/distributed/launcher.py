@@ -38,9 +38,12 @@ from typing import TextIO
 from minitf.framework import errors
 from minitf.platform import formats
 from minitf.runtime.distributed.cluster_spec import ClusterSpec
+from minitf.runtime.distributed.connect import SECRET_ENV, connect_with_retry
 from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE
-from minitf.runtime.distributed.server import RECORD_ENV, SECRET_ENV, connect_with_retry
 from minitf.runtime.distributed.transport import Channel
+
+RECORD_ENV = "MINITF_RECORD"
+"""Where a task of a recorded run writes its moves when it exits (`LocalCluster(record=)`)."""
 
 _PR_SET_PDEATHSIG = 1
 

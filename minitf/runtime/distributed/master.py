@@ -39,7 +39,7 @@ from minitf.framework import errors, ops
 from minitf.runtime.core import config, step_stats
 from minitf.runtime.core.plan import prune, topological_order
 from minitf.runtime.distributed import partition as partition_lib
-from minitf.runtime.distributed.server import error_message
+from minitf.runtime.distributed.connect import error_message
 from minitf.runtime.distributed.transport import Call, TcpTransport, rebuild_error, unpack
 
 logger = logging.getLogger("minitf")

@@ -163,6 +163,8 @@ class NodeDesc:
         attrs: Its attributes.
         dtypes: The dtype of each output.
         shapes: The static shape of each output.
+        device_assignments: What set its device, as ``Operation.device_assignments``
+            (kept for pictures; empty in the partitions a step sends).
     """
 
     name: str
@@ -173,6 +175,7 @@ class NodeDesc:
     attrs: dict
     dtypes: list
     shapes: list
+    device_assignments: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -391,9 +394,53 @@ def import_partition(nodes: list[NodeDesc]) -> Graph:
         inputs = [graph.get_tensor_by_name(f"{name}:{index}") for name, index in node.inputs]
         control = [graph.get_operation_by_name(name) for name in node.control_inputs]
         graph._import_op(
-            node.op, node.name, inputs, node.dtypes, node.shapes, control, node.attrs, node.device
+            node.op,
+            node.name,
+            inputs,
+            node.dtypes,
+            node.shapes,
+            control,
+            node.attrs,
+            node.device,
+            node.device_assignments,
         )
     return graph
+
+
+def describe_ops(ops: list[Operation]) -> list[NodeDesc]:
+    """The descriptions `import_partition` rebuilds ``ops`` from, with what set their devices.
+
+    An op outside ``ops`` that one of them reads (a fed placeholder, say) is
+    described too, without inputs of its own, so that every edge into ``ops``
+    can be rebuilt. An observer in another process (the stepper drawing a
+    held step) rebuilds the ops this way.
+
+    Args:
+        ops: Ops of one graph, producers first (a plan's order).
+    """
+    shown = set(ops)
+    outside: dict[Operation, None] = {}
+    for op in ops:
+        for producer in [t.op for t in op.inputs] + op.control_inputs:
+            if producer not in shown:
+                outside[producer] = None
+    stubs = [_node_desc(op, with_inputs=False) for op in outside]
+    return stubs + [_node_desc(op, with_inputs=True) for op in ops]
+
+
+def _node_desc(op: Operation, with_inputs: bool) -> NodeDesc:
+    outputs = op.outputs
+    return NodeDesc(
+        name=op.name,
+        op=op.type,
+        inputs=[(t.op.name, t.value_index) for t in op.inputs] if with_inputs else [],
+        control_inputs=[c.name for c in op.control_inputs] if with_inputs else [],
+        device=op.device,
+        attrs=op.node_def["attr"],
+        dtypes=[t.dtype for t in outputs],
+        shapes=[t.get_shape() for t in outputs],
+        device_assignments=list(op.device_assignments),
+    )
 
 
 def parse_task(task: str) -> tuple[str, int]:

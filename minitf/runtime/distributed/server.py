@@ -40,25 +40,29 @@ from __future__ import annotations
 
 import atexit
 import errno
-import json
 import logging
-import os
 import queue
-import secrets
 import socket
 import threading
 import time
 import weakref
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from minitf.framework import errors
-from minitf.runtime.core.held_scheduler import HeldScheduler
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed import simulation
 from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
+from minitf.runtime.distributed.connect import (
+    cluster_secret,
+    connect_with_retry,
+    error_message,
+    parse_address,
+    serve_in_process,
+    stop_serving_in_process,
+)
 from minitf.runtime.distributed.wire import MalformedMessage, Wire, WireListener
 from minitf.runtime.distributed.worker import Worker
 from minitf.runtime.speedups import allocator, intra_op
@@ -68,171 +72,6 @@ if TYPE_CHECKING:
     from minitf.runtime.core.scheduler import Scheduler
 
 logger = logging.getLogger("minitf")
-
-SECRET_ENV = "MINITF_CLUSTER_SECRET"
-SECRET_FILE_ENV = "MINITF_SECRET_FILE"
-"""Where the user's cluster secret file is (default ``~/.minitf/cluster-secret``)."""
-STEPPER_ENV = "MINITF_STEPPER"
-"""Set by `minitf step`: servers hold every step for the stepper's moves."""
-BREAK_ENV = "MINITF_STEPPER_BREAK"
-RECORD_ENV = "MINITF_RECORD"
-"""Where a task of a recorded run writes its moves when it exits (`LocalCluster(record=)`)."""
-"""Set by `minitf step --break`: ';'-separated patterns; steps run free until one."""
-CONNECT_TIMEOUT_ENV = "MINITF_CONNECT_TIMEOUT"
-DEFAULT_CONNECT_TIMEOUT = 10.0
-
-_process_secret: bytes | None = None
-_secret_lock = threading.Lock()
-
-
-def cluster_secret() -> bytes:
-    """The shared secret of this process's cluster.
-
-    In this order:
-
-    1. the ``MINITF_CLUSTER_SECRET`` environment variable (``minitf launch``
-       and `LocalCluster` set a fresh one for every cluster they start);
-    2. the user's secret file (`secret_file`: ``~/.minitf/cluster-secret``, or
-       ``MINITF_SECRET_FILE``), made on first use, readable by its owner only
-       — like Erlang's ``~/.erlang.cookie``. Processes of one user on one
-       machine, or on machines sharing a home directory (as Slurm clusters
-       do), find each other with no set-up; other users' processes are
-       refused;
-    3. if there is no home to keep the file in, a random secret for this
-       process alone (logged).
-
-    Raises:
-        PermissionError: if the secret file can be read by other users (it
-            says how to fix it).
-    """
-    global _process_secret
-    value = os.environ.get(SECRET_ENV)
-    if value:
-        return value.encode()
-    with _secret_lock:
-        if _process_secret is None:
-            _process_secret = _user_secret()
-        return _process_secret
-
-
-def secret_file() -> Path | None:
-    """Where the user's cluster secret is kept (None: no home directory)."""
-    override = os.environ.get(SECRET_FILE_ENV)
-    if override:
-        return Path(override).expanduser()
-    try:
-        return Path.home() / ".minitf" / "cluster-secret"
-    except RuntimeError:
-        return None
-
-
-def _user_secret() -> bytes:
-    path = secret_file()
-    try:
-        if path is None:
-            raise OSError("no home directory")
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # made earlier, or by another process just now: read it
-        else:
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_hex(16) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-        mode = path.stat().st_mode
-        if mode & 0o077:
-            raise PermissionError(
-                f"{path} holds minitf's cluster secret but other users can read it "
-                f"(mode {mode & 0o777:o}): run 'chmod 600 {path}'"
-            )
-        text = path.read_text().strip()
-        if text:
-            return text.encode()
-        raise OSError(f"{path} is empty")  # a process is writing it: a moment's race
-    except PermissionError:
-        raise
-    except OSError as exc:
-        logger.warning(
-            "no cluster secret file (%s): this process makes up its own secret, so only "
-            "servers and sessions inside it can talk; set %s to share one",
-            exc,
-            SECRET_ENV,
-        )
-        return secrets.token_hex(16).encode()
-
-
-def connect_timeout() -> float:
-    """Seconds to keep trying an unreachable task (``MINITF_CONNECT_TIMEOUT``, default 10)."""
-    return float(os.environ.get(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT))
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """``"host:port"`` → ``("host", port)``.
-
-    Args:
-        address: A ``host:port`` address (an empty host means localhost).
-    """
-    host, _, port = address.rpartition(":")
-    return host or "localhost", int(port)
-
-
-def connect_with_retry(address: str, what: str, timeout: float | None = None) -> Wire:
-    """Connects to a task, retrying while it starts up, for at most ``timeout`` seconds.
-
-    Args:
-        address: The task's ``host:port``.
-        what: Names the task in messages.
-        timeout: Seconds to keep trying (default: `connect_timeout`).
-
-    Raises:
-        UnavailableError: if the task cannot be reached in time, or refuses the secret.
-    """
-    timeout = connect_timeout() if timeout is None else timeout
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
-        try:
-            return Wire.connect(
-                parse_address(address), cluster_secret(), timeout=max(timeout, 1.0), peer=what
-            )
-        except socket.gaierror as exc:
-            # A name that does not resolve will not resolve in a moment either.
-            raise errors.UnavailableError(
-                None,
-                None,
-                f"{what} at {address}: the host name {parse_address(address)[0]!r} does not "
-                f"resolve ({exc.strerror}). Check the cluster spec's address.",
-            ) from None
-        except (ConnectionError, OSError) as exc:
-            if time.monotonic() + delay > deadline:
-                raise errors.UnavailableError(
-                    None,
-                    None,
-                    f"{what} at {address} is unreachable after {timeout:g} s ({exc}). Is the "
-                    f"task running? (Wait longer with {CONNECT_TIMEOUT_ENV}=<seconds>.)",
-                ) from None
-            threading.Event().wait(delay)
-            delay = min(delay * 2, 0.5)
-        except Exception as exc:  # the handshake: AuthenticationError
-            raise errors.UnavailableError(
-                None,
-                None,
-                f"{what} at {address} refused this process ({type(exc).__name__}: {exc}); "
-                f"all tasks of a cluster need the same {SECRET_ENV}.",
-            ) from None
-
-
-def error_message(exc: BaseException) -> tuple[int, str, str | None]:
-    """``(code, message, op name)`` of an error, for the wire.
-
-    Args:
-        exc: The error; one that is not an `OpError` becomes ``INTERNAL``.
-    """
-    if isinstance(exc, errors.OpError):
-        return exc.error_code, exc.message, exc.op.name if exc.op is not None else None
-    return errors.INTERNAL, f"{type(exc).__name__}: {exc}", None
 
 
 class _Peers:
@@ -390,27 +229,6 @@ class _Peers:
 RECORDING_PATIENCE_SECS = 10.0
 """How long a task's process waits at exit for a `Tracer` to collect what it recorded."""
 
-_IN_PROCESS: dict[str, Server] = {}
-_in_process_lock = threading.Lock()
-
-
-def in_process_worker(address: str) -> Worker | None:
-    """The `Worker` of the running server of this process at ``address``, or None.
-
-    A master whose session target is a server in its own process runs that
-    task's partitions with a direct call, as TF's master calls its local
-    worker without going through gRPC (``GrpcWorkerCache`` hands it the
-    in-process worker for its own task).
-
-    Args:
-        address: ``"host:port"`` (`minitf.runtime.distributed.master.target_address`).
-    """
-    with _in_process_lock:
-        server = _IN_PROCESS.get(address)
-    if server is None or server._stopped.is_set():
-        return None
-    return server.worker
-
 
 class _Runners:
     """Threads that run the partitions that may block, kept from one step to the next.
@@ -482,10 +300,35 @@ def _wait_for_recordings_at_exit(server: weakref.ref) -> None:
         alive.wait_for_recordings()
 
 
-def _write_moves(path: str, scheduler: HeldScheduler) -> None:
-    """Writes a task's logged moves as JSON (at exit, for a recording)."""
-    with open(path, "w") as f:
-        json.dump([list(move) for move in scheduler.log], f)
+class _TaskDefaults:
+    """How this process's servers get a scheduler and a straggler they were not given."""
+
+    scheduler: Callable[[str, int], Scheduler | None] | None = None
+    straggler: Callable[[str, int], Any] | None = None
+
+
+def set_task_defaults(
+    scheduler: Callable[[str, int], Scheduler | None] | None = None,
+    straggler: Callable[[str, int], Any] | None = None,
+) -> None:
+    """Installs how a `Server` made in this process without them gets a scheduler and a straggler.
+
+    A TF1 script makes its own ``tf.train.Server``; what the command that
+    started it wants (a stepper's held scheduler, a straggler's delays)
+    reaches that server through these functions. The runtime reads no
+    environment for them: ``import minitf`` installs
+    `minitf.cluster.task_env`'s, which read what ``minitf step``,
+    ``minitf launch`` and `LocalCluster` set.
+
+    Args:
+        scheduler: ``scheduler(job, task_index)`` → a
+            `minitf.runtime.core.scheduler.Scheduler`, or None for the free-running one.
+        straggler: ``straggler(job, task_index)`` → the task's straggler (an
+            object whose ``next_delay()`` gives a step's delay in seconds, as a
+            `minitf.cluster.delays.Straggler`), or None.
+    """
+    _TaskDefaults.scheduler = scheduler
+    _TaskDefaults.straggler = straggler
 
 
 def resolve_role(
@@ -540,7 +383,12 @@ class Server:
             tasks on it (`minitf.runtime.speedups.intra_op`).
         start: Start listening now.
         scheduler: minitf's: the `minitf.runtime.core.scheduler.Scheduler` that
-            chooses every move of the steps this task runs (default: free-running).
+            chooses every move of the steps this task runs (default: the one
+            `set_task_defaults` gives, else free-running).
+        straggler: minitf's: makes this worker slow, an object whose
+            ``next_delay()`` gives the seconds a step waits before it computes
+            gradients (a `minitf.cluster.delays.Straggler`; default: the one
+            `set_task_defaults` gives, else None).
 
     Raises:
         ValueError: if the job or task is missing or ambiguous, or
@@ -566,6 +414,7 @@ class Server:
         start: bool = True,
         *,
         scheduler: Scheduler | None = None,
+        straggler: Any = None,
     ):
         cluster, job_name, task_index = resolve_role(
             server_or_cluster_def, job_name, task_index, protocol
@@ -579,22 +428,12 @@ class Server:
         self._requested_address = parse_address(address)
         self._cluster = cluster
         task_name = f"/job:{job_name}/replica:0/task:{self._task}"
-        # minitf.cluster.delays imports the launcher, which imports this module.
-        from minitf.cluster import delays
-
-        straggler = delays.for_task(job_name, self._task)
+        if straggler is None and _TaskDefaults.straggler is not None:
+            straggler = _TaskDefaults.straggler(job_name, self._task)
         if straggler is not None:
-            logger.info("%s is a straggler: %r", task_name, straggler.model)
-        if scheduler is None and os.environ.get(STEPPER_ENV):
-            # Started by `minitf step`: every step waits for the stepper's moves,
-            # free-running until a breakpoint when there are some.
-            breakpoints = [b for b in os.environ.get(BREAK_ENV, "").split(";") if b]
-            scheduler = HeldScheduler(held=not breakpoints, task=task_name)
-            scheduler.set_breakpoints(breakpoints)
-        elif scheduler is None and os.environ.get(RECORD_ENV):
-            # Started by LocalCluster(record=...): free-running, every move logged.
-            scheduler = HeldScheduler(held=False, task=task_name)
-            atexit.register(_write_moves, os.environ[RECORD_ENV], scheduler)
+            logger.info("%s is a straggler: %r", task_name, getattr(straggler, "model", straggler))
+        if scheduler is None and _TaskDefaults.scheduler is not None:
+            scheduler = _TaskDefaults.scheduler(job_name, self._task)
         self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
         self._peers: _Peers | None = None
         self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
@@ -644,7 +483,7 @@ class Server:
 
     @property
     def straggler(self):
-        """This task's `minitf.cluster.delays.Straggler`, or None."""
+        """This task's straggler (a `minitf.cluster.delays.Straggler`), or None."""
         return self.worker.straggler
 
     def _listen(self, patience: float = 5.0) -> WireListener:
@@ -702,8 +541,7 @@ class Server:
             threading.Thread(
                 target=self._accept_loop, name=f"minitf-accept{self.task_name}", daemon=True
             ).start()
-        with _in_process_lock:
-            _IN_PROCESS[f"{host}:{port}"] = self
+        serve_in_process(f"{host}:{port}", self.worker)
         atexit.register(_wait_for_recordings_at_exit, weakref.ref(self))
         logger.info("started %s on %s", self.task_name, self.target)
 
@@ -746,13 +584,11 @@ class Server:
         with self._lock:
             if self._stopped.is_set():
                 return
+            # Forgotten before it is marked stopped: no master finds a stopped worker.
+            stop_serving_in_process("{}:{}".format(*self._address()), self.worker)
             self._stopped.set()
-            address = "{}:{}".format(*self._address())
             listener, self._listener = self._listener, None
             wires = list(self._wires)
-        with _in_process_lock:
-            if _IN_PROCESS.get(address) is self:
-                del _IN_PROCESS[address]
         if listener is not None:
             listener.close()
         for wire in wires:

@@ -2,7 +2,9 @@
 
 Starts the `Server` of one task of the cluster described by its TF1-style
 arguments (``--<job>_hosts=host:port,...``) or by ``TF_CONFIG``, and serves
-until it is stopped (SIGTERM or SIGINT).
+until it is stopped (SIGTERM or SIGINT). Like a script's server, it takes
+a stepper's scheduler or straggler delays from the environment the launcher
+gave it (`minitf.cluster.task_env`, installed by ``import minitf``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import os
 import signal
 import sys
 
-from minitf.cli import LOG_LEVEL_ENV, configure_logging
+from minitf.platform.log_config import LOG_LEVEL_ENV, configure_logging
+from minitf.runtime.distributed.server import Server
 
 
 def parse_role(argv: list[str]) -> tuple[dict, str, int]:
@@ -53,9 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     configure_logging(os.environ.get(LOG_LEVEL_ENV) or "INFO")
     cluster, job, index = parse_role(sys.argv[1:] if argv is None else argv)
-    import minitf as tf
-
-    server = tf.train.Server(cluster, job_name=job, task_index=index)
+    server = Server(cluster, job_name=job, task_index=index)
     logging.getLogger("minitf").info("serving /job:%s/task:%d at %s", job, index, server.target)
 
     def stop(signum, frame):

@@ -483,24 +483,25 @@ class Stepping:
         """How many moves were made here so far (the length of `log`)."""
         return len(self._held().log)
 
-    def picture(self, step_id: int, highlight: dict | None = None, collapse=None) -> str:
-        """DOT text of the ops held step ``step_id`` runs here (its partition of the graph).
+    def step_graph(self, step_id: int) -> dict:
+        """The ops held step ``step_id`` runs here, as data an observer draws.
+
+        Returns ``{"nodes": [NodeDesc], "ops": [op name]}``: the nodes rebuild
+        the ops with `minitf.runtime.distributed.partition.import_partition` (with the
+        ops they read from outside the step), and ``ops`` names the step's
+        own, in the order they run.
 
         Args:
             step_id: A step running here.
-            highlight: ``{op name: "done" | "running" | "blocked"}`` outlines.
-            collapse: Name scopes to fold (as `minitf.viz.dot.graph_dot`).
 
         Raises:
             ValueError: if no such step runs here.
         """
-        from minitf.viz import dot  # an observer: only a picture needs it
-
         execution = self._held().executions().get(step_id)
         if execution is None:
             raise ValueError(f"no step {step_id} is running on {self.task_name}")
-        shown = [step.op for step in execution.steps]
-        return dot.graph_dot(shown[0].graph, shown, highlight=highlight, collapse=collapse)
+        ops = [step.op for step in execution.steps]
+        return {"nodes": partition_lib.describe_ops(ops), "ops": [op.name for op in ops]}
 
     def _held(self):
         if not hasattr(self._scheduler, "grant"):

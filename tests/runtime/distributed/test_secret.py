@@ -87,7 +87,7 @@ def test_a_secret_file_others_can_read_is_refused_with_how_to_fix_it(tmp_path):
     loose.chmod(0o644)
     done = subprocess.run(
         [sys.executable, "-c",
-         "from minitf.runtime.distributed import server; server.cluster_secret()"],
+         "from minitf.runtime.distributed import connect; connect.cluster_secret()"],
         capture_output=True, text=True, env=_env(loose), timeout=30,
     )  # fmt: skip
     assert done.returncode != 0

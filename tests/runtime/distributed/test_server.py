@@ -287,7 +287,7 @@ def test_in_graph_replication_runs_ops_on_several_workers(cluster):
 
 
 def test_a_peer_with_another_secret_is_refused_and_logged(cluster, caplog):
-    from minitf.runtime.distributed.server import parse_address
+    from minitf.runtime.distributed.connect import parse_address
     from minitf.runtime.distributed.wire import Wire
 
     address = parse_address(cluster["ps"].target[len("grpc://") :])

@@ -17,6 +17,7 @@ import pytest
 
 import minitf as tf
 from minitf.runtime.core.step_context import StepContext
+from minitf.runtime.distributed import connect
 from minitf.runtime.distributed import server as server_lib
 
 pytestmark = pytest.mark.timeout(60)
@@ -90,9 +91,9 @@ def test_a_failing_remote_part_ends_the_local_part_waiting_for_its_tensor(ps_and
 def test_a_stopped_server_is_no_longer_called_in_process():
     server = tf.train.Server.create_local_server()
     address = server.target[len("grpc://") :]
-    assert server_lib.in_process_worker(address) is server.worker
+    assert connect.in_process_worker(address) is server.worker
     server.stop()
-    assert server_lib.in_process_worker(address) is None
+    assert connect.in_process_worker(address) is None
 
 
 # -- batched sends --------------------------------------------------------------------------

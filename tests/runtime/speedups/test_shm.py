@@ -25,8 +25,8 @@ import pytest
 
 import minitf as tf
 from minitf.framework import errors
+from minitf.runtime.distributed.connect import cluster_secret
 from minitf.runtime.distributed.launcher import LocalCluster, free_ports
-from minitf.runtime.distributed.server import cluster_secret
 from minitf.runtime.distributed.wire import Wire, WireListener
 from minitf.runtime.speedups import shm
 

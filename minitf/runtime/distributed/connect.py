@@ -1,0 +1,229 @@
+"""Reaching a task: the cluster's shared secret, connecting with retries, errors on the wire.
+
+Every connection between minitf processes (a session's master to a task, a
+task to another for ``_Send``, a stepper or a tracer to a task) is made by
+`connect_with_retry` and authenticated with `cluster_secret`. A task served
+in this very process is reached without a connection: its server registers
+its `Worker` here (`serve_in_process`), and a master finds it with
+`in_process_worker`, as TF's master calls its local worker directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from minitf.framework import errors
+from minitf.runtime.distributed.wire import Wire
+
+if TYPE_CHECKING:
+    from minitf.runtime.distributed.worker import Worker
+
+logger = logging.getLogger("minitf")
+
+SECRET_ENV = "MINITF_CLUSTER_SECRET"
+SECRET_FILE_ENV = "MINITF_SECRET_FILE"
+"""Where the user's cluster secret file is (default ``~/.minitf/cluster-secret``)."""
+CONNECT_TIMEOUT_ENV = "MINITF_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+_process_secret: bytes | None = None
+_secret_lock = threading.Lock()
+
+
+def cluster_secret() -> bytes:
+    """The shared secret of this process's cluster.
+
+    In this order:
+
+    1. the ``MINITF_CLUSTER_SECRET`` environment variable (``minitf launch``
+       and `LocalCluster` set a fresh one for every cluster they start);
+    2. the user's secret file (`secret_file`: ``~/.minitf/cluster-secret``, or
+       ``MINITF_SECRET_FILE``), made on first use, readable by its owner only
+       — like Erlang's ``~/.erlang.cookie``. Processes of one user on one
+       machine, or on machines sharing a home directory (as Slurm clusters
+       do), find each other with no set-up; other users' processes are
+       refused;
+    3. if there is no home to keep the file in, a random secret for this
+       process alone (logged).
+
+    Raises:
+        PermissionError: if the secret file can be read by other users (it
+            says how to fix it).
+    """
+    global _process_secret
+    value = os.environ.get(SECRET_ENV)
+    if value:
+        return value.encode()
+    with _secret_lock:
+        if _process_secret is None:
+            _process_secret = _user_secret()
+        return _process_secret
+
+
+def secret_file() -> Path | None:
+    """Where the user's cluster secret is kept (None: no home directory)."""
+    override = os.environ.get(SECRET_FILE_ENV)
+    if override:
+        return Path(override).expanduser()
+    try:
+        return Path.home() / ".minitf" / "cluster-secret"
+    except RuntimeError:
+        return None
+
+
+def _user_secret() -> bytes:
+    path = secret_file()
+    try:
+        if path is None:
+            raise OSError("no home directory")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # made earlier, or by another process just now: read it
+        else:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(16) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            raise PermissionError(
+                f"{path} holds minitf's cluster secret but other users can read it "
+                f"(mode {mode & 0o777:o}): run 'chmod 600 {path}'"
+            )
+        text = path.read_text().strip()
+        if text:
+            return text.encode()
+        raise OSError(f"{path} is empty")  # a process is writing it: a moment's race
+    except PermissionError:
+        raise
+    except OSError as exc:
+        logger.warning(
+            "no cluster secret file (%s): this process makes up its own secret, so only "
+            "servers and sessions inside it can talk; set %s to share one",
+            exc,
+            SECRET_ENV,
+        )
+        return secrets.token_hex(16).encode()
+
+
+def connect_timeout() -> float:
+    """Seconds to keep trying an unreachable task (``MINITF_CONNECT_TIMEOUT``, default 10)."""
+    return float(os.environ.get(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT))
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``"host:port"`` → ``("host", port)``.
+
+    Args:
+        address: A ``host:port`` address (an empty host means localhost).
+    """
+    host, _, port = address.rpartition(":")
+    return host or "localhost", int(port)
+
+
+def connect_with_retry(address: str, what: str, timeout: float | None = None) -> Wire:
+    """Connects to a task, retrying while it starts up, for at most ``timeout`` seconds.
+
+    Args:
+        address: The task's ``host:port``.
+        what: Names the task in messages.
+        timeout: Seconds to keep trying (default: `connect_timeout`).
+
+    Raises:
+        UnavailableError: if the task cannot be reached in time, or refuses the secret.
+    """
+    timeout = connect_timeout() if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        try:
+            return Wire.connect(
+                parse_address(address), cluster_secret(), timeout=max(timeout, 1.0), peer=what
+            )
+        except socket.gaierror as exc:
+            # A name that does not resolve will not resolve in a moment either.
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"{what} at {address}: the host name {parse_address(address)[0]!r} does not "
+                f"resolve ({exc.strerror}). Check the cluster spec's address.",
+            ) from None
+        except (ConnectionError, OSError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise errors.UnavailableError(
+                    None,
+                    None,
+                    f"{what} at {address} is unreachable after {timeout:g} s ({exc}). Is the "
+                    f"task running? (Wait longer with {CONNECT_TIMEOUT_ENV}=<seconds>.)",
+                ) from None
+            threading.Event().wait(delay)
+            delay = min(delay * 2, 0.5)
+        except Exception as exc:  # the handshake: AuthenticationError
+            raise errors.UnavailableError(
+                None,
+                None,
+                f"{what} at {address} refused this process ({type(exc).__name__}: {exc}); "
+                f"all tasks of a cluster need the same {SECRET_ENV}.",
+            ) from None
+
+
+def error_message(exc: BaseException) -> tuple[int, str, str | None]:
+    """``(code, message, op name)`` of an error, for the wire.
+
+    Args:
+        exc: The error; one that is not an `OpError` becomes ``INTERNAL``.
+    """
+    if isinstance(exc, errors.OpError):
+        return exc.error_code, exc.message, exc.op.name if exc.op is not None else None
+    return errors.INTERNAL, f"{type(exc).__name__}: {exc}", None
+
+
+_IN_PROCESS: dict[str, Worker] = {}
+_in_process_lock = threading.Lock()
+
+
+def serve_in_process(address: str, worker: Worker) -> None:
+    """Registers the worker of a server of this process, listening at ``address``.
+
+    Args:
+        address: ``"host:port"``.
+        worker: The server's `Worker`.
+    """
+    with _in_process_lock:
+        _IN_PROCESS[address] = worker
+
+
+def stop_serving_in_process(address: str, worker: Worker) -> None:
+    """Forgets ``worker`` at ``address`` (its server stops).
+
+    Args:
+        address: ``"host:port"``.
+        worker: The server's `Worker`.
+    """
+    with _in_process_lock:
+        if _IN_PROCESS.get(address) is worker:
+            del _IN_PROCESS[address]
+
+
+def in_process_worker(address: str) -> Worker | None:
+    """The `Worker` of the running server of this process at ``address``, or None.
+
+    A master whose session target is a server in its own process runs that
+    task's partitions with a direct call, as TF's master calls its local
+    worker without going through gRPC (``GrpcWorkerCache`` hands it the
+    in-process worker for its own task).
+
+    Args:
+        address: ``"host:port"`` (`minitf.runtime.distributed.master.target_address`).
+    """
+    with _in_process_lock:
+        return _IN_PROCESS.get(address)

@@ -1,0 +1,60 @@
+"""The stepper's answers in words: a move as a line, the state as lines a class reads.
+
+The terminal prints them, the browser page shows a blocked op's wait in
+them, and a notebook shows the state as them (`Stepper._repr_html_`).
+"""
+
+from __future__ import annotations
+
+from minitf.runtime.core.watch import describe_wait
+
+
+def describe_event(event: dict) -> str:
+    """One move as a line: ``/job:worker/task:1  run  MatMul (MatMul)``.
+
+    Args:
+        event: One of `Stepper.events`.
+    """
+    task = event["task"].replace("/replica:0", "")
+    return f"{task:<22} {event['move']:<8} {event['op']} ({event['type']})"
+
+
+def describe_state(state: dict) -> str:
+    """The stepper's state as lines a student reads from the back row.
+
+    Args:
+        state: A `Stepper.state`.
+    """
+    lines = [f"global step: {state['global_step']}    moves so far: {state['moves']}"]
+    for task in state["tasks"]:
+        held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
+        lines.append(f"{task['task'].replace('/replica:0', '')}{held}")
+        for step in task["steps"]:
+            lines.append(f"  step {step['step_id']:x}: {step['done']} of {step['ops']} ops done")
+            if step["ready"]:
+                lines.append("    ready:   " + ", ".join(op["name"] for op in step["ready"]))
+            for op in step["waiting"]:
+                lines.append(f"    waiting: {op['name']} — {waits_for_words(op['waits_for'])}")
+            if step["arrived"]:
+                lines.append("    arrived: " + ", ".join(op["name"] for op in step["arrived"]))
+        for resource in task["resources"]:
+            if resource["kind"] == "queue":
+                lines.append(
+                    f"  queue {resource['name']}: {resource['size']} element(s) "
+                    f"{resource['values']}"
+                )
+            elif resource["kind"] == "accumulator":
+                lines.append(
+                    f"  accumulator {resource['name']}: {resource['count']} gradient(s), "
+                    f"step {resource['global_step']}"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def waits_for_words(waits: dict) -> str:
+    """What a blocked op waits for, in words.
+
+    Args:
+        waits: An op's ``waits_for`` from the state.
+    """
+    return describe_wait(waits)
