@@ -28,7 +28,7 @@ from typing import Any
 from minitf.framework import errors, ops
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed.cluster_spec import ClusterSpec
-from minitf.runtime.distributed.server import connect_with_retry, in_process_worker
+from minitf.runtime.distributed.connect import connect_with_retry, in_process_worker
 from minitf.runtime.distributed.wire import Wire
 
 _FINISHED = threading.Event()
