@@ -47,7 +47,7 @@ Baselines measured in the same run, in numpy:
 ``minimize``'s default ``GATE_OP`` gating also builds the gradient of the
 input, ``dh @ w1.T``, but reaches it only through a control edge: TF's graph
 optimizer turns it into a ``NoOp`` (its step stats list five ``MatMul`` s),
-and so does minitf's plan (`minitf.runtime.core.pipeline.unread_ops`). Neither the
+and so does minitf's plan (`minitf.runtime.core.graph_optimizer.unread_ops`). Neither the
 baselines nor the frameworks compute it.
 * ``numpy_copy_gb_per_s``: two ``np.copyto`` of the assign+read arrays.
 

@@ -13,7 +13,7 @@ through environment variables, read here when the server is made:
   a worker's per-step delays (`minitf.cluster.delays.for_task`).
 
 The runtime reads none of these: `install` gives
-`minitf.runtime.distributed.server.set_task_defaults` the function that does, and
+`minitf.runtime.distributed.task_defaults.set_task_defaults` the function that does, and
 ``import minitf`` calls it.
 """
 
@@ -26,7 +26,7 @@ import os
 from minitf.cluster import delays
 from minitf.runtime.core.held_scheduler import HeldScheduler
 from minitf.runtime.core.scheduler import Scheduler
-from minitf.runtime.distributed import server as server_lib
+from minitf.runtime.distributed import task_defaults
 from minitf.runtime.distributed.launcher import RECORD_ENV
 
 STEPPER_ENV = "MINITF_STEPPER"
@@ -66,4 +66,4 @@ def _write_moves(path: str, scheduler: HeldScheduler) -> None:
 
 def install() -> None:
     """Makes the servers of this process take their defaults from the environment."""
-    server_lib.set_task_defaults(scheduler=scheduler_for, straggler=delays.for_task)
+    task_defaults.set_task_defaults(scheduler=scheduler_for, straggler=delays.for_task)

@@ -22,7 +22,11 @@ them), so the math modules read shapes from `array_shaping` and
 # Imported to register kernels and gradients.
 from minitf.ops.array import array_grad, array_indexing_kernels, array_kernels  # noqa: F401
 from minitf.ops.control_flow import control_flow_kernels  # noqa: F401
-from minitf.ops.data_flow import conditional_accumulator_kernels, queue_kernels  # noqa: F401
+from minitf.ops.data_flow import (  # noqa: F401
+    conditional_accumulator_kernels,
+    queue_kernels,
+    sparse_conditional_accumulator_kernels,
+)
 from minitf.ops.io import io_kernels  # noqa: F401
 from minitf.ops.math import math_grad, math_kernels  # noqa: F401
 from minitf.ops.nn import nn_grad, nn_kernels  # noqa: F401

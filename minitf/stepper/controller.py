@@ -38,8 +38,8 @@ from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.core.scheduler import DELIVER, RUN
 from minitf.runtime.distributed.connect import connect_with_retry
 from minitf.runtime.distributed.launcher import LocalCluster, load_recording
-from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.partition import import_partition, parse_task
+from minitf.runtime.distributed.step_ids import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.transport import Channel
 from minitf.stepper.describe import describe_state
 
@@ -242,7 +242,7 @@ class Stepper:
 
     @classmethod
     def for_local_sessions(cls, sessions: list) -> Stepper:
-        """A stepper on the sessions `minitf.runtime.core.session.hold_local_sessions` collects.
+        """A stepper on the sessions `held_scheduler.hold_local_sessions` collects.
 
         Sessions made later (the script is still running) join as they appear.
 

@@ -33,7 +33,7 @@ import traceback
 from collections.abc import Iterable
 from typing import TextIO
 
-from minitf.runtime.core import session as session_lib
+from minitf.runtime.core import held_scheduler
 from minitf.stepper.commands import execute
 from minitf.stepper.controller import Stepper
 from minitf.stepper.describe import describe_event, describe_state
@@ -124,7 +124,7 @@ class _ScriptHere:
     """The script run in this process: its local sessions are the stepper's tasks."""
 
     def __init__(self, script, script_args, breaks):
-        sessions = session_lib.hold_local_sessions(breaks)
+        sessions = held_scheduler.hold_local_sessions(breaks)
         self._code: int | None = None
         self._thread = threading.Thread(
             target=self._main, args=(script, script_args), name="minitf step: script", daemon=True
@@ -152,7 +152,7 @@ class _ScriptHere:
 
     def wait(self) -> int:
         self._thread.join()
-        session_lib.release_local_sessions()
+        held_scheduler.release_local_sessions()
         return self._code if self._code is not None else 1
 
 

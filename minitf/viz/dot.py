@@ -35,7 +35,6 @@ import numpy as np
 
 from minitf.framework import device as pydev
 from minitf.framework import ops
-from minitf.runtime.core.plan import prune, topological_order
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.viz.dot_text import PEER, Edge, Node, Slide, emit, highlight_from_trace, place_name
 from minitf.viz.graph_data import op_role
@@ -339,11 +338,12 @@ def smallest_cluster(
 
 def _step_partitions(fetches, targets, feeds, cluster, default_job, default_task) -> dict:
     """``{task: Partition}`` of one step, placed as a session on the default task would."""
-    step_ops = topological_order(prune(fetches, targets, feeds), set(feeds))
     if cluster is None:
-        cluster = smallest_cluster(step_ops, default_job, default_task)
-    devices = partition_lib.place(step_ops, default_job, default_task, cluster)
-    return partition_lib.partition(step_ops, devices, fetches, targets, feeds)
+        cluster = lambda ops_: smallest_cluster(ops_, default_job, default_task)  # noqa: E731
+    parts, _ = partition_lib.partition_step(
+        fetches, targets, feeds, cluster, default_job, default_task
+    )
+    return parts
 
 
 def partition_summary(

@@ -31,7 +31,8 @@ together, outside the lock. A lone producer only ever uses one partial sum,
 so its sum is the sequential one, bit for bit; with several partial sums the
 order of the float additions differs from a sequential sum, so the rounding
 can differ — as in TF, whose order of adds depends on which thread gets the
-lock first. The sparse accumulator adds its rows under the lock.
+lock first. The sparse accumulator (`minitf.ops.data_flow.sparse_conditional_accumulator_kernels`)
+adds its rows under the lock.
 """
 
 from __future__ import annotations
@@ -57,11 +58,11 @@ logger = logging.getLogger("minitf")
 
 TAKE = 0
 MAX_STALENESS = "_max_staleness"
-"""An accumulator op's internal attr: the staleness bound (`_AccumulatorBase.is_fresh`)."""
+"""An accumulator op's internal attr: the staleness bound (`AccumulatorBase.is_fresh`)."""
 CANCELS_IN_FLIGHT = "_cancels_in_flight"
 """An accumulator op's internal attr: a take cancels in-flight work (simulated clusters)."""
 HISTORY_LENGTH = 100_000
-"""How many pushes and takes an accumulator remembers (`_AccumulatorBase.history`)."""
+"""How many pushes and takes an accumulator remembers (`AccumulatorBase.history`)."""
 
 
 MAX_PARTIAL_SUMS = 4
@@ -75,11 +76,11 @@ was slower on 2 cores: 4 producers, `benchmarks/dataflow.py`.)
 """
 
 
-def _shape_str(shape) -> str:
+def shape_str(shape) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-class _AccumulatorBase(BlockingResource):
+class AccumulatorBase(BlockingResource):
     """What dense and sparse accumulators share: the counter, the step, the takes."""
 
     def __init__(self, name: str, dtype: dtypes.DType, shape, reduction_type: str):
@@ -233,7 +234,7 @@ class _Sum:
         return total
 
 
-class ConditionalAccumulator(_AccumulatorBase):
+class ConditionalAccumulator(AccumulatorBase):
     """The dense accumulator resource.
 
     An apply is `start_apply` (the bookkeeping, under the lock), `add` (without
@@ -275,14 +276,14 @@ class ConditionalAccumulator(_AccumulatorBase):
             if self.shape is not None and not _fits(shape, self.shape):
                 expected = "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
                 raise errors.InvalidArgumentError(
-                    None, None, f"Shape mismatch: expected {expected}, got {_shape_str(shape)}"
+                    None, None, f"Shape mismatch: expected {expected}, got {shape_str(shape)}"
                 )
             total = self._sum = _Sum(shape, self._np_dtype)
         elif shape != total.shape:
             raise errors.InvalidArgumentError(
                 None,
                 None,
-                f"Shape mismatch: expected {_shape_str(total.shape)}, got {_shape_str(shape)}",
+                f"Shape mismatch: expected {shape_str(total.shape)}, got {shape_str(shape)}",
             )
         total.in_flight += 1
         self.counter += 1
@@ -369,91 +370,6 @@ class ConditionalAccumulator(_AccumulatorBase):
         return attempt.complete(taken)
 
 
-class SparseConditionalAccumulator(_AccumulatorBase):
-    """The sparse accumulator resource: rows by index, with a contributor count per row."""
-
-    def __init__(self, name, dtype, shape, reduction_type):
-        super().__init__(name, dtype, shape, reduction_type)
-        self._rows: dict[int, np.ndarray] = {}
-        self._counts: dict[int, int] = {}
-        self._row_shape: tuple | None = None
-
-    def apply(self, local_step, indices, values, grad_shape, has_known_shape) -> None:
-        """Adds a fresh sparse gradient (lock held); drops a stale one silently."""
-        if not self.is_fresh(local_step):
-            return
-        self._validate(indices, values, grad_shape, has_known_shape)
-        for index, row in zip(indices.tolist(), values):
-            if index in self._rows:
-                np.add(self._rows[index], row, out=self._rows[index])
-                self._counts[index] += 1
-            else:
-                self._rows[index] = np.array(row, dtype=self.dtype.as_numpy_dtype, copy=True)
-                self._counts[index] = 1
-        if self.counter == 0:
-            self._row_shape = tuple(values.shape[1:])
-        self.counter += 1
-
-    def _validate(self, indices, values, grad_shape, has_known_shape) -> None:
-        def fail(message):
-            raise errors.InvalidArgumentError(None, None, message)
-
-        if indices.ndim != 1:
-            fail(f"Input indices should be vector but received shape: {_shape_str(indices.shape)}")
-        if values.ndim < 1:
-            fail("Values cannot be 0-dimensional.")
-        if values.shape[0] != indices.shape[0]:
-            fail(f"Expected {indices.shape[0]} non-empty input values, got {values.shape[0]}")
-        declared = self.shape
-        if has_known_shape and declared is not None:
-            if len(grad_shape) < len(declared):
-                fail(f"Shape mismatch: expected shape rank at least {len(declared)}, got "
-                     f"{len(grad_shape)}")  # fmt: skip
-            for i, d in enumerate(declared):
-                if d is not None and d != grad_shape[i]:
-                    fail(f"Shape mismatch: expected shape dim {i} to be {d}, got {grad_shape[i]}")
-        if declared and declared[0] is not None:
-            for i, index in enumerate(indices.tolist()):
-                if index >= declared[0]:
-                    fail(f"Shape mismatch: index of slice {i} exceeded limits of shape; index is "
-                         f"{index} exceeded {declared[0]}")  # fmt: skip
-        if self.counter == 0:
-            if declared is not None:
-                if values.ndim < len(declared):
-                    fail(f"Shape mismatch: expected values rank at least {len(declared)}, got "
-                         f"{values.ndim}")  # fmt: skip
-                for i in range(1, len(declared)):
-                    if declared[i] is not None and declared[i] != values.shape[i]:
-                        fail(f"Shape mismatch: expected values dim {i} to be {declared[i]}, got "
-                             f"{values.shape[i]}")  # fmt: skip
-        else:
-            if values.ndim != len(self._row_shape) + 1:
-                fail(f"Shape mismatch: expected values rank {len(self._row_shape) + 1}, got "
-                     f"{values.ndim}")  # fmt: skip
-            for i, d in enumerate(self._row_shape, start=1):
-                if values.shape[i] != d:
-                    fail(f"Shape mismatch: expected values dim {i} to be {d}, got "
-                         f"{values.shape[i]}")  # fmt: skip
-
-    def aggregate(self):
-        order = sorted(self._rows)
-        np_type = self.dtype.as_numpy_dtype
-        if order:
-            values = np.stack([self._rows[i] for i in order]).astype(np_type, copy=False)
-        else:
-            values = np.zeros((0,) + (self._row_shape or ()), dtype=np_type)
-        if self.reduction_type == "MEAN" and order:
-            counts = np.array([self._counts[i] for i in order], dtype=np_type)
-            values = values / counts.reshape((-1,) + (1,) * (values.ndim - 1))
-        indices = np.array(order, dtype=np.int64)
-        dim0 = -1
-        if self.shape is not None and len(self.shape) >= 1:
-            dim0 = -1 if self.shape[0] is None else self.shape[0]
-        shape = np.array([dim0] + list(values.shape[1:]), dtype=np.int64)
-        self._rows, self._counts = {}, {}
-        return indices, values.astype(np_type, copy=False), shape
-
-
 def _fits(shape: tuple, declared: list) -> bool:
     return len(shape) == len(declared) and all(d is None or d == s for d, s in zip(declared, shape))
 
@@ -463,7 +379,7 @@ def _declared(op) -> list | None:
     return None if shape.ndims is None else shape.as_list()
 
 
-def _resource_builder(resource_cls):
+def resource_builder(resource_cls):
     def builder(op):
         dtype = op.get_attr("dtype")
         shape = _declared(op)
@@ -493,24 +409,21 @@ def _resource_builder(resource_cls):
 
 
 register_kernel("ResourceConditionalAccumulator", stateful=True)(
-    _resource_builder(ConditionalAccumulator)
-)
-register_kernel("SparseConditionalAccumulator", stateful=True)(
-    _resource_builder(SparseConditionalAccumulator)
+    resource_builder(ConditionalAccumulator)
 )
 
 
-def _scalar_step(op, local_step) -> int:
+def scalar_step(op, local_step) -> int:
     shape = getattr(local_step, "shape", None)  # a numpy scalar or array; np.ndim is slower
     if (np.shape(local_step) if shape is None else shape) != ():
         raise errors.InvalidArgumentError(
             op.node_def, op, f"Argument local_step must be scalar, but had bad shape "
-            f"{_shape_str(np.shape(local_step))}"
+            f"{shape_str(np.shape(local_step))}"
         )  # fmt: skip
     return int(local_step)
 
 
-def _apply(op, ctx, acc, step: int, apply) -> None:
+def apply_gradient(op, ctx, acc, step: int, apply) -> None:
     """Runs ``apply()`` on the accumulator and records the push; a trace notes if it counted."""
 
     traced = ctx.trace is not None
@@ -531,7 +444,7 @@ def _apply(op, ctx, acc, step: int, apply) -> None:
 @register_kernel("ResourceAccumulatorApplyGradient", stateful=True)
 def _apply_kernel(op):
     def compute(ctx, acc, local_step, gradient):
-        step = _scalar_step(op, local_step)
+        step = scalar_step(op, local_step)
         value, owned = acc.convert(gradient)
         traced = ctx.trace is not None
         with acc.lock:
@@ -558,20 +471,6 @@ def _apply_kernel(op):
     return compute
 
 
-@register_kernel("SparseAccumulatorApplyGradient", ref_inputs=(0,), stateful=True)
-def _sparse_apply_kernel(op):
-    has_known_shape = op.get_attr("has_known_shape")
-
-    def compute(ctx, acc, local_step, indices, values, shape):
-        step = _scalar_step(op, local_step)
-        indices, values = np.asarray(indices), np.asarray(values)
-        shape = np.asarray(shape).tolist()
-        _apply(op, ctx, acc, step, lambda: acc.apply(step, indices, values, shape,
-                                                     has_known_shape))  # fmt: skip
-
-    return compute
-
-
 def _added_up(done):
     """``done`` for a take: a dense take's partial sums are added up first, without the lock."""
 
@@ -581,7 +480,7 @@ def _added_up(done):
     return deliver
 
 
-def _take_builder(op):
+def take_builder(op):
     def compute(ctx, done, acc, num_required):
         n = int(num_required)
         if n <= 0:
@@ -599,10 +498,7 @@ def _take_builder(op):
     return compute
 
 
-register_kernel("ResourceAccumulatorTakeGradient", is_async=True, stateful=True)(_take_builder)
-register_kernel("SparseAccumulatorTakeGradient", ref_inputs=(0,), is_async=True, stateful=True)(
-    _take_builder
-)
+register_kernel("ResourceAccumulatorTakeGradient", is_async=True, stateful=True)(take_builder)
 
 
 def _num_accumulated(op):

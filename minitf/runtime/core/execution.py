@@ -34,61 +34,9 @@ from minitf.ops.control_flow.control_flow_kernels import DEAD
 from minitf.ops.data_flow.blocking import Offer
 from minitf.ops.nn.nn_kernels import FusionDeclined
 from minitf.runtime.core.plan import Plan, PlanStep, Unit, dereference
+from minitf.runtime.core.step_stats import OpEvent
 from minitf.runtime.core.watch import waits_of
 from minitf.runtime.speedups.walks import Walks
-
-
-class OpEvent:
-    """One executed op of a traced step: what ran, when, on which thread, what it produced.
-
-    Kept small (the plan step, times, sizes): a traced step makes one per op,
-    and `minitf.runtime.core.step_stats` turns them into dicts afterwards.
-
-    Args:
-        step: The op's `minitf.runtime.core.plan.PlanStep`.
-        start_ns: When it started, on the clock's ``now_ns``.
-        end_ns: When its outputs were taken.
-        thread: ``(ident, name)`` of the thread that drove the step.
-        output_bytes: The size of its outputs, in bytes.
-        wait_ns: How long an asynchronous op waited for its completion.
-        notes: What its kernel noted (`StepContext.note`), or None.
-    """
-
-    __slots__ = ("step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes")
-
-    def __init__(self, step, start_ns, end_ns, thread, output_bytes, wait_ns=0, notes=None):
-        self.step = step
-        self.start_ns = start_ns
-        self.end_ns = end_ns
-        self.thread = thread  # (ident, name) of the thread that drove the step
-        self.output_bytes = output_bytes
-        self.wait_ns = wait_ns
-        self.notes = notes
-
-    name = property(lambda self: self.step.op.name, doc="The op's name.")
-    type = property(lambda self: self.step.op.type, doc="The op's type.")
-    asynchronous = property(lambda self: self.step.is_async, doc="Whether the op may wait.")
-    thread_id = property(lambda self: self.thread[0], doc="The executor thread's ident.")
-    thread_name = property(lambda self: self.thread[1], doc="The executor thread's name.")
-
-    @classmethod
-    def of(cls, step, start_ns: int, end_ns: int, vals: list, ctx, thread, wait_ns=0) -> OpEvent:
-        """The event of ``step``, which ran from ``start_ns`` to ``end_ns``.
-
-        Args:
-            step: The op's `minitf.runtime.core.plan.PlanStep`.
-            start_ns: When it started, on the clock's ``now_ns``.
-            end_ns: When its outputs were taken.
-            thread: ``(ident, name)`` of the thread that drove the step.
-            vals: The step's value slots (the op's outputs are measured).
-            ctx: The step's `StepContext` (its notes for the op are taken).
-            wait_ns: How long an asynchronous op waited for its completion.
-        """
-        size = 0
-        for slot in step.out_slots:
-            size += getattr(vals[slot], "nbytes", 0)
-        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
-        return cls(step, start_ns, end_ns, thread, size, wait_ns, notes)
 
 
 def as_op_error(exc: BaseException, op) -> errors.OpError:
@@ -227,40 +175,6 @@ class StepExecution:
     def fetches(self) -> list[Any]:
         """The fetched values (a variable fetched is read now)."""
         return fetched(self.plan, self.vals)
-
-    def describe(self) -> dict:
-        """What the step is doing, as data (call it from the driver, or while it is held).
-
-        Returns:
-            ``{"step_id", "client", "ops", "done", "ready": [op], "waiting": [op],
-            "arrived": [op], "ran": [op name]}`` where each op is ``{"index", "name", "type"}``
-            (the op that names the unit) and a waiting one also has ``"waits_for"``
-            (`waits_for`).
-        """
-        units = self.units
-
-        def op(i: int) -> dict:
-            return {"index": i, "name": units[i].op.name, "type": units[i].op.type}
-
-        arrived = set(self.arrived)
-        ready, waiting = set(self.ready), self.waiting
-        return {
-            "step_id": self.ctx.step_id,
-            "client": self.ctx.client,
-            "ops": len(self.steps),
-            "done": self.done_ops,
-            "ready": [op(i) for i in self.ready],
-            "waiting": [
-                {**op(i), "waits_for": self.waits_for(i)} for i in sorted(self.waiting - arrived)
-            ],
-            "arrived": [op(i) for i in self.arrived],
-            "ran": [
-                name.name
-                for i, count in enumerate(self.pending)
-                if not count and i not in ready and i not in waiting
-                for name in units[i].ops
-            ],
-        }
 
     def waits_for(self, i: int) -> dict:
         """What the waiting unit ``i`` waits for: a queue's size, an accumulator's count, a tensor.

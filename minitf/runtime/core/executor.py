@@ -18,13 +18,10 @@ Who makes the moves is the only thing that differs: the calling thread
 from __future__ import annotations
 
 import collections
-import functools
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from minitf.runtime.core import config
 from minitf.runtime.core.execution import StepExecution
@@ -32,48 +29,12 @@ from minitf.runtime.core.plan import Plan
 from minitf.runtime.core.scheduler import DELIVER, FifoScheduler, Scheduler
 from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.core.watch import Watch, deadline_error, log_waiting, wait_log_secs
+from minitf.runtime.speedups.float_errors import floats_back, quiet_floats
 
 logger = logging.getLogger("minitf")
 
 
 _watch_lock = threading.Lock()
-
-
-def _float_warning_switches():
-    """How a step turns numpy's floating-point warnings off, and back on.
-
-    Kernels never warn about an inf or a nan (TF's do not), so every step
-    runs as in ``np.errstate(all="ignore")``. That context builds numpy's
-    error state anew on each entry, 1-1.7 us: more than the rest of the walk
-    of a one-op step. numpy 2 keeps the state in a context variable, so a
-    step sets a state made once and resets it, for a tenth of that. (The
-    state made once keeps the buffer size numpy had at import; a buffer size
-    changes speed only.) With another numpy the step uses ``np.errstate``.
-
-    Returns:
-        ``(quiet, back)``: ``quiet()`` turns the warnings off and returns what
-        ``back(...)`` takes to turn them back on, on the same thread.
-    """
-    try:
-        from numpy._core import _ufunc_config
-
-        state = _ufunc_config._make_extobj(all="ignore")
-        variable = _ufunc_config._extobj_contextvar
-    except (ImportError, AttributeError, TypeError):
-
-        def quiet():
-            context = np.errstate(all="ignore")
-            context.__enter__()
-            return context
-
-        def back(context) -> None:
-            context.__exit__(None, None, None)
-
-        return quiet, back
-    return functools.partial(variable.set, state), variable.reset
-
-
-_quiet_floats, _floats_back = _float_warning_switches()
 
 
 class Executor:
@@ -138,11 +99,11 @@ class Executor:
             OpError: the TF error of the first failing op (the step is cancelled).
         """
         execution = self.execution(plan, ctx, feed_values)
-        quiet = _quiet_floats()
+        quiet = quiet_floats()
         try:
             self.drive(execution)
         finally:
-            _floats_back(quiet)
+            floats_back(quiet)
         return execution.fetches()
 
     def drive(self, execution: StepExecution) -> None:
@@ -367,7 +328,7 @@ class _Started:
             if self._ended:
                 return
         execution = self.execution
-        quiet = _quiet_floats()
+        quiet = quiet_floats()
         try:
             if self._expired:
                 raise deadline_error(execution)
@@ -376,7 +337,7 @@ class _Started:
             self._end(None, exc)
             return
         finally:
-            _floats_back(quiet)
+            floats_back(quiet)
         if execution.finished:
             self._end(execution.fetches(), None)
         elif not self._watched:

@@ -11,6 +11,8 @@ import collections
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from minitf.framework import ops
 
 IndexedSlicesValue = collections.namedtuple(
@@ -112,3 +114,18 @@ def _make_mapping(kind, items):
         result.__init__()
         result.update(items)
         return result
+
+
+def client_values(results: list) -> list:
+    """What the caller receives of a step's fetched values (`client_value` of each)."""
+    return [client_value(v) for v in results] if results else results
+
+
+def client_value(value):
+    """What the caller receives: a numpy value it may own and change."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value[()]
+        if not value.flags.writeable:
+            return value.copy()
+    return value

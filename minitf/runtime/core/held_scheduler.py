@@ -9,6 +9,7 @@ going back replays the same moves in the same order.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from minitf.framework import errors
 from minitf.runtime.core.scheduler import DELIVER, RUN, FifoScheduler, Move, Scheduler
@@ -223,3 +224,66 @@ def matches(pattern: str, op_name: str, op_type: str, task: str) -> bool:
     job, _, index = pattern.strip("/").replace("job:", "").partition(":")
     index = index.replace("task:", "").replace("/", "")
     return bool(task) and task == f"/job:{job}/replica:0/task:{index}"
+
+
+class _HeldSessions:
+    """The local sessions a stepper in this process steps (`hold_local_sessions`)."""
+
+    def __init__(self, breakpoints: list[str]):
+        self.breakpoints = breakpoints
+        self.sessions: list = []
+
+
+_held: _HeldSessions | None = None
+_held_lock = threading.Lock()
+
+
+def hold_local_sessions(breakpoints: Iterable[str] = ()) -> list:
+    """Every local session made from now on holds its steps for a stepper in this process.
+
+    ``minitf step SCRIPT`` without a cluster runs the script in its own
+    process this way: the script's sessions are made as usual and each
+    waits for the stepper's moves (running free until one of
+    ``breakpoints`` when there are some). A session given a ``scheduler=``
+    keeps it.
+
+    Args:
+        breakpoints: Op-name patterns (see `HeldScheduler.set_breakpoints`);
+            with some, the sessions run free until an op matches one.
+
+    Returns:
+        The list the sessions are appended to, in the order they are made.
+    """
+    global _held
+    with _held_lock:
+        _held = _HeldSessions([b for b in breakpoints if b])
+        return _held.sessions
+
+
+def release_local_sessions() -> None:
+    """Sessions made from now on run free again (`hold_local_sessions` undone)."""
+    global _held
+    with _held_lock:
+        _held = None
+
+
+def for_local_session(session, local_task: str) -> tuple[HeldScheduler, str] | None:
+    """A new local session's held scheduler and task name while `hold_local_sessions` is on.
+
+    Args:
+        session: The new session (collected for the stepper).
+        local_task: The name of a local session's task.
+
+    Returns:
+        ``(scheduler, the session's task name)``, or None when sessions run free.
+    """
+    with _held_lock:
+        if _held is None:
+            return None
+        name = local_task
+        if _held.sessions:  # the second session of a script is a task of its own
+            name = f"{local_task} #{len(_held.sessions) + 1}"
+        scheduler = HeldScheduler(held=not _held.breakpoints, task=name)
+        scheduler.set_breakpoints(_held.breakpoints)
+        _held.sessions.append(session)
+    return scheduler, name

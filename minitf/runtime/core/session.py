@@ -13,26 +13,24 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from minitf.framework import device as pydev
 from minitf.framework import errors, ops
+from minitf.runtime.core import callables, held_scheduler, step_stats
 from minitf.runtime.core import fetches as fetch_lib
-from minitf.runtime.core import step_stats
 from minitf.runtime.core.clock import WALL_CLOCK
 from minitf.runtime.core.config import ConfigProto, RunOptions
 from minitf.runtime.core.executor import Executor
-from minitf.runtime.core.held_scheduler import HeldScheduler
+from minitf.runtime.core.feeds import Feeds
 from minitf.runtime.core.pipeline import build_plan
 from minitf.runtime.core.plan import KernelInfo, Plan, bind_kernel
 from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.distributed import simulation
 from minitf.runtime.distributed.master import Master
-from minitf.runtime.distributed.worker import Stepping
+from minitf.runtime.distributed.stepping import Stepping
 from minitf.runtime.speedups import intra_op
 
 if TYPE_CHECKING:
@@ -57,47 +55,6 @@ class _DeviceAttributes:
         return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"
 
 
-class _HeldSessions:
-    """The local sessions a stepper in this process steps (`hold_local_sessions`)."""
-
-    def __init__(self, breakpoints: list[str]):
-        self.breakpoints = breakpoints
-        self.sessions: list[BaseSession] = []
-
-
-_held: _HeldSessions | None = None
-_held_lock = threading.Lock()
-
-
-def hold_local_sessions(breakpoints: Iterable[str] = ()) -> list:
-    """Every local session made from now on holds its steps for a stepper in this process.
-
-    ``minitf step SCRIPT`` without a cluster runs the script in its own
-    process this way: the script's sessions are made as usual and each
-    waits for the stepper's moves (running free until one of
-    ``breakpoints`` when there are some). A session given a ``scheduler=``
-    keeps it.
-
-    Args:
-        breakpoints: Op-name patterns (see `HeldScheduler.set_breakpoints`);
-            with some, the sessions run free until an op matches one.
-
-    Returns:
-        The list the sessions are appended to, in the order they are made.
-    """
-    global _held
-    with _held_lock:
-        _held = _HeldSessions([b for b in breakpoints if b])
-        return _held.sessions
-
-
-def release_local_sessions() -> None:
-    """Sessions made from now on run free again (`hold_local_sessions` undone)."""
-    global _held
-    with _held_lock:
-        _held = None
-
-
 class BaseSession:
     """The machinery shared by `Session` and `InteractiveSession`.
 
@@ -109,7 +66,8 @@ class BaseSession:
         config: A `ConfigProto`.
         scheduler: minitf's: a `minitf.runtime.core.scheduler.Scheduler` that
             chooses every move of the session's local steps (default:
-            free-running, or held for a stepper after `hold_local_sessions`).
+            free-running, or held for a stepper after
+            `minitf.runtime.core.held_scheduler.hold_local_sessions`).
 
     Raises:
         TypeError: if ``graph`` is not a `Graph` or ``config`` not a `ConfigProto`.
@@ -141,14 +99,16 @@ class BaseSession:
         self._kernels: dict[ops.Operation, KernelInfo] = {}
         self._plans: dict[tuple, Plan] = {}
         self._mappers: dict[tuple, fetch_lib.FetchMapper] = {}
-        self._static_dims: dict[ops.Tensor, tuple] = {}
+        self._feeds = Feeds(graph)
         self._active_steps: set[StepContext] = set()
         self._resource_mgr = ResourceMgr()
         # minitf's: who orders the moves of this session's local steps (a stepper's
         # scheduler, say); the tasks of a cluster have their own (Server(scheduler=)).
         self._stepping_name = LOCAL_TASK
-        if scheduler is None and _held is not None and not self._target:
-            scheduler = self._held_for_stepper()
+        if scheduler is None and not self._target:
+            held = held_scheduler.for_local_session(self, LOCAL_TASK)
+            if held is not None:
+                scheduler, self._stepping_name = held
         self._executor = Executor(scheduler, task=self._stepping_name)
         self.recorders = step_stats.Recorders()
         self._default_session_context = None
@@ -206,16 +166,6 @@ class BaseSession:
     def stepping(self):
         """This session's steps as a stepper sees them (needs ``scheduler=HeldScheduler()``)."""
         return Stepping(self._stepping_name, self._executor.scheduler, self._resource_mgr)
-
-    def _held_for_stepper(self) -> HeldScheduler:
-        """The scheduler of a session made while `hold_local_sessions` is on; registers it."""
-        with _held_lock:
-            if _held.sessions:  # the second session of a script is a task of its own
-                self._stepping_name = f"{LOCAL_TASK} #{len(_held.sessions) + 1}"
-            scheduler = HeldScheduler(held=not _held.breakpoints, task=self._stepping_name)
-            scheduler.set_breakpoints(_held.breakpoints)
-            _held.sessions.append(self)
-        return scheduler
 
     def start_recording(self) -> int | dict[str, int]:
         """Starts recording every step that this session's tasks run (minitf's, for `Tracer`).
@@ -304,7 +254,7 @@ class BaseSession:
                 "The Session graph is empty.  Add operations to the graph before calling run()."
             )
         mapper = self._mapper(fetches)
-        feed_tensors, feed_values = self._process_feeds(feed_dict)
+        feed_tensors, feed_values = self._feeds.process(feed_dict)
         values = self._run_signature(
             mapper.tensors, mapper.ops, feed_tensors, feed_values, options, run_metadata
         )
@@ -338,16 +288,7 @@ class BaseSession:
     ) -> Callable:
         """Returns a function that runs ``fetches`` with positional feed values.
 
-        The run signature and its plan are prepared once, so a training loop pays
-        no per-call fetch/feed parsing.
-
-        As in TF, a function made with a ``feed_list`` passes its keyword
-        arguments on to `run` (``options``, ``run_metadata``) and feeds its
-        values to the tensors of ``feed_list`` in order, as ``zip`` pairs
-        them: with fewer values the last tensors are not fed (the run then
-        fails for a placeholder without a default), and values beyond the
-        list are not used. A function made without one takes no feed values,
-        and ``options`` and ``run_metadata`` only with ``accept_options``.
+        See `minitf.runtime.core.callables.make_callable`.
 
         Args:
             fetches: What to fetch, as for `run`.
@@ -359,81 +300,8 @@ class BaseSession:
 
         Returns:
             ``f(*feed_values, **run_options)`` returning the values of ``fetches``.
-
-        Raises:
-            TypeError: if ``feed_list`` is not a list or tuple.
         """
-        self._check_open()
-        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
-            raise TypeError(
-                f"`feed_list` must be a list or tuple of the tensors fed, not "
-                f"{type(feed_list).__name__}: make_callable(fetches, [x, y])"
-            )
-        mapper = fetch_lib.FetchMapper(self._graph, fetches)
-        feed_tensors = tuple(self._feed_tensor(f) for f in (feed_list or []))
-        # Whether the function takes options and metadata (TF's: as run does,
-        # or as its template with options does).
-        takes_options = accept_options or feed_list is not None
-        # Per feed: its tensor, numpy type, and what a value must match to be
-        # fed without the general checks: an array of the numpy dtype and the
-        # static shape (when fully known), or, for an integer scalar, a Python
-        # int within the dtype's range.
-        feeds = [
-            (t, t.dtype.base_dtype.as_numpy_dtype, np.dtype(t.dtype.base_dtype.as_numpy_dtype),
-             _full_shape(t), _int_range(t))
-            for t in feed_tensors
-        ]  # fmt: skip
-        feed_value, is_feedable = self._feed_value, self._graph.is_feedable
-        # Tuples, which the plan's key takes as they are.
-        fetch_tensors, target_ops = tuple(mapper.tensors), tuple(mapper.ops)
-        signature = (fetch_tensors, target_ops, feed_tensors)
-        # The plan while the graph is at this version, if it is a local step
-        # that never waits: the common training step, which the runner then
-        # runs itself.
-        straight: list = [None, None]
-        graph, build, resource_mgr = self._graph, mapper.build, self._resource_mgr
-        run_plan = self._executor.run
-
-        def runner(*feed_args, **kwargs):
-            options = metadata = None
-            if kwargs:
-                options, metadata = _callable_options(kwargs, takes_options)
-            if len(feed_args) != len(feed_tensors):
-                if feed_list is None:
-                    options, metadata = _callable_positional_options(
-                        feed_args, accept_options, options, metadata
-                    )
-                    feed_args = ()
-                else:
-                    # TF's function pairs the values with feed_list as zip does.
-                    feed_dict = dict(zip(feed_tensors, feed_args))
-                    return self.run(fetches, feed_dict, options, metadata)
-            values = []
-            for (t, np_type, dtype, shape, ints), v in zip(feeds, feed_args):
-                if type(v) is np.ndarray and v.dtype is dtype and v.shape == shape:
-                    v = v.view()
-                elif type(v) is int and ints is not None and ints[0] <= v <= ints[1]:
-                    v = np.array(v, dtype)
-                else:
-                    values.append(feed_value(t, v, None, np_type))
-                    continue
-                if not is_feedable(t):
-                    raise _not_feedable(t)
-                v.flags.writeable = False  # as _read_only_view
-                values.append(v)
-            if options is None and metadata is None:
-                if straight[0] != graph.version:
-                    straight[:] = graph.version, self._straight_plan(*signature)
-                plan = straight[1]
-                if plan is not None and not self.recorders.active:
-                    if self._closed:
-                        self._check_open()
-                    # Nothing in the step waits: it needs no cancellation manager.
-                    ctx = StepContext(resource_mgr, cancellable=False)
-                    return build(_client_values(run_plan(plan, ctx, values)))
-            return build(self._run_signature(*signature, values, options, metadata))
-
-        return runner
+        return callables.make_callable(self, fetches, feed_list, accept_options)
 
     def _straight_plan(self, fetch_tensors, target_ops, feed_tensors) -> Plan | None:
         """The plan of a signature if it runs here, never waits and has no deadline.
@@ -468,7 +336,7 @@ class BaseSession:
         elif not plan.has_async:
             # Nothing in the step waits: it is not registered for `close` to cancel.
             self._check_open()
-            return _client_values(self._executor.run(plan, ctx, feed_values))
+            return fetch_lib.client_values(self._executor.run(plan, ctx, feed_values))
         # No lock here: many threads run steps at once, and set.add/discard are
         # atomic. close() sets _closed before it cancels the active steps, so a
         # step registered after that is caught by the second check.
@@ -486,7 +354,7 @@ class BaseSession:
                     self.recorders.record(nodes)
                 if tracing:
                     run_metadata.step_stats = step_stats.build({LOCAL_DEVICE: nodes})
-        return _client_values(results)
+        return fetch_lib.client_values(results)
 
     def _run_on_cluster(
         self, fetch_tensors, target_ops, feed_tensors, feed_values, options, run_metadata
@@ -499,7 +367,7 @@ class BaseSession:
         )  # fmt: skip
         if run_metadata is not None:
             run_metadata.step_stats = stats
-        return _client_values(values)
+        return fetch_lib.client_values(values)
 
     def _timeout_ms(self, options) -> int:
         if isinstance(options, RunOptions) and options.timeout_in_ms > 0:
@@ -511,78 +379,6 @@ class BaseSession:
         return WALL_CLOCK.now() + timeout_ms / 1000.0 if timeout_ms else None
 
     # -- feeds ---------------------------------------------------------------------------
-
-    def _process_feeds(self, feed_dict) -> tuple[list[ops.Tensor], list[Any]]:
-        if not feed_dict:
-            return [], []
-        tensors, values = [], []
-        seen = set()
-        for key, value in feed_dict.items():
-            tensor = self._feed_tensor(key)
-            converted = self._feed_value(tensor, value, key)
-            if tensor in seen:  # the last value fed to a tensor wins, as in TF
-                values[tensors.index(tensor)] = converted
-                continue
-            seen.add(tensor)
-            tensors.append(tensor)
-            values.append(converted)
-        return tensors, values
-
-    def _feed_tensor(self, key) -> ops.Tensor:
-        try:
-            return self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-        except (TypeError, ValueError, KeyError) as e:
-            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e.args[0]}") from None
-
-    def _feed_value(self, tensor: ops.Tensor, value, key=None, np_dtype=None):
-        if np_dtype is None:  # make_callable looks it up once
-            np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
-        if type(value) is np.ndarray and value.dtype == np_dtype:
-            # The common case, kept cheap: an array of the right dtype.
-            return self._checked_feed(tensor, value)
-        if isinstance(value, ops.Tensor) or hasattr(value, "_as_graph_element"):
-            raise TypeError(
-                "The value of a feed cannot be a tf.Tensor object. Acceptable feed values "
-                "include Python scalars, strings, lists, numpy ndarrays, or TensorHandles. For "
-                f"reference, the tensor object was {value} which was passed to the feed with "
-                f"key {key if key is not None else tensor}."
-            )
-        if isinstance(value, int) and not isinstance(value, bool):
-            if np.asarray(value).astype(np_dtype) != value:
-                raise TypeError(
-                    f"Type of feed value {value} with type {type(value)} is not compatible with "
-                    f"Tensor type {np_dtype}. Try explicitly setting the type of the feed tensor "
-                    "to a larger type (e.g. int64)."
-                )
-        try:
-            np_val = np.asarray(value, dtype=np_dtype)
-        except (TypeError, ValueError) as e:
-            raise ValueError(
-                f"Cannot feed value {value!r} for Tensor {tensor.name!r} of dtype "
-                f"{tensor.dtype.base_dtype.name}: {e}"
-            ) from None
-        return self._checked_feed(tensor, np_val)
-
-    def _checked_feed(self, tensor: ops.Tensor, value: np.ndarray) -> np.ndarray:
-        """``value`` as the step sees it, once its shape fits and ``tensor`` may be fed."""
-        if not self._fits_static_shape(tensor, value.shape):
-            raise ValueError(
-                f"Cannot feed value of shape {value.shape!r} for Tensor {tensor.name!r}, "
-                f"which has shape {str(tensor.get_shape())!r}"
-            )
-        if not self._graph.is_feedable(tensor):
-            raise _not_feedable(tensor)
-        return _read_only_view(value)
-
-    def _fits_static_shape(self, tensor: ops.Tensor, shape: tuple) -> bool:
-        """Whether ``shape`` is compatible with the tensor's static shape (cached)."""
-        if tensor not in self._static_dims:
-            static = tensor.get_shape()
-            self._static_dims[tensor] = None if static.ndims is None else tuple(static.as_list())
-        dims = self._static_dims[tensor]
-        if dims is None or dims == shape:
-            return True
-        return len(dims) == len(shape) and all(d is None or d == s for d, s in zip(dims, shape))
 
     # -- plans and kernels ---------------------------------------------------------------
 
@@ -638,78 +434,6 @@ def _satisfies(requested: pydev.DeviceSpec, device: pydev.DeviceSpec) -> bool:
     return True
 
 
-def _full_shape(tensor: ops.Tensor) -> tuple | None:
-    """The tensor's static shape as a tuple when every dimension is known, else None."""
-    static = tensor.get_shape()
-    return tuple(static.as_list()) if static.is_fully_defined() else None
-
-
-def _int_range(tensor: ops.Tensor) -> tuple[int, int] | None:
-    """For a scalar of an integer dtype: the Python ints it takes as they are; else None."""
-    dtype = np.dtype(tensor.dtype.base_dtype.as_numpy_dtype)
-    if dtype.kind not in "iu" or _full_shape(tensor) != ():
-        return None
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-def _callable_options(kwargs: dict, takes_options: bool) -> tuple:
-    """The ``options`` and ``run_metadata`` a `make_callable` function was called with.
-
-    Raises:
-        TypeError: for any other keyword, or for these where the function
-            takes none (made without ``feed_list`` or ``accept_options``).
-    """
-    unknown = sorted(set(kwargs) - {"options", "run_metadata"})
-    if unknown or not takes_options:
-        names = ", ".join(repr(k) for k in (unknown or sorted(kwargs)))
-        how = (
-            "it passes only options= and run_metadata= on to Session.run"
-            if takes_options
-            else "make it with accept_options=True to pass options= and run_metadata="
-        )
-        raise TypeError(f"a callable from make_callable got unexpected keyword {names}: {how}")
-    return kwargs.get("options"), kwargs.get("run_metadata")
-
-
-def _callable_positional_options(args: tuple, accept_options: bool, options, metadata) -> tuple:
-    """``options`` and ``run_metadata`` given by position to a function made without feeds.
-
-    Made with ``accept_options``, TF's function takes them by position too.
-
-    Raises:
-        TypeError: for positional arguments the function does not take.
-    """
-    if not accept_options or len(args) > 2:
-        raise TypeError(
-            f"a callable from make_callable without feed_list takes no feed values "
-            f"({len(args)} given): pass the tensors they feed as "
-            "make_callable(fetches, feed_list=[...])"
-        )
-    by_keyword = (options, metadata)
-    for name, given in zip(("options", "run_metadata"), by_keyword[: len(args)]):
-        if given is not None:
-            raise TypeError(f"a callable from make_callable got multiple values for {name!r}")
-    return (*args, *by_keyword[len(args) :])
-
-
-def _not_feedable(tensor: ops.Tensor) -> ValueError:
-    """TF's error for a feed of a tensor the graph keeps from being fed."""
-    return ValueError(f"Tensor {tensor} may not be fed.")
-
-
-def _read_only_view(array: np.ndarray) -> np.ndarray:
-    """A view kernels cannot write to; what is stored or returned from it gets copied.
-
-    Fed arrays are not copied: nothing in a step may change them, and a value
-    that outlives the step (a variable assigned from a feed, a fetch of a fed
-    tensor) is copied at that point because the view is read-only.
-    """
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
 _CACHED_FETCH_TYPES: frozenset = frozenset()
 
 
@@ -726,21 +450,6 @@ def _cached_fetch_types() -> frozenset:
             {ops.Tensor, ops.Operation, str, variables.Variable, variables.ResourceVariable}
         )
     return _CACHED_FETCH_TYPES
-
-
-def _client_values(results: list) -> list:
-    """What the caller receives of a step's fetched values (`_client_value` of each)."""
-    return [_client_value(v) for v in results] if results else results
-
-
-def _client_value(value):
-    """What the caller receives: a numpy value it may own and change."""
-    if isinstance(value, np.ndarray):
-        if value.ndim == 0:
-            return value[()]
-        if not value.flags.writeable:
-            return value.copy()
-    return value
 
 
 class Session(BaseSession):

@@ -40,7 +40,7 @@ it was ``stale`` (dropped). ``transfer`` joins a
 ``_Send`` to its ``_Recv`` through ``(step_id, key)``; ``elements`` joins an
 enqueue to the dequeue that took its elements through ``(queue, id)``.
 ``not_computed`` marks an op the step reached only through control edges,
-whose kernel did not run (`minitf.runtime.core.pipeline.unread_ops`).
+whose kernel did not run (`minitf.runtime.core.graph_optimizer.unread_ops`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,59 @@ import itertools
 import threading
 import time
 from typing import Any
+
+
+class OpEvent:
+    """One executed op of a traced step: what ran, when, on which thread, what it produced.
+
+    Kept small (the plan step, times, sizes): a traced step makes one per op,
+    and `minitf.runtime.core.step_stats` turns them into dicts afterwards.
+
+    Args:
+        step: The op's `minitf.runtime.core.plan.PlanStep`.
+        start_ns: When it started, on the clock's ``now_ns``.
+        end_ns: When its outputs were taken.
+        thread: ``(ident, name)`` of the thread that drove the step.
+        output_bytes: The size of its outputs, in bytes.
+        wait_ns: How long an asynchronous op waited for its completion.
+        notes: What its kernel noted (`StepContext.note`), or None.
+    """
+
+    __slots__ = ("step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes")
+
+    def __init__(self, step, start_ns, end_ns, thread, output_bytes, wait_ns=0, notes=None):
+        self.step = step
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.thread = thread  # (ident, name) of the thread that drove the step
+        self.output_bytes = output_bytes
+        self.wait_ns = wait_ns
+        self.notes = notes
+
+    name = property(lambda self: self.step.op.name, doc="The op's name.")
+    type = property(lambda self: self.step.op.type, doc="The op's type.")
+    asynchronous = property(lambda self: self.step.is_async, doc="Whether the op may wait.")
+    thread_id = property(lambda self: self.thread[0], doc="The executor thread's ident.")
+    thread_name = property(lambda self: self.thread[1], doc="The executor thread's name.")
+
+    @classmethod
+    def of(cls, step, start_ns: int, end_ns: int, vals: list, ctx, thread, wait_ns=0) -> OpEvent:
+        """The event of ``step``, which ran from ``start_ns`` to ``end_ns``.
+
+        Args:
+            step: The op's `minitf.runtime.core.plan.PlanStep`.
+            start_ns: When it started, on the clock's ``now_ns``.
+            end_ns: When its outputs were taken.
+            thread: ``(ident, name)`` of the thread that drove the step.
+            vals: The step's value slots (the op's outputs are measured).
+            ctx: The step's `StepContext` (its notes for the op are taken).
+            wait_ns: How long an asynchronous op waited for its completion.
+        """
+        size = 0
+        for slot in step.out_slots:
+            size += getattr(vals[slot], "nbytes", 0)
+        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
+        return cls(step, start_ns, end_ns, thread, size, wait_ns, notes)
 
 
 class Record(dict):
@@ -94,7 +147,7 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
     """One ``node_stats`` entry from an executor `OpEvent`.
 
     Args:
-        event: The `minitf.runtime.core.execution.OpEvent`.
+        event: The `OpEvent`.
         step_id: The step it ran in.
         clock_offset_micros: Added to its start: this process's clock relative
             to the clock the trace is kept in (see `minitf.runtime.distributed.master`).
@@ -151,7 +204,7 @@ def step_nodes(plan, start_ns: int, step_id: int, events: list) -> list[dict]:
         plan: The step's `minitf.runtime.core.plan.Plan`.
         start_ns: When the step started, on its clock's ``now_ns``.
         step_id: The step's id.
-        events: The `minitf.runtime.core.execution.OpEvent` s it recorded.
+        events: The `OpEvent` s it recorded.
     """
     nodes = folded_stats(plan, start_ns, step_id)
     nodes += [node_stats(e, step_id) for e in events]

@@ -39,7 +39,7 @@ from minitf.framework import errors
 from minitf.platform import formats
 from minitf.runtime.distributed.cluster_spec import ClusterSpec
 from minitf.runtime.distributed.connect import SECRET_ENV, connect_with_retry
-from minitf.runtime.distributed.master import INCARNATION_ENV, REPLAYABLE
+from minitf.runtime.distributed.step_ids import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.transport import Channel
 
 RECORD_ENV = "MINITF_RECORD"

@@ -3,14 +3,15 @@
 For each run signature (fetches, targets, feeds — and the graph's version)
 the master, once:
 
-1. prunes the graph to what the step needs (`minitf.runtime.core.plan.prune`);
-2. places every op on a task and partitions the ops per task, with
-   ``_Send``/``_Recv`` pairs on the edges between tasks
-   (`minitf.runtime.distributed.partition`);
-3. registers each partition with its task, which plans it and keeps it.
+1. prunes the graph to what the step needs, places every op on a task and
+   partitions the ops per task, with ``_Send``/``_Recv`` pairs on the edges
+   between tasks (`minitf.runtime.distributed.partition.partition_step`);
+2. registers each partition with its task, which plans it and keeps it.
 
-Then every run sends each task one ``run`` request with the step id, the fed
-values its partition reads and the deadline; the tasks run their partitions
+The master reaches its tasks only through its transport
+(`minitf.runtime.distributed.transport`): it never builds a wire message.
+Every run starts each task's part with the step id, the fed values its
+partition reads and the deadline; the tasks run their partitions
 concurrently and exchange tensors through their rendezvous; the master
 gathers the fetched values. If any task fails, or the deadline passes, the
 master aborts the step on every task and raises the TF error — the root
@@ -24,22 +25,18 @@ task.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import os
-import secrets
 import threading
 import time
-import zlib
 from typing import Any
 
 import numpy as np
 
 from minitf.framework import errors, ops
 from minitf.runtime.core import config, step_stats
-from minitf.runtime.core.plan import prune, topological_order
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed.connect import error_message
+from minitf.runtime.distributed.step_ids import StepIds, incarnation
 from minitf.runtime.distributed.transport import Call, TcpTransport, rebuild_error, unpack
 
 logger = logging.getLogger("minitf")
@@ -67,130 +64,6 @@ def target_address(target: str) -> str:
         f"Session target {target!r} is not a server address: use a tf.train.Server's "
         "target ('grpc://host:port'), or '' for a local session.",
     )
-
-
-# Step ids are deterministic: the same sessions making the same runs give the
-# same ids, so a recorded schedule can be replayed. An id is 62 bits: 24 from
-# the client task's name and its process's `incarnation`, 10 from how many
-# sessions this process has opened for that task (two sessions of one worker
-# must not share ids on a ps, whose rendezvous is keyed by them), 10 from the
-# run's signature (what it fetches, runs and feeds) and 18 counting the runs
-# of that signature. Counting per signature keeps ids the same even when
-# threads of one client race to start their steps (the chief's queue runner
-# and its training loop).
-_SIGNATURE_BITS = 10
-_COUNT_BITS = 18
-_COUNT_MASK = (1 << _COUNT_BITS) - 1
-_sessions_per_task: dict[str, int] = {}
-_sessions_lock = threading.Lock()
-
-INCARNATION_ENV = "MINITF_INCARNATION"
-REPLAYABLE = "replayable"
-"""The incarnation of every task of a recorded or replayed run: a replay has the recorded ids."""
-_incarnation = secrets.token_hex(8)
-
-
-def incarnation() -> str:
-    """This process's incarnation: what tells a restarted task's steps from its old ones.
-
-    A task killed mid-step and started again runs the same runs and would
-    count the same step ids; a ps still holding a step of the dead process
-    must not take the new one's tensors for it. Random per process, like
-    TF's device incarnations, unless ``MINITF_INCARNATION`` fixes it (the
-    stepper does, so that a replayed run has the recorded ids).
-    """
-    return os.environ.get(INCARNATION_ENV) or _incarnation
-
-
-def _step_base(
-    task_name: str, sessions: dict[str, int] | None = None, incarnation_: str | None = None
-) -> int:
-    """The high bits of a new session's step ids; counts the session in ``sessions``.
-
-    Args:
-        task_name: The session's client task.
-        sessions: Sessions opened so far per task (default: this process's).
-        incarnation_: The client's incarnation (default: `incarnation`).
-    """
-    with _sessions_lock:
-        counts = _sessions_per_task if sessions is None else sessions
-        number = counts.get(task_name, 0)
-        counts[task_name] = number + 1
-    who = f"{task_name}#{incarnation_ or incarnation()}"
-    client = zlib.crc32(who.encode()) & 0xFFFFFF
-    return client << 38 | (number & 0x3FF) << (_SIGNATURE_BITS + _COUNT_BITS)
-
-
-class StepIds:
-    """The ids of one session's runs (see `_step_base`): the same runs give the same ids.
-
-    Args:
-        task_name: The session's client task.
-        sessions: Sessions opened so far per task (default: this process's;
-            a simulated cluster keeps its own, as each of its tasks would).
-        incarnation_: The client's incarnation (default: `incarnation`).
-    """
-
-    def __init__(self, task_name: str, sessions: dict[str, int] | None = None, incarnation_=None):
-        self.base = _step_base(task_name, sessions, incarnation_)
-        self._counters: dict[str, tuple[int, itertools.count]] = {}
-        self._lock = threading.Lock()
-
-    def next(self, fetches, targets, feeds) -> int:
-        """The next id of a run of this signature (what it fetches, runs and feeds).
-
-        Args:
-            fetches: The tensors the run fetches.
-            targets: The ops it runs.
-            feeds: The tensors it feeds.
-        """
-        signature = "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
-        counter = self._counters.get(signature)
-        if counter is None:
-            with self._lock:
-                counter = self._counters.get(signature)
-                if counter is None:
-                    used = {slot for slot, _ in self._counters.values()}
-                    slot = zlib.crc32(signature.encode()) & ((1 << _SIGNATURE_BITS) - 1)
-                    for _ in range(1 << _SIGNATURE_BITS):  # two signatures with one hash
-                        if slot not in used:
-                            break
-                        slot = (slot + 1) & ((1 << _SIGNATURE_BITS) - 1)
-                    counter = (slot, itertools.count(1))
-                    self._counters[signature] = counter
-        slot, numbers = counter
-        return self.base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
-
-
-def partition_step(fetches, targets, feeds, cluster, job, task, config):
-    """Places and partitions one run signature of a client on ``/job:<job>/task:<task>``.
-
-    Args:
-        fetches: The tensors the run fetches.
-        targets: The ops it runs.
-        feeds: The tensors it feeds.
-        cluster: The `ClusterSpec`.
-        job: The client's job.
-        task: The client's task index.
-        config: The session's `ConfigProto` (its ``allow_soft_placement``).
-
-    Returns:
-        ``(partitions by task, fetch_from)``: where each fetch comes from,
-        ``(task, index in its partition's fetches)`` or ``(None, feed index)``.
-    """
-    step_ops = topological_order(prune(fetches, targets, feeds), set(feeds))
-    tasks = {j: cluster.num_tasks(j) for j in cluster.jobs}
-    devices = partition_lib.place(step_ops, job, task, tasks, config.allow_soft_placement)
-    parts = partition_lib.partition(step_ops, devices, fetches, targets, feeds)
-    feed_index = {t.name: i for i, t in enumerate(feeds)}
-    fetch_from = []
-    for t in fetches:
-        if t.name in feed_index:
-            fetch_from.append((None, feed_index[t.name]))
-        else:
-            owner = partition_lib.task_of(devices[t.op])
-            fetch_from.append((owner, parts[owner].fetches.index(t.name)))
-    return parts, fetch_from
 
 
 class _StepPlan:
@@ -268,8 +141,9 @@ class Master:
         return plan
 
     def _build(self, fetches, targets, feeds) -> _StepPlan:
-        parts, fetch_from = partition_step(
-            fetches, targets, feeds, self.cluster, self.job, self.task, self._config
+        tasks = {job: self.cluster.num_tasks(job) for job in self.cluster.jobs}
+        parts, fetch_from = partition_lib.partition_step(
+            fetches, targets, feeds, tasks, self.job, self.task, self._config.allow_soft_placement
         )
         plan = _StepPlan()
         plan.partitions = parts

@@ -26,11 +26,13 @@ Fed tensors become ``Placeholder`` ops in the partitions that read them.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from minitf.framework import device as pydev
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework.ops import Graph, Operation, Tensor
+from minitf.runtime.core.plan import prune, topological_order
 
 SEND, RECV = "_Send", "_Recv"
 
@@ -451,3 +453,47 @@ def parse_task(task: str) -> tuple[str, int]:
     """
     spec = pydev.DeviceSpec.from_string(task)
     return spec.job, spec.task
+
+
+def partition_step(
+    fetches: list[Tensor],
+    targets: list[Operation],
+    feeds: list[Tensor],
+    tasks: dict[str, int] | Callable[[list[Operation]], dict[str, int]],
+    job: str,
+    task: int,
+    allow_soft_placement: bool = False,
+) -> tuple[dict[str, Partition], list[tuple[str | None, int]]]:
+    """The step pipeline up to the tasks: prune, order, place and partition one run signature.
+
+    The master, the simulated cluster and the renderer all call this; each
+    task then plans what it receives (`minitf.runtime.core.pipeline.build_plan`).
+
+    Args:
+        fetches: The tensors the run fetches.
+        targets: The ops it runs.
+        feeds: The tensors it feeds.
+        tasks: ``{job: number of tasks}``, or a function of the step's ops
+            that gives it (the renderer's smallest cluster the ops fit in).
+        job: The client's job.
+        task: The client's task index.
+        allow_soft_placement: The session's ``ConfigProto`` field.
+
+    Returns:
+        ``(partitions by task, fetch_from)``: where each fetch comes from,
+        ``(task, index in its partition's fetches)`` or ``(None, feed index)``.
+    """
+    step_ops = topological_order(prune(fetches, targets, feeds), set(feeds))
+    if callable(tasks):
+        tasks = tasks(step_ops)
+    devices = place(step_ops, job, task, tasks, allow_soft_placement)
+    parts = partition(step_ops, devices, fetches, targets, feeds)
+    feed_index = {t.name: i for i, t in enumerate(feeds)}
+    fetch_from: list[tuple[str | None, int]] = []
+    for t in fetches:
+        if t.name in feed_index:
+            fetch_from.append((None, feed_index[t.name]))
+        else:
+            owner = task_of(devices[t.op])
+            fetch_from.append((owner, parts[owner].fetches.index(t.name)))
+    return parts, fetch_from

@@ -41,28 +41,26 @@ from __future__ import annotations
 import atexit
 import errno
 import logging
-import queue
 import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from minitf.framework import errors
-from minitf.runtime.distributed import partition as partition_lib
-from minitf.runtime.distributed import simulation
+from minitf.runtime.distributed import simulation, task_defaults
 from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
 from minitf.runtime.distributed.connect import (
     cluster_secret,
-    connect_with_retry,
     error_message,
     parse_address,
     serve_in_process,
     stop_serving_in_process,
 )
+from minitf.runtime.distributed.peers import Peers
+from minitf.runtime.distributed.runners import Runners
 from minitf.runtime.distributed.wire import MalformedMessage, Wire, WireListener
 from minitf.runtime.distributed.worker import Worker
 from minitf.runtime.speedups import allocator, intra_op
@@ -74,223 +72,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("minitf")
 
 
-class _Peers:
-    """Outgoing connections from this task to the others, for ``_Send``."""
-
-    def __init__(self, cluster: ClusterSpec, local, name: str):
-        self._cluster = cluster
-        self._local = local  # this task's worker, for sends to its own task
-        self._name = name
-        self._lock = threading.Lock()
-        self._wires: dict[str, Wire] = {}
-        self._connecting: dict[str, threading.Lock] = {}
-        self._reached: set[str] = set()  # tasks connected to once: they have started
-        self._shared: dict[str, Any] = {}  # task -> a session's channel to it (`share`)
-
-    def share(self, task: str, channel) -> None:
-        """Sends the tensors for ``task`` on a session's connection to it, while it lasts.
-
-        A worker script's session in this process holds a connection to each
-        task it runs steps on (`minitf.runtime.distributed.transport.Channel`). A tensor sent
-        on it reaches that task's reader right behind the run request that
-        needs it, and the reader takes both with one wake-up, where a second
-        connection would wake a second reader. Once the channel is lost or
-        closed, this task's own connection carries the tensors again.
-
-        Args:
-            task: The receiving task.
-            channel: The session's channel to it.
-        """
-        if task != self._name:
-            with self._lock:
-                self._shared[task] = channel
-
-    def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
-        """Delivers ``value`` to ``task``'s rendezvous."""
-        if task == self._name:
-            self._local.deliver_tensor(step_id, key, value)
-            return
-        self._send(task, ("tensor", step_id, key, value))
-
-    def send_tensors(self, task: str, step_id: int, items: list[tuple[str, Any]]) -> None:
-        """Delivers ``(key, value)`` pairs of one step to ``task``'s rendezvous, in one message."""
-        if task == self._name:
-            for key, value in items:
-                self._local.deliver_tensor(step_id, key, value)
-            return
-        if len(items) == 1:
-            self.send_tensor(task, step_id, *items[0])
-            return
-        self._send(task, ("tensors", step_id, items))
-
-    def _send(self, task: str, message: tuple) -> None:
-        """Sends a ``tensor`` or ``tensors`` message to ``task``; a broken connection is forgotten.
-
-        A session's connection may close under the send (the session closed
-        on another thread): the message then goes on this task's own
-        connection. Nothing of it was taken at the other end, whose reader
-        of that connection has gone.
-
-        Raises:
-            UnavailableError: if the connection broke; it names the tensors' keys.
-        """
-        wire, channel = self._wire(task)
-        while True:
-            try:
-                wire.send(message)
-                return
-            except OSError as exc:
-                error = exc
-                with self._lock:
-                    if channel is None:
-                        self._wires.pop(task, None)
-                    elif self._shared.get(task) is channel:
-                        del self._shared[task]
-            if channel is None:
-                break
-            wire, channel = self._wire(task, shared=False)
-        if message[0] == "tensor":
-            keys = message[2]
-        else:
-            keys = ", ".join(key for key, _ in message[2])
-        raise errors.UnavailableError(
-            None, None, f"lost the connection to {task} while sending {keys}: {error}"
-        ) from None
-
-    def _wire(self, task: str, shared: bool = True) -> tuple[Wire, Any]:
-        """The connection to send on, and the session's channel it belongs to (or None).
-
-        Args:
-            task: The receiving task.
-            shared: Whether a session's shared connection may be used.
-        """
-        with self._lock:
-            channel = self._shared.get(task) if shared else None
-            if channel is not None:
-                if not channel.lost:
-                    return channel.wire, channel
-                del self._shared[task]
-            wire = self._wires.get(task)
-            if wire is not None and not wire.hung_up():
-                return wire, None
-            # One lock per peer: connecting to a task that is down (retried
-            # for seconds) must not hold up the tensors for the others.
-            connecting = self._connecting.setdefault(task, threading.Lock())
-        with connecting:
-            with self._lock:
-                wire = self._wires.get(task)
-                lost = task in self._reached
-            if wire is not None and not wire.hung_up():
-                return wire, None  # another thread connected meanwhile
-            if wire is not None:
-                wire.close()  # the task went away; it may be back at its address
-            spec = partition_lib.parse_task(task)
-            address = self._cluster.task_address(spec[0], spec[1])
-            if lost:
-                wire = self._reconnect(task, address)
-            else:
-                wire = connect_with_retry(address, task)  # it may still be starting up
-            with self._lock:
-                self._wires[task] = wire
-                self._reached.add(task)
-            return wire, None
-
-    @staticmethod
-    def _reconnect(task: str, address: str) -> Wire:
-        """One try to reach a task that was reached before and went away.
-
-        The sending thread may be running another client's step (a resumed
-        step, `Executor.start`): retrying for `connect_timeout`
-        seconds would hold up everything that thread carries. A task that
-        is down fails the send at once, as TF's RPC to a task that is gone
-        fails with ``UNAVAILABLE``; the next step tries again, and reaches
-        the task once it is back.
-
-        Raises:
-            UnavailableError: if the task does not answer now.
-        """
-        try:
-            return Wire.connect(parse_address(address), cluster_secret(), timeout=1.0, peer=task)
-        except Exception as exc:  # noqa: BLE001 - refused, reset, timed out, or the handshake
-            raise errors.UnavailableError(
-                None,
-                None,
-                f"lost the connection to {task}, and it does not answer at {address} "
-                f"({type(exc).__name__}: {exc}): it is down or restarting",
-            ) from None
-
-    def close(self) -> None:
-        with self._lock:
-            for wire in self._wires.values():
-                wire.close()
-            self._wires.clear()
-
-
 RECORDING_PATIENCE_SECS = 10.0
 """How long a task's process waits at exit for a `Tracer` to collect what it recorded."""
-
-
-class _Runners:
-    """Threads that run the partitions that may block, kept from one step to the next.
-
-    A run that may wait (for a tensor, a queue, an accumulator) must not hold
-    the connection that brought it, so it runs on a thread of its own. Making
-    a thread per run costs more than the run of a small partition; a runner
-    that has finished waits for the next run instead, and one idle for
-    `IDLE_SECONDS` ends. There is never a limit: every run that waits holds
-    a runner, and a new run never waits for one.
-    """
-
-    IDLE_SECONDS = 30.0
-
-    def __init__(self, name: str):
-        self._name = name
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Condition(threading.Lock())
-        self._idle = 0
-
-    def wait_until_idle(self, count: int, timeout: float) -> bool:
-        """Waits until ``count`` runners wait for work; False if ``timeout`` seconds pass first.
-
-        Args:
-            count: How many idle runners to wait for.
-            timeout: The longest wait in seconds.
-        """
-        with self._lock:
-            return self._lock.wait_for(lambda: self._idle == count, timeout)
-
-    def start(self, fn, *args) -> None:
-        """Runs ``fn(*args)`` on an idle runner, or on a new one if none is idle."""
-        with self._lock:
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1
-        self._jobs.put((fn, args))
-        if spawn:
-            threading.Thread(target=self._serve, name=self._name, daemon=True).start()
-
-    def _serve(self) -> None:
-        jobs = self._jobs
-        job = jobs.get()
-        while True:
-            fn, args = job
-            try:
-                fn(*args)
-            except Exception:  # noqa: BLE001 - a run reports its own errors; keep the runner
-                logger.exception("%s: a run failed outside its step", self._name)
-            del fn, args, job  # hold nothing of a finished run while idle
-            with self._lock:
-                self._idle += 1
-                self._lock.notify_all()
-            try:
-                job = jobs.get(timeout=self.IDLE_SECONDS)
-            except queue.Empty:
-                with self._lock:
-                    if self._idle > 0 and jobs.empty():
-                        self._idle -= 1
-                        self._lock.notify_all()
-                        return
-                job = jobs.get()  # a run was given to this runner meanwhile
 
 
 def _wait_for_recordings_at_exit(server: weakref.ref) -> None:
@@ -298,74 +81,6 @@ def _wait_for_recordings_at_exit(server: weakref.ref) -> None:
     alive = server()
     if alive is not None:
         alive.wait_for_recordings()
-
-
-class _TaskDefaults:
-    """How this process's servers get a scheduler and a straggler they were not given."""
-
-    scheduler: Callable[[str, int], Scheduler | None] | None = None
-    straggler: Callable[[str, int], Any] | None = None
-
-
-def set_task_defaults(
-    scheduler: Callable[[str, int], Scheduler | None] | None = None,
-    straggler: Callable[[str, int], Any] | None = None,
-) -> None:
-    """Installs how a `Server` made in this process without them gets a scheduler and a straggler.
-
-    A TF1 script makes its own ``tf.train.Server``; what the command that
-    started it wants (a stepper's held scheduler, a straggler's delays)
-    reaches that server through these functions. The runtime reads no
-    environment for them: ``import minitf`` installs
-    `minitf.cluster.task_env`'s, which read what ``minitf step``,
-    ``minitf launch`` and `LocalCluster` set.
-
-    Args:
-        scheduler: ``scheduler(job, task_index)`` → a
-            `minitf.runtime.core.scheduler.Scheduler`, or None for the free-running one.
-        straggler: ``straggler(job, task_index)`` → the task's straggler (an
-            object whose ``next_delay()`` gives a step's delay in seconds, as a
-            `minitf.cluster.delays.Straggler`), or None.
-    """
-    _TaskDefaults.scheduler = scheduler
-    _TaskDefaults.straggler = straggler
-
-
-def resolve_role(
-    server_or_cluster_def: ClusterSpec | dict,
-    job_name: str | None,
-    task_index: int | None,
-    protocol: str | None = None,
-) -> tuple[ClusterSpec, str, int]:
-    """``(ClusterSpec, job, task index)`` of a server, from `Server`'s arguments.
-
-    Args:
-        server_or_cluster_def: As for `Server`.
-        job_name: As for `Server`.
-        task_index: As for `Server`.
-        protocol: As for `Server`.
-
-    Raises:
-        ValueError: if the job or task is missing or ambiguous, or the protocol unknown.
-    """
-    if isinstance(server_or_cluster_def, dict) and "cluster" in server_or_cluster_def:
-        job_name = job_name or server_or_cluster_def.get("job_name")
-        if task_index is None:
-            task_index = server_or_cluster_def.get("task_index")
-        server_or_cluster_def = server_or_cluster_def["cluster"]
-    cluster = ClusterSpec(server_or_cluster_def)
-    if job_name is None:
-        if len(cluster.jobs) != 1:
-            raise ValueError("Must specify an explicit `job_name`.")
-        job_name = cluster.jobs[0]
-    if task_index is None:
-        indices = cluster.task_indices(job_name)
-        if len(indices) != 1:
-            raise ValueError("Must specify an explicit `task_index`.")
-        task_index = indices[0]
-    if protocol not in (None, "grpc", "minitf"):
-        raise ValueError(f"Unsupported protocol {protocol!r}: minitf servers speak 'grpc'.")
-    return cluster, job_name, int(task_index)
 
 
 class Server:
@@ -384,11 +99,11 @@ class Server:
         start: Start listening now.
         scheduler: minitf's: the `minitf.runtime.core.scheduler.Scheduler` that
             chooses every move of the steps this task runs (default: the one
-            `set_task_defaults` gives, else free-running).
+            `minitf.runtime.distributed.task_defaults.set_task_defaults` gives, else free-running).
         straggler: minitf's: makes this worker slow, an object whose
             ``next_delay()`` gives the seconds a step waits before it computes
             gradients (a `minitf.cluster.delays.Straggler`; default: the one
-            `set_task_defaults` gives, else None).
+            `minitf.runtime.distributed.task_defaults.set_task_defaults` gives, else None).
 
     Raises:
         ValueError: if the job or task is missing or ambiguous, or
@@ -400,7 +115,9 @@ class Server:
         # the server is the simulated task's.
         sim = simulation.current()
         if sim is not None and cls is Server:
-            role = resolve_role(server_or_cluster_def, job_name, task_index, kwargs.get("protocol"))
+            role = task_defaults.resolve_role(
+                server_or_cluster_def, job_name, task_index, kwargs.get("protocol")
+            )
             return simulation.SimulatedServer(sim, *role)
         return super().__new__(cls)
 
@@ -416,7 +133,7 @@ class Server:
         scheduler: Scheduler | None = None,
         straggler: Any = None,
     ):
-        cluster, job_name, task_index = resolve_role(
+        cluster, job_name, task_index = task_defaults.resolve_role(
             server_or_cluster_def, job_name, task_index, protocol
         )
         self._job = job_name
@@ -428,20 +145,20 @@ class Server:
         self._requested_address = parse_address(address)
         self._cluster = cluster
         task_name = f"/job:{job_name}/replica:0/task:{self._task}"
-        if straggler is None and _TaskDefaults.straggler is not None:
-            straggler = _TaskDefaults.straggler(job_name, self._task)
+        if straggler is None and task_defaults.TaskDefaults.straggler is not None:
+            straggler = task_defaults.TaskDefaults.straggler(job_name, self._task)
         if straggler is not None:
             logger.info("%s is a straggler: %r", task_name, getattr(straggler, "model", straggler))
-        if scheduler is None and _TaskDefaults.scheduler is not None:
-            scheduler = _TaskDefaults.scheduler(job_name, self._task)
+        if scheduler is None and task_defaults.TaskDefaults.scheduler is not None:
+            scheduler = task_defaults.TaskDefaults.scheduler(job_name, self._task)
         self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
-        self._peers: _Peers | None = None
+        self._peers: Peers | None = None
         self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
         self._steps_of: dict[Wire, set[int]] = {}  # steps running for each connection
         self._stepper_wires: set[Wire] = set()  # connections a stepper moves this task over
         self._listener: WireListener | None = None
         self._wires: set[Wire] = set()
-        self._runners = _Runners(f"minitf-run{task_name}")
+        self._runners = Runners(f"minitf-run{task_name}")
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._recordings_changed = threading.Condition(self._lock)
@@ -536,7 +253,7 @@ class Server:
                 else:
                     tasks[self._task] = f"{host}:{port}"
                 self._cluster = ClusterSpec(jobs)
-            self._peers = _Peers(self._cluster, self.worker, self.task_name)
+            self._peers = Peers(self._cluster, self.worker, self.task_name)
             self.worker.transport = self._peers
             threading.Thread(
                 target=self._accept_loop, name=f"minitf-accept{self.task_name}", daemon=True

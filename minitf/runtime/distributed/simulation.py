@@ -52,6 +52,7 @@ from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.core.watch import describe_wait
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
+from minitf.runtime.distributed.step_ids import REPLAYABLE, StepIds
 from minitf.runtime.distributed.worker import RegisteredGraph
 
 if TYPE_CHECKING:
@@ -843,10 +844,6 @@ class SimulatedMaster:
         self.task_name = f"/job:{job}/replica:0/task:{task}"
         self._plans: dict[tuple, _SimPlan] = {}
         self._segments: dict[str, dict] = {}  # this session's stateful kernels, per task
-        from minitf.runtime.distributed.master import (  # master imports the server
-            REPLAYABLE,
-            StepIds,
-        )
 
         # The ids a real master would give (with a replayable incarnation).
         self._step_ids = StepIds(self.task_name, simulation.sessions, REPLAYABLE)
@@ -892,10 +889,9 @@ class SimulatedMaster:
         return values, None
 
     def _build(self, fetches, targets, feeds) -> _SimPlan:
-        from minitf.runtime.distributed.master import partition_step  # master imports the server
-
-        parts, fetch_from = partition_step(
-            fetches, targets, feeds, self.cluster, self.job, self.task, self._config
+        tasks = {job: self.cluster.num_tasks(job) for job in self.cluster.jobs}
+        parts, fetch_from = partition_lib.partition_step(
+            fetches, targets, feeds, tasks, self.job, self.task, self._config.allow_soft_placement
         )
         plan = _SimPlan(self.task_name)
         feed_index = {t.name: i for i, t in enumerate(feeds)}

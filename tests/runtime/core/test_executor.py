@@ -430,11 +430,11 @@ def test_cluster_step_ids_are_the_task_the_session_and_a_count_not_random(monkey
     # 24 bits of the client task's name and incarnation, 10 of the session's
     # number for that task in this process, 28 counting steps: with one
     # incarnation, the same runs give the same ids.
-    from minitf.runtime.distributed import master
+    from minitf.runtime.distributed import step_ids
 
     monkeypatch.setenv("MINITF_INCARNATION", "lecture")
     task = "/job:worker/replica:0/task:77"
-    first, second = master._step_base(task), master._step_base(task)
+    first, second = step_ids._step_base(task), step_ids._step_base(task)
     expected = (zlib.crc32(f"{task}#lecture".encode()) & 0xFFFFFF) << 38
     assert first == expected
     assert second == expected | 1 << 28
@@ -444,8 +444,8 @@ def test_a_restarted_task_counts_step_ids_no_earlier_process_of_it_used():
     # Without a fixed incarnation each process draws its own, so a task
     # restarted mid-step never reuses the ids its dead process has pending.
     script = (
-        "from minitf.runtime.distributed import master; "
-        "print(master._step_base('/job:worker/task:0'))"
+        "from minitf.runtime.distributed import step_ids; "
+        "print(step_ids._step_base('/job:worker/task:0'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "MINITF_INCARNATION"}
     bases = {

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.runtime.core.pipeline import unread_ops
+from minitf.runtime.core.graph_optimizer import unread_ops
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -18,7 +18,8 @@ import pytest
 import minitf as tf
 from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.distributed import connect
-from minitf.runtime.distributed import server as server_lib
+from minitf.runtime.distributed.peers import Peers
+from minitf.runtime.distributed.runners import Runners
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -109,7 +110,7 @@ def _three_tensors_to_the_worker():
 
 def _spy_on_sends(monkeypatch) -> list:
     sent = []
-    single, batch = server_lib._Peers.send_tensor, server_lib._Peers.send_tensors
+    single, batch = Peers.send_tensor, Peers.send_tensors
 
     def send_tensor(self, task, step_id, key, value):
         sent.append((task, [key]))
@@ -120,8 +121,8 @@ def _spy_on_sends(monkeypatch) -> list:
             sent.append((task, [key for key, _ in items]))
         return batch(self, task, step_id, items)
 
-    monkeypatch.setattr(server_lib._Peers, "send_tensor", send_tensor)
-    monkeypatch.setattr(server_lib._Peers, "send_tensors", send_tensors)
+    monkeypatch.setattr(Peers, "send_tensor", send_tensor)
+    monkeypatch.setattr(Peers, "send_tensors", send_tensors)
     return sent
 
 
@@ -171,7 +172,7 @@ def test_a_batch_that_cannot_be_sent_fails_naming_its_first_send():
 
 
 def test_a_runner_that_finished_runs_the_next_partition():
-    runners = server_lib._Runners("test-runner")
+    runners = Runners("test-runner")
     threads, done = [], [threading.Event(), threading.Event()]
     for event in done:
         runners.start(lambda e=event: (threads.append(threading.current_thread()), e.set()))
@@ -181,7 +182,7 @@ def test_a_runner_that_finished_runs_the_next_partition():
 
 
 def test_runs_that_wait_on_each_other_each_get_a_runner():
-    runners = server_lib._Runners("test-runner")
+    runners = Runners("test-runner")
     first_waits, second_ran, first_done = threading.Event(), threading.Event(), threading.Event()
 
     def first():
@@ -196,7 +197,7 @@ def test_runs_that_wait_on_each_other_each_get_a_runner():
 
 
 def test_an_idle_runner_ends():
-    runners = server_lib._Runners("test-runner")
+    runners = Runners("test-runner")
     runners.IDLE_SECONDS = 0.05
     started, ran = [], threading.Event()
     runners.start(lambda: (started.append(threading.current_thread()), ran.set()))

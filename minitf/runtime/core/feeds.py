@@ -1,0 +1,117 @@
+"""What a session is fed: each key a feedable tensor, each value an array it fits.
+
+`Feeds` turns a ``feed_dict`` into the fed tensors and their values, with
+TF's checks and errors: a key that is no tensor, a value that is a tensor,
+an integer too large for the dtype, a shape the tensor's static shape does
+not allow, a tensor that may not be fed. A fed array reaches the kernels as
+a read-only view: the caller keeps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minitf.framework import ops
+
+
+class Feeds:
+    """The feed checks of one session's graph (the static shapes it has seen are kept).
+
+    Args:
+        graph: The session's graph.
+    """
+
+    def __init__(self, graph: ops.Graph):
+        self._graph = graph
+        self._static_dims: dict[ops.Tensor, tuple | None] = {}
+
+    def process(self, feed_dict) -> tuple[list[ops.Tensor], list[Any]]:
+        if not feed_dict:
+            return [], []
+        tensors, values = [], []
+        seen = set()
+        for key, value in feed_dict.items():
+            tensor = self.tensor(key)
+            converted = self.value(tensor, value, key)
+            if tensor in seen:  # the last value fed to a tensor wins, as in TF
+                values[tensors.index(tensor)] = converted
+                continue
+            seen.add(tensor)
+            tensors.append(tensor)
+            values.append(converted)
+        return tensors, values
+
+    def tensor(self, key) -> ops.Tensor:
+        try:
+            return self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+        except (TypeError, ValueError, KeyError) as e:
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e.args[0]}") from None
+
+    def value(self, tensor: ops.Tensor, value, key=None, np_dtype=None):
+        if np_dtype is None:  # make_callable looks it up once
+            np_dtype = tensor.dtype.base_dtype.as_numpy_dtype
+        if type(value) is np.ndarray and value.dtype == np_dtype:
+            # The common case, kept cheap: an array of the right dtype.
+            return self._checked(tensor, value)
+        if isinstance(value, ops.Tensor) or hasattr(value, "_as_graph_element"):
+            raise TypeError(
+                "The value of a feed cannot be a tf.Tensor object. Acceptable feed values "
+                "include Python scalars, strings, lists, numpy ndarrays, or TensorHandles. For "
+                f"reference, the tensor object was {value} which was passed to the feed with "
+                f"key {key if key is not None else tensor}."
+            )
+        if isinstance(value, int) and not isinstance(value, bool):
+            if np.asarray(value).astype(np_dtype) != value:
+                raise TypeError(
+                    f"Type of feed value {value} with type {type(value)} is not compatible with "
+                    f"Tensor type {np_dtype}. Try explicitly setting the type of the feed tensor "
+                    "to a larger type (e.g. int64)."
+                )
+        try:
+            np_val = np.asarray(value, dtype=np_dtype)
+        except (TypeError, ValueError) as e:
+            raise ValueError(
+                f"Cannot feed value {value!r} for Tensor {tensor.name!r} of dtype "
+                f"{tensor.dtype.base_dtype.name}: {e}"
+            ) from None
+        return self._checked(tensor, np_val)
+
+    def _checked(self, tensor: ops.Tensor, value: np.ndarray) -> np.ndarray:
+        """``value`` as the step sees it, once its shape fits and ``tensor`` may be fed."""
+        if not self._fits_static_shape(tensor, value.shape):
+            raise ValueError(
+                f"Cannot feed value of shape {value.shape!r} for Tensor {tensor.name!r}, "
+                f"which has shape {str(tensor.get_shape())!r}"
+            )
+        if not self._graph.is_feedable(tensor):
+            raise not_feedable(tensor)
+        return read_only_view(value)
+
+    def _fits_static_shape(self, tensor: ops.Tensor, shape: tuple) -> bool:
+        """Whether ``shape`` is compatible with the tensor's static shape (cached)."""
+        if tensor not in self._static_dims:
+            static = tensor.get_shape()
+            self._static_dims[tensor] = None if static.ndims is None else tuple(static.as_list())
+        dims = self._static_dims[tensor]
+        if dims is None or dims == shape:
+            return True
+        return len(dims) == len(shape) and all(d is None or d == s for d, s in zip(dims, shape))
+
+
+def not_feedable(tensor: ops.Tensor) -> ValueError:
+    """TF's error for a feed of a tensor the graph keeps from being fed."""
+    return ValueError(f"Tensor {tensor} may not be fed.")
+
+
+def read_only_view(array: np.ndarray) -> np.ndarray:
+    """A view kernels cannot write to; what is stored or returned from it gets copied.
+
+    Fed arrays are not copied: nothing in a step may change them, and a value
+    that outlives the step (a variable assigned from a feed, a fetch of a fed
+    tensor) is copied at that point because the view is read-only.
+    """
+    view = array.view()
+    view.flags.writeable = False
+    return view
