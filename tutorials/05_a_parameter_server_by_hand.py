@@ -30,7 +30,7 @@ import minitf as tf
 from minitf import notebook, viz
 from minitf.cluster import LocalCluster
 from minitf.runtime.distributed.launcher import free_ports
-from minitf.runtime.distributed.master import partition_step
+from minitf.runtime.distributed.partition import partition_step
 from minitf.viz.timeline import Timeline
 from minitf.viz.timeline_plot import plot_timeline
 
@@ -134,16 +134,16 @@ for op in replicas[1]["graph"].get_operations():
 # ## Which task each op lands on
 #
 # A session on a cluster places every op of a step, then cuts the step into
-# one partition per task. `partition_step` is the function the session
-# calls, so this is exactly what worker 0's session sends to each task for
+# one partition per task. `partition_step` is the function the session's
+# master calls, so this is exactly what worker 0's session sends to each task for
 # one training step (fetch the loss, run `train_op`, feed `x` and `y`).
 
 # %%
 r0 = replicas[0]
 with r0["graph"].as_default():
-    parts, _ = partition_step(
-        [r0["loss"]], [r0["train_op"]], [r0["x"], r0["y"]], spec, "worker", 0, tf.ConfigProto()
-    )
+    tasks = {job: spec.num_tasks(job) for job in spec.jobs}
+    fetches, targets, feeds = [r0["loss"]], [r0["train_op"]], [r0["x"], r0["y"]]
+    parts, _ = partition_step(fetches, targets, feeds, tasks, "worker", 0)
 for task, part in parts.items():
     own = [n.name for n in part.nodes if n.op not in ("_Send", "_Recv")]
     shown = [name for name in own if not name.startswith("gradients/")]
