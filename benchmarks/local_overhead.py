@@ -275,10 +275,10 @@ def mlp_allocations(data, steps: int = 10) -> dict:
     """What a steady minitf MLP step allocates, seen by tracemalloc (see the module docstring).
 
     The blocks still held when the step's last op has run are counted where the
-    executor hands the step's values to the fetches (``fetched``, called with the
-    step's value slots still alive).
+    step object hands its values to the fetches (``execution.fetched``, called
+    with the step's value slots still alive).
     """
-    from minitf.runtime.core import executor
+    from minitf.runtime.core import execution as executor
 
     step, sess = mlp_step(_framework("minitf"), *data)
     for _ in range(20):
