@@ -105,6 +105,10 @@ def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
     return values
 
 
+_NO_INBOX = queue.SimpleQueue()
+"""The inbox of a step with no op that may wait: nothing ever arrives in it."""
+
+
 class StepExecution:
     """The state of one partition of one step, and the two moves that change it.
 
@@ -142,19 +146,18 @@ class StepExecution:
         self.plan = plan
         self.ctx = ctx
         self.steps: tuple[PlanStep, ...] = plan.steps
-        units = plan.units if not by_op else None
-        self.by_op = units is None
-        self.units: tuple[Unit, ...] = plan.op_units if units is None else units
+        self.by_op = by_op = by_op or plan.units is None
+        units, pending, ready = plan.op_start if by_op else plan.unit_start
+        self.units: tuple[Unit, ...] = units
         self.vals = initial_values(plan, feed_values)
-        self.pending = [u.num_predecessors for u in self.units]
-        self.ready: deque[int] = deque(
-            i for i, u in enumerate(self.units) if not u.num_predecessors
-        )
+        self.pending = pending.copy()
+        self.ready: deque[int] = deque(ready)
         self.waiting: set[int] = set()
         self.arrived: deque[int] = deque()
         self.done_ops = 0
         self._results: dict[int, tuple[Any, int]] = {}
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # (index, result, arrival ns)
+        # (index, result, arrival ns); only ops that may wait ever complete later.
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue() if plan.has_async else _NO_INBOX
         self._thread = None
         self._starts: dict[int, tuple[int, int]] = {}
         # Called (from the arriving thread) after a completion arrives: the
@@ -217,7 +220,10 @@ class StepExecution:
             if traced:
                 self._starts[i] = (start, self.ctx.clock.now_ns())
             return
-        walk(unit.entries, unit.walks, self.vals, self.ctx)
+        if unit.walks is None:
+            _walk(unit.entries, self.vals, self.ctx)
+        else:
+            walk(unit.entries, unit.walks, self.vals, self.ctx)
         self._finish(i, unit)
         if traced:
             self.ctx.trace.append(

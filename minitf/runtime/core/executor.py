@@ -17,8 +17,8 @@ Who makes the moves is the only thing that differs: the calling thread
 
 from __future__ import annotations
 
-import collections
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -192,7 +192,7 @@ class Executor:
                 if self._loop is None:
                     self._loop = _Loop(self.task)
         started = _Started(self, self.execution(plan, ctx, feed_values), done)
-        self._loop.take_up(started)
+        self._loop.start(started)
 
     def watch(self, run: _Started) -> None:
         """Watches a started step that waits: its deadline, and its long waits.
@@ -248,41 +248,58 @@ class _Loop:
     completion makes ready behind the node that is running: a worker's
     ``apply_grad`` that lets the chief's ``take_grad`` finish comes back to
     the chief's step only after the worker's step has started its token
-    dequeue, so no other worker can take that worker's token. The thread
-    ends after `IDLE_SECONDS` without work, and a new one starts when work
-    comes.
+    dequeue, so no other worker can take that worker's token.
+
+    One step at a time makes moves here (``_driving``). A new step may make
+    its first moves on the thread that brought its request, when no other
+    step is making moves (`start`): as TF runs the start of a ``RunGraph``
+    on the thread of its RPC. A completion never runs on the thread that
+    made it: it queues its step for the loop's thread. That thread ends
+    after `IDLE_SECONDS` without work, and a new one starts when work comes.
     """
 
     IDLE_SECONDS = 30.0
 
     def __init__(self, task: str):
         self._name = f"minitf-loop {task}".strip()
-        self._cond = threading.Condition(threading.Lock())
-        self._queue: collections.deque[_Started] = collections.deque()
-        self._running = False
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._driving = threading.Lock()
+        self._lock = threading.Lock()
+        self._thread_running = False
+
+    def start(self, run: _Started) -> None:
+        """Makes a new step's first moves here if no step is making moves, else queues it."""
+        if self._driving.acquire(blocking=False):
+            try:
+                run.advance()
+            finally:
+                self._driving.release()
+            return
+        self.take_up(run)
 
     def take_up(self, run: _Started) -> None:
-        """Queues ``run`` to make its moves (from any thread)."""
-        with self._cond:
-            self._queue.append(run)
-            if self._running:
-                self._cond.notify()
+        """Queues ``run`` for the loop's thread to make its moves (from any thread)."""
+        self._queue.put(run)
+        with self._lock:
+            if self._thread_running:
                 return
-            self._running = True
+            self._thread_running = True
         threading.Thread(target=self._serve, name=self._name, daemon=True).start()
 
     def _serve(self) -> None:
-        cond, pending = self._cond, self._queue
+        pending, driving = self._queue, self._driving
         while True:
-            with cond:
-                if not pending:
-                    cond.wait(self.IDLE_SECONDS)
-                    if not pending:
-                        self._running = False
-                        return
-                run = pending.popleft()
             try:
-                run.advance()
+                run = pending.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if pending.empty():
+                        self._thread_running = False
+                        return
+                continue
+            try:
+                with driving:
+                    run.advance()
             except Exception:  # noqa: BLE001 - a step reports its own errors; keep the loop
                 logger.exception("%s: a step failed outside its own error handling", self._name)
             del run  # hold nothing of a finished step while idle

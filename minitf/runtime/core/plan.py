@@ -137,6 +137,16 @@ class Plan:
         return tuple(Unit.of_step(i, s) for i, s in enumerate(self.steps))
 
     @functools.cached_property
+    def op_start(self) -> tuple:
+        """``(units, pending counts, ready units)`` of a step that runs op by op."""
+        return _start_state(self.op_units)
+
+    @functools.cached_property
+    def unit_start(self) -> tuple:
+        """``(units, pending counts, ready units)`` of a step that runs in `units`."""
+        return _start_state(self.units)
+
+    @functools.cached_property
     def initial_slots(self) -> list:
         """The value slots before a run's feeds: None, and the folded constants.
 
@@ -146,6 +156,11 @@ class Plan:
         for slot, value in self.constants:
             slots[slot] = value
         return slots
+
+
+def _start_state(units: tuple) -> tuple:
+    pending = [u.num_predecessors for u in units]
+    return units, pending, tuple(i for i, count in enumerate(pending) if not count)
 
 
 @dataclass(frozen=True)
