@@ -26,6 +26,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from minitf.framework import errors
@@ -142,7 +143,7 @@ class StepExecution:
         "_dead_preds",
     )  # fmt: skip
 
-    def __init__(self, plan: Plan, ctx, feed_values: list[Any], by_op: bool = True):
+    def __init__(self, plan: Plan, ctx: Any, feed_values: list[Any], by_op: bool = True):
         self.plan = plan
         self.ctx = ctx
         self.steps: tuple[PlanStep, ...] = plan.steps
@@ -360,7 +361,7 @@ class StepExecution:
         self.done_ops += len(unit.ops)
 
 
-def start_waiting(step: PlanStep, ctx, done, vals: list) -> None:
+def start_waiting(step: PlanStep, ctx: Any, done: Callable[[Any], None], vals: list) -> None:
     """Starts the op of ``step`` that may wait: its kernel calls ``done`` when it finishes.
 
     The one place an asynchronous kernel is called (`walk` is the one place a
@@ -381,7 +382,7 @@ def start_waiting(step: PlanStep, ctx, done, vals: list) -> None:
         raise as_op_error(exc, step.op) from exc
 
 
-def walk(entries: tuple, walks: Walks | None, vals: list, ctx) -> None:
+def walk(entries: tuple, walks: Walks | None, vals: list, ctx: Any) -> None:
     """Runs straight-walk entries in order, with buffers from ``walks`` when it has some.
 
     From a plan's second run on, one of ``walks`` (`minitf.runtime.speedups.walks.Walks`)

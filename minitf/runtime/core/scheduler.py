@@ -19,6 +19,11 @@ a teacher's keystroke instead.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minitf.runtime.core.execution import StepExecution
+
 RUN = 0
 """A move that runs the ready op ``index``."""
 DELIVER = 1
@@ -34,21 +39,21 @@ class Scheduler:
     observes_ops = False
     """True if every op must go through `next_move` (no straight-line walk)."""
 
-    def started(self, execution) -> None:
+    def started(self, execution: StepExecution) -> None:
         """Called once before the first move of ``execution``.
 
         Args:
             execution: The step's `minitf.runtime.core.execution.StepExecution`.
         """
 
-    def finished(self, execution) -> None:
+    def finished(self, execution: StepExecution) -> None:
         """Called once when ``execution`` is done (or failed).
 
         Args:
             execution: The step's `minitf.runtime.core.execution.StepExecution`.
         """
 
-    def next_move(self, execution) -> Move | None:
+    def next_move(self, execution: StepExecution) -> Move | None:
         """The next move, or None if nothing can move now (the driver then waits).
 
         Args:
@@ -61,7 +66,7 @@ class Scheduler:
 class FifoScheduler(Scheduler):
     """The free-running order: completions as they arrived, then ready ops as they became ready."""
 
-    def next_move(self, execution) -> Move | None:
+    def next_move(self, execution: StepExecution) -> Move | None:
         if execution.arrived:
             return (DELIVER, execution.arrived[0])
         if execution.ready:

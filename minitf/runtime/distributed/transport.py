@@ -348,7 +348,7 @@ class TcpTransport:
         if channel is not None:
             channel.send(("abort", step_id, code, message))
 
-    def request(self, task: str, kind: str, *args, timeout: float = 10.0,
+    def request(self, task: str, kind: str, *args: Any, timeout: float = 10.0,
                 connect_timeout: float | None = None) -> Any:  # fmt: skip
         """A call to an observer's method of ``task`` (``clock``, ``accumulators``, ...).
 
