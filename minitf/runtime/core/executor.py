@@ -1,18 +1,8 @@
 """The executor: runs the steps of one task, every move chosen by its scheduler.
 
-There is one way to run a step. Its partition's `Plan` becomes a
-`StepExecution` (`minitf.runtime.core.execution`): the step's value slots, which
-units are ready, which wait, which completions have arrived. The executor's
-`Scheduler` (`minitf.runtime.core.scheduler`) chooses every move — run this
-ready unit, deliver that completion — until the step is done. Free-running
-steps run in the plan's large units (straight walks with buffers and fused
-chains, and the ops that wait between them); a stepper, a tracer or a
-simulation sees one op per move. Either way, the same object, the same two
-moves, the same scheduler.
-
-Who makes the moves is the only thing that differs: the calling thread
-(`Executor.run`), which waits when the step does, or the task's loop
-(`Executor.start`), for a step that must hold no thread while it waits.
+There is one way to run a step: a `StepExecution` (`minitf.runtime.core.execution`)
+whose moves a `Scheduler` (`minitf.runtime.core.scheduler`) chooses. Who makes
+the moves is the only thing that differs (`Executor`).
 """
 
 from __future__ import annotations

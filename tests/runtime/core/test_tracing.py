@@ -7,6 +7,7 @@ import pytest
 
 import minitf as tf
 from minitf.runtime.core import step_stats
+from minitf.runtime.distributed import server as server_lib
 from minitf.runtime.distributed import worker as worker_lib
 from minitf.viz import Tracer
 from tests.runtime.distributed.test_server import cluster  # noqa: F401 - the fixture
@@ -217,7 +218,13 @@ def test_a_full_recording_counts_what_it_dropped():
     assert not recorders.active
 
 
-def test_a_task_gone_before_the_tracer_stops_is_left_out_with_a_warning(cluster, caplog):  # noqa: F811
+def test_a_task_gone_before_the_tracer_stops_is_left_out_with_a_warning(
+    cluster,  # noqa: F811
+    caplog,
+    monkeypatch,
+):
+    # The worker's server waits for the tracer before it stops; not for long here.
+    monkeypatch.setattr(server_lib, "RECORDING_PATIENCE_SECS", 0.5)
     v, _, total, _, _ = _ps_model()
     with tf.Session(cluster["worker0"].target) as sess:
         sess.run(v.initializer)
