@@ -72,6 +72,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("minitf")
 
 
+LISTEN_PATIENCE_SECS = 5.0
+"""How long a server tries a port in use again before it fails (`Server.start`)."""
+
 RECORDING_PATIENCE_SECS = 10.0
 """How long a task's process waits at exit for a `Tracer` to collect what it recorded."""
 
@@ -203,8 +206,10 @@ class Server:
         """This task's straggler (a `minitf.cluster.delays.Straggler`), or None."""
         return self.worker.straggler
 
-    def _listen(self, patience: float = 5.0) -> WireListener:
+    def _listen(self, patience: float | None = None) -> WireListener:
         """Listens on the task's address; a port in use is tried again for ``patience`` s.
+
+        ``patience`` defaults to `LISTEN_PATIENCE_SECS`.
 
         A task restarted on its old port may find it held a moment longer (a
         connection of the dead process being torn down).
@@ -212,7 +217,7 @@ class Server:
         Raises:
             UnavailableError: naming the task and the address (`_listen_error`).
         """
-        deadline = time.monotonic() + patience
+        deadline = time.monotonic() + (LISTEN_PATIENCE_SECS if patience is None else patience)
         while True:
             try:
                 return WireListener(self._requested_address, cluster_secret())

@@ -13,6 +13,7 @@ import pytest
 
 import minitf as tf
 from minitf.runtime.distributed import partition as partition_lib
+from minitf.runtime.distributed import server as server_lib
 from minitf.runtime.distributed.launcher import free_ports
 
 pytestmark = pytest.mark.timeout(60)
@@ -464,7 +465,9 @@ def test_closing_a_session_cancels_its_blocked_step_on_the_ps(cluster):
         assert other.run(q.dequeue()) == 5.0  # nobody else took it
 
 
-def test_a_port_in_use_says_which_task_wanted_it():
+def test_a_port_in_use_says_which_task_wanted_it(monkeypatch):
+    # A server tries a port in use again for a while; the refusal is the same sooner.
+    monkeypatch.setattr(server_lib, "LISTEN_PATIENCE_SECS", 0.5)
     import socket
 
     taken = socket.create_server(("127.0.0.1", 0))
