@@ -207,9 +207,7 @@ class Server:
         return self.worker.straggler
 
     def _listen(self, patience: float | None = None) -> WireListener:
-        """Listens on the task's address; a port in use is tried again for ``patience`` s.
-
-        ``patience`` defaults to `LISTEN_PATIENCE_SECS`.
+        """Listens on the task's address; a port in use is tried again (`LISTEN_PATIENCE_SECS`).
 
         A task restarted on its old port may find it held a moment longer (a
         connection of the dead process being torn down).
