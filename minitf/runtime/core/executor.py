@@ -308,7 +308,7 @@ class _Started:
         self.execution = execution
         self._done = done
         self._lock = threading.Lock()
-        self._queued = True  # the loop takes it up first
+        self._queued = True  # its first moves are already on their way (`_Loop.start`)
         self._ended = False
         self._expired = False
         self._watched = False

@@ -134,7 +134,7 @@ class Plan:
         What a stepper, a tracer and a plan with ``tf.cond`` run; with the
         speed-ups off (`minitf.runtime.speedups`), what every step runs.
         """
-        return tuple(Unit.of_step(i, s) for i, s in enumerate(self.steps))
+        return tuple(Unit.of_step(s) for s in self.steps)
 
     @functools.cached_property
     def op_start(self) -> tuple:
@@ -198,11 +198,10 @@ class Unit:
         return self.step is not None and self.step.is_async
 
     @staticmethod
-    def of_step(index: int, step: PlanStep) -> Unit:
+    def of_step(step: PlanStep) -> Unit:
         """The unit that runs the plan's step ``step`` alone (a ``NoOp`` runs nothing).
 
         Args:
-            index: The step's index in the plan (unused: units and steps share it).
             step: The step.
         """
         entries = () if step.is_async or step.op.type == "NoOp" else (straight_entry(step),)

@@ -9,6 +9,7 @@ it has counted to ``$MINITF_TEST_COUNTS/<job>-<index>.json`` after each step
 import json
 import os
 import sys
+import threading
 
 from minitf.examples import sync_mlp
 from minitf.runtime.core.scheduler import RUN, FifoScheduler
@@ -24,6 +25,9 @@ class CountingScheduler(FifoScheduler):
     """
 
     def __init__(self):
+        # A task finishes steps on several threads at once (its loop, a
+        # connection's reader, a runner): the counts and their file are shared.
+        self._lock = threading.Lock()
         self.path = None
         self.moved = 0
         self.planned = 0
@@ -34,13 +38,16 @@ class CountingScheduler(FifoScheduler):
     def next_move(self, execution):
         move = super().next_move(execution)
         if move is not None and move[0] == RUN:
-            key = id(execution)
-            self._moved_by_step[key] = self._moved_by_step.get(key, 0) + len(
-                execution.units[move[1]].ops
-            )
+            key, ops = id(execution), len(execution.units[move[1]].ops)
+            with self._lock:
+                self._moved_by_step[key] = self._moved_by_step.get(key, 0) + ops
         return move
 
     def finished(self, execution):
+        with self._lock:
+            self._tally(execution)
+
+    def _tally(self, execution):
         moved = self._moved_by_step.pop(id(execution), 0)
         if execution.finished and execution.done_ops == len(execution.steps):
             self.steps += 1

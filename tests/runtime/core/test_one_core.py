@@ -8,6 +8,7 @@ sizes (``len(plan.steps)``) — how many moves made them is free (one for a
 straight walk, one per op when watched), but no op runs outside a move.
 """
 
+import io
 import json
 import os
 import subprocess
@@ -94,10 +95,11 @@ def test_every_op_of_a_sync_replicas_global_step_on_real_processes_is_a_move(tmp
     args = ["--steps", str(steps), "--optimizer", "sgd", "--num_tokens", "0",
             "--step_timeout", "60", "--report_every", "100"]  # fmt: skip
     env = {"MINITF_TEST_COUNTS": str(tmp_path)}
+    output = io.StringIO()
     with LocalCluster(
-        {"ps": 1, "worker": 2}, script=counted_task.__file__, args=args, env=env, output=None
+        {"ps": 1, "worker": 2}, script=counted_task.__file__, args=args, env=env, output=output
     ) as cluster:
-        assert cluster.wait(90) == 0
+        assert cluster.wait(90) == 0, output.getvalue()[-800:]
     counts = {p.stem: json.loads(p.read_text()) for p in tmp_path.glob("*.json")}
     assert set(counts) == {"ps-0", "worker-0", "worker-1"}
     for task, count in counts.items():
@@ -145,3 +147,28 @@ def test_the_speed_ups_change_no_bit_of_a_training_run():
         assert done.returncode == 0, done.stderr
         out[fast] = done.stdout
     assert out["1"] and out["1"] == out["0"]
+
+
+@pytest.mark.parametrize(
+    ("value", "on"), [("0", False), ("off", False), ("1", True), ("yes", True)]
+)
+def test_minitf_fast_takes_the_usual_words_for_off_and_on(value, on):
+    env = {**os.environ, "MINITF_FAST": value}
+    done = subprocess.run(
+        [sys.executable, "-c", "from minitf.runtime.core import config; print(config.fast())"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(on)
+
+
+def test_a_minitf_fast_value_it_does_not_understand_is_named_in_one_warning_and_stays_on():
+    env = {**os.environ, "MINITF_FAST": "maybe"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from minitf.runtime.core import config; print(config.fast())"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "True"
+    warning = done.stderr.strip()
+    assert "MINITF_FAST='maybe' is not understood: use 0 (off) or 1 (on" in warning
+    assert "Traceback" not in warning and len(warning.splitlines()) == 1
