@@ -180,7 +180,8 @@ class Executor:
         if self._loop is None:
             with _watch_lock:
                 if self._loop is None:
-                    self._loop = _Loop(self.task)
+                    runs_steps = self.scheduler.runs_steps
+                    self._loop = self.scheduler if runs_steps else _Loop(self.task)
         started = _Started(self, self.execution(plan, ctx, feed_values), done)
         self._loop.start(started)
 
@@ -350,6 +351,36 @@ class _Started:
         elif not self._watched:
             self._watched = True
             self._executor.watch(self)
+
+    def make(self, move: tuple[int, int]) -> None:
+        """Makes one move that a scheduler running steps itself chose; ends the step once over.
+
+        Args:
+            move: ``(RUN or DELIVER, unit)`` (`Scheduler.runs_steps`).
+        """
+        try:
+            if move[0] == DELIVER:
+                self.execution.deliver(move[1])
+            else:
+                self.execution.run_op(move[1])
+        except BaseException as exc:  # noqa: BLE001 - the step's error goes to ``done``
+            self._end(None, exc)
+            return
+        self.settle()
+
+    def settle(self) -> None:
+        """Ends the step if nothing is left to run or deliver."""
+        if self.execution.finished:
+            try:
+                values = self.execution.fetches()
+            except BaseException as exc:  # noqa: BLE001 - a fetch of a branch not taken
+                self._end(None, exc)
+                return
+            self._end(values, None)
+
+    def fail(self, error: BaseException) -> None:
+        """Ends the step with ``error``; its waiting ops are cancelled."""
+        self._end(None, error)
 
     def _end(self, values: list | None, error: BaseException | None) -> None:
         with self._lock:

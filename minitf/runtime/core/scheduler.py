@@ -37,7 +37,12 @@ class Scheduler:
     """Chooses the next move of a step's execution."""
 
     observes_ops = False
-    """True if every op must go through `next_move` (no straight-line walk)."""
+    """True if every op must be a move of its own (no straight-line walk)."""
+
+    runs_steps = False
+    """True if the scheduler makes every move of the steps its tasks start, on a loop of
+    its own (a simulated cluster's, on virtual time): it then has a task loop's
+    ``start(run)`` and ``take_up(run)`` (`minitf.runtime.core.executor`)."""
 
     def started(self, execution: StepExecution) -> None:
         """Called once before the first move of ``execution``.

@@ -29,6 +29,7 @@ from minitf.runtime.core.plan import KernelInfo, Plan, bind_kernel
 from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.distributed import simulation
+from minitf.runtime.distributed.in_process import InProcessTransport
 from minitf.runtime.distributed.master import Master
 from minitf.runtime.distributed.stepping import Stepping
 from minitf.runtime.speedups import intra_op
@@ -116,10 +117,10 @@ class BaseSession:
         # and sends them to the tasks, whose servers hold the state.
         # A simulated cluster's target (sim://) runs the steps in this process.
         self._master = None
-        if simulation.is_simulated(self._target):
-            self._master = simulation.SimulatedMaster(self._target, graph, self._config)
-        elif self._target:
-            self._master = Master(self._target, graph, self._config)
+        if self._target:
+            simulated = simulation.is_simulated(self._target)
+            transport = InProcessTransport(self._target) if simulated else None
+            self._master = Master(self._target, graph, self._config, transport)
 
     @property
     def graph(self) -> ops.Graph:

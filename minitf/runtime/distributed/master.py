@@ -36,7 +36,8 @@ from minitf.framework import errors, ops
 from minitf.runtime.core import config, step_stats
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed.connect import error_message
-from minitf.runtime.distributed.step_ids import StepIds, incarnation
+from minitf.runtime.distributed.observers import Observers
+from minitf.runtime.distributed.step_ids import incarnation
 from minitf.runtime.distributed.transport import Call, TcpTransport, rebuild_error, unpack
 
 logger = logging.getLogger("minitf")
@@ -75,22 +76,24 @@ class _StepPlan:
         self.partitions: dict[str, partition_lib.Partition] = {}
 
 
-class Master:
+class Master(Observers):
     """Runs a session's steps on a cluster.
 
     Args:
         target: The session target (a server's ``target``).
         graph: The session's graph.
         config: The session's ``ConfigProto``.
+        transport: How to reach the tasks (default: TCP to the target's server;
+            a simulated cluster's is `minitf.runtime.distributed.in_process`).
 
     Raises:
         UnavailableError: if the target server cannot be reached.
     """
 
-    def __init__(self, target: str, graph: ops.Graph, config):
+    def __init__(self, target: str, graph: ops.Graph, config, transport=None):
         self._graph = graph
         self._config = config
-        self._transport = TcpTransport(target_address(target), target)
+        self._transport = transport or TcpTransport(target_address(target), target)
         self._transport.on_remade(self._forget_plans)
         self.cluster = self._transport.cluster
         self.job, self.task = self._transport.job, self._transport.task
@@ -100,12 +103,8 @@ class Master:
         self._clock_offsets: dict[str, int] = {}
         self._active: set[int] = set()  # steps running now, aborted by close()
         self._active_lock = threading.Lock()
-        self._step_ids = StepIds(self.task_name)
+        self._step_ids = self._transport.step_ids(self.task_name)
         self._closed = False
-
-    def devices(self) -> list[str]:
-        """Every device of the cluster (each task's one CPU)."""
-        return [partition_lib.full_device_of(task) for task in self.tasks()]
 
     def _forget_plans(self) -> None:
         with self._build_lock:
@@ -328,7 +327,7 @@ class Master:
             if not waiting or any(p.event.is_set() for _, p in waiting):
                 continue  # an answer came while the others were read
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not answered.wait(remaining):
+            if not self._transport.wait(answered, remaining):
                 return results, self._deadline_error(waiting)
         return results, None
 
@@ -340,7 +339,7 @@ class Master:
         """
         late = time.monotonic() + _DEADLINE_GRACE
         for task, pending in waiting:
-            if pending.event.wait(max(0.0, late - time.monotonic())):
+            if self._transport.wait(pending.event, max(0.0, late - time.monotonic())):
                 if pending.reply[0] == "error" and pending.reply[2] == errors.DEADLINE_EXCEEDED:
                     error = rebuild_error(*pending.reply[2:5], self._graph)
                     return type(error)(error.node_def, error.op, f"{error.message} (on {task})")
@@ -349,95 +348,6 @@ class Master:
             None, None, f"Timed out waiting for {tasks} (the run's deadline passed)"
         )
 
-    # -- tracing ---------------------------------------------------------------------------
-
-    def clock_offset(self, task: str) -> int:
-        """Microseconds to add to ``task``'s clock to read it on this process's clock.
-
-        Measured once per task, NTP-style: of three round trips, the one with
-        the shortest round trip time gives ``(send + receive) / 2 - task's time``.
-        On one machine it is about zero; across machines it lines traces up.
-
-        Args:
-            task: The task's name.
-        """
-        offset = self._clock_offsets.get(task)
-        if offset is None:
-            best = None
-            for _ in range(3):
-                sent = step_stats.wall_micros()
-                remote = self._transport.request(task, "clock", timeout=10.0)
-                received = step_stats.wall_micros()
-                if best is None or received - sent < best[0]:
-                    best = (received - sent, (sent + received) // 2 - remote)
-            offset = self._clock_offsets[task] = best[1]
-        return offset
-
-    def tasks(self) -> list[str]:
-        """Every task of the cluster (``/job:ps/replica:0/task:0``, ...)."""
-        return [
-            f"/job:{job}/replica:0/task:{i}"
-            for job in self.cluster.jobs
-            for i in self.cluster.task_indices(job)
-        ]
-
-    def accumulators(self, since: dict | None = None, job: str | None = None) -> dict:
-        """Every task's accumulators (only ``job``'s tasks if given), by task name.
-
-        Args:
-            since: ``{task: {shared name: event number}}``: only newer history.
-            job: Only the tasks of this job, or None for all.
-        """
-        since = since or {}
-        return {
-            task: self._transport.request(task, "accumulators", since.get(task), timeout=10.0)
-            for task in self.tasks()
-            if job is None or task.startswith(f"/job:{job}/")
-        }
-
-    def start_recording(self) -> dict[str, int]:
-        """Has every task record every step it runs, whoever runs it; returns the recording ids.
-
-        Each task's clock offset is measured now, while every task is there.
-        """
-        recordings = {}
-        for task in self.tasks():
-            self.clock_offset(task)
-            recordings[task] = self._transport.request(task, "trace_start", timeout=10.0)
-        return recordings
-
-    def stop_recording(self, recordings: dict[str, int]) -> tuple[dict, int]:
-        """Ends the recordings; returns their step stats (this process's clock) and drops.
-
-        A task that has gone since (a worker that finished and exited) took its
-        recording with it: its ops are left out, with a warning, and the other
-        tasks' are returned.
-
-        Args:
-            recordings: What `start_recording` returned: ``{task: recording id}``.
-        """
-        per_task, dropped, gone = {}, 0, []
-        for task, rid in recordings.items():
-            try:
-                nodes, lost = self._transport.request(
-                    task, "trace_stop", rid, timeout=30.0, connect_timeout=2.0
-                )
-            except errors.UnavailableError:
-                gone.append(task)
-                continue
-            per_task[partition_lib.full_device_of(task)] = step_stats.shift(
-                nodes, self.clock_offset(task)
-            )
-            dropped += lost
-        if gone:
-            logger.warning(
-                "The recordings of %s are lost: the tasks are gone. A task waits at exit "
-                "for a Tracer that records it (RECORDING_PATIENCE_SECS); stop the Tracer "
-                "sooner, or before killing its tasks.",
-                ", ".join(gone),
-            )
-        return step_stats.build(per_task), dropped
-
     def _abort(self, step_id, calls, failure: errors.OpError) -> errors.OpError:
         """Aborts the step everywhere, lets the tasks report, returns the root cause."""
         for task, pending in calls:
@@ -445,7 +355,7 @@ class Master:
                 self._transport.abort(task, step_id, failure.error_code, failure.message)
         grace = time.monotonic() + _ABORT_GRACE
         for _, pending in calls:
-            if not pending.event.wait(max(0.0, grace - time.monotonic())):
+            if not self._transport.wait(pending.event, max(0.0, grace - time.monotonic())):
                 continue
             if pending.reply[0] == "error" and failure.error_code in _LOSER_CODES:
                 if pending.reply[2] not in _LOSER_CODES:

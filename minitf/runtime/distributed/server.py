@@ -113,17 +113,6 @@ class Server:
             ``intra_op_parallelism_threads`` is negative.
     """
 
-    def __new__(cls, server_or_cluster_def, job_name=None, task_index=None, *args, **kwargs):
-        # In a simulated cluster's client (a task's script run by SimulatedCluster),
-        # the server is the simulated task's.
-        sim = simulation.current()
-        if sim is not None and cls is Server:
-            role = task_defaults.resolve_role(
-                server_or_cluster_def, job_name, task_index, kwargs.get("protocol")
-            )
-            return simulation.SimulatedServer(sim, *role)
-        return super().__new__(cls)
-
     def __init__(
         self,
         server_or_cluster_def: ClusterSpec | dict,
@@ -142,11 +131,17 @@ class Server:
         self._job = job_name
         self._task = int(task_index)
         self._config = config
+        self._cluster = cluster
+        # In a simulated cluster's client the task is the simulation's worker, which
+        # the in-process transport reaches (`minitf.runtime.distributed.in_process`).
+        self._simulation = simulation.current()
+        if self._simulation is not None:
+            self.worker = self._simulation.serve(cluster, job_name, self._task)
+            return
         # The matrix products' threads: the machine's cores shared among its tasks.
         intra_op.configure(config, cluster, job_name, self._task)
         address = cluster.task_address(job_name, self._task)
         self._requested_address = parse_address(address)
-        self._cluster = cluster
         task_name = f"/job:{job_name}/replica:0/task:{self._task}"
         if straggler is None and task_defaults.TaskDefaults.straggler is not None:
             straggler = task_defaults.TaskDefaults.straggler(job_name, self._task)
@@ -173,6 +168,8 @@ class Server:
     @property
     def target(self) -> str:
         """The session target of this server: ``"grpc://host:port"`` (``tf.Session(target)``)."""
+        if self._simulation is not None:
+            return self._simulation.target(self._job, self._task)
         host, port = self._address()
         return f"grpc://{host}:{port}"
 
@@ -241,6 +238,8 @@ class Server:
 
     def start(self) -> None:
         """Starts listening on this task's address (idempotent)."""
+        if self._simulation is not None:
+            return  # nothing to listen on: the simulation holds the task
         # A task runs steps all its life: its freed memory is kept for the next step.
         allocator.keep_freed_memory()
         with self._lock:
@@ -290,6 +289,8 @@ class Server:
 
     def join(self) -> None:
         """Blocks until the server stops (a ps task's main thread waits here)."""
+        if self._simulation is not None:
+            return self._simulation.join_server()  # until every other client has ended
         self._stopped.wait()
 
     def stop(self) -> None:
@@ -299,6 +300,8 @@ class Server:
         recorded (`wait_for_recordings`): a worker script that stops its server
         when training ends must not take its recorded ops with it.
         """
+        if self._simulation is not None:
+            return
         if not self._stopped.is_set():
             self.wait_for_recordings()
         with self._lock:

@@ -1,15 +1,17 @@
-"""Every task of a cluster in one process, on a virtual clock, one move at a time.
+"""A virtual-time scheduler for a whole cluster in one process: `Simulation`.
 
-A `Simulation` holds each task's state (its `ResourceMgr` and `Rendezvous`,
-as a real task's `minitf.runtime.distributed.worker.Worker` does) and runs every
-partition of every step itself, as a `minitf.runtime.core.execution.StepExecution`
-it advances move by move. Nothing runs on its own:
+A simulated cluster runs the same code as a real one. Every task is a
+`minitf.runtime.distributed.worker.Worker`; every session's steps go through
+the same `minitf.runtime.distributed.master.Master`, which reaches the tasks
+through the in-process transport (`minitf.runtime.distributed.in_process`)
+instead of TCP. What differs is who makes the moves and what time it is:
+each task's executor hands the steps it starts to this scheduler, which makes
+every move of every task itself, one at a time, on a virtual clock.
 
 * **Clients** are threads (a worker's training loop, the chief's queue
-  runner). A client runs Python until its session's ``run`` hands the step
-  to the simulation; then it parks until the step is done. The simulation
-  makes a move only while every client is parked, so where a client is in
-  its own code never decides anything.
+  runner). A client runs Python until its master waits for the tasks; then
+  it parks. The simulation makes a move only while every client is parked,
+  so where a client is in its own code never decides anything.
 * **Moves** are the executions' two moves (run a ready op, deliver an
   arrived completion). The next move is the one that can start earliest on
   the virtual clock; ties go by task, then by the step's client and number,
@@ -18,7 +20,8 @@ it advances move by move. Nothing runs on its own:
 * **Time** is virtual. A task runs one op at a time; an op takes
   ``op_cost(op)`` seconds (zero by default). A worker's partition that
   computes gradients starts after a delay drawn from its delay model
-  (`minitf.cluster.delays`), seeded per worker. Nothing sleeps.
+  (`minitf.cluster.delays`), seeded per worker. Nothing sleeps, and a step
+  has no deadline.
 * **Tensors** between tasks are copied, as the wire copies them, and
   arrive when the op that sent them ends.
 
@@ -26,8 +29,9 @@ When every client is parked and no move is possible, the cluster is
 deadlocked: each step still running fails with ``DeadlineExceededError``
 naming what its ops wait for, where a real cluster would wait for ever.
 
-Sessions reach a simulation through targets ``sim://<id>/<job>/<index>``
-(`SimulatedMaster`). `minitf.cluster.SimulatedCluster` is the user's API.
+Sessions reach a simulation through targets ``sim://<id>/<job>/<index>``;
+``tf.train.Server`` in a client is the simulated task's.
+`minitf.cluster.SimulatedCluster` is the user's API.
 """
 
 from __future__ import annotations
@@ -44,19 +48,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors, ops
-from minitf.runtime.core.execution import StepExecution
-from minitf.runtime.core.rendezvous import Rendezvous
-from minitf.runtime.core.resource_mgr import ResourceMgr
-from minitf.runtime.core.scheduler import DELIVER, RUN
-from minitf.runtime.core.step_context import StepContext
+from minitf.runtime.core.scheduler import DELIVER, RUN, Scheduler
 from minitf.runtime.core.watch import describe_wait
 from minitf.runtime.distributed import partition as partition_lib
-from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
-from minitf.runtime.distributed.step_ids import REPLAYABLE, StepIds
-from minitf.runtime.distributed.worker import RegisteredGraph
+from minitf.runtime.distributed.cluster_spec import ClusterSpec
+from minitf.runtime.distributed.connect import error_message
+from minitf.runtime.distributed.worker import Worker
 
 if TYPE_CHECKING:
-    from minitf.runtime.core.config import ConfigProto
+    from minitf.runtime.core.executor import _Started
+    from minitf.runtime.distributed.transport import Call
 
 DelayModel = Callable[[np.random.Generator], float]
 """A worker's delay model: draws virtual seconds from a random generator."""
@@ -102,22 +103,6 @@ class VirtualClock:
         return None if deadline is None else max(0.0, deadline - self.seconds)
 
 
-class _Task:
-    """One task's state: what a `Worker` keeps, without threads."""
-
-    def __init__(self, name: str, order: int, simulation: Simulation):
-        self.name = name
-        self.order = order
-        self.resource_mgr = ResourceMgr()
-        self.rendezvous = Rendezvous()
-        self.busy_until = 0.0
-        self._simulation = simulation
-
-    def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
-        """A ``_Send``'s tensor reaches ``task`` now, copied as the wire copies it."""
-        self._simulation.task(task).rendezvous.send(step_id, key, _copied(value))
-
-
 class _Client:
     """A thread that runs steps: its name, and where it is on the virtual clock."""
 
@@ -128,27 +113,49 @@ class _Client:
         self.steps = itertools.count(1)
         self.alive = True
         self.woken = False
+        self.open: _Step | None = None  # the step it runs now
         self.wake = threading.Condition(lock)  # notified when it may run again
 
 
 class _Part:
-    """One partition of a running step: its execution and when each op may start."""
+    """One task's part of a running step: the run its executor started, and when each op may start.
 
-    def __init__(self, step, task: _Task, execution: StepExecution, start: float, dirty: list):
+    Args:
+        step: The `_Step`.
+        task: The task's name.
+        call: The master's call, finished when the part ends.
+        loss: Which of the part's fetches is the loss, or None.
+        computes_gradients: Whether a worker's delay comes before it.
+    """
+
+    def __init__(self, step, task: str, call: Call, loss: int | None, computes_gradients: bool):
         self.step = step
         self.task = task
-        self.execution = execution
-        self.start = start
+        self.call = call
+        self.loss = loss
+        self.computes_gradients = computes_gradients
+        self.run: _Started | None = None  # set when the task's executor starts it
+        self.execution = None
+        self.start = 0.0
         self.ready_at: dict[int, float] = {}
         self.pushed: set[int] = set()  # ops put in the simulation's heap to run
         self.dirty = False
         self.delay = 0.0  # the worker's delay before this part (computing its gradients)
         self.epoch = 0  # heap entries of an older epoch are void (the part was cancelled)
+        self.ended = False
+        self.error: BaseException | None = None
+        self._dirty: list | None = None
+
+    def attach(self, run: _Started, start: float, dirty: list) -> None:
+        """The executor started the part: its moves are the simulation's from ``start`` on."""
+        self.run = run
+        self.execution = run.execution
+        self.start = start
         self._dirty = dirty
-        execution.on_arrival = self._arrived
+        self.execution.on_arrival = self._arrived
 
     def _arrived(self) -> None:
-        # A completion reached this step (it is taken in after the move that made it).
+        # A completion reached this part (it is taken in after the move that made it).
         if not self.dirty:
             self.dirty = True
             self._dirty.append(self)
@@ -156,32 +163,37 @@ class _Part:
     def available(self, i: int) -> float:
         return self.ready_at.get(i, self.start)
 
-    def ended(self, i: int, time: float) -> None:
+    def ended_op(self, i: int, time: float) -> None:
         for j in self.execution.steps[i].successors:
             if self.ready_at.get(j, self.start) < time:
                 self.ready_at[j] = time
 
 
 class _Step:
-    """A client's run: its partitions, and its values or error once it ends."""
+    """A client's run of one step: its parts on the tasks, until every one has ended."""
 
-    def __init__(self, client: _Client, number: int, step_id: int, fetch_from, feed_values):
+    def __init__(self, client: _Client, number: int, step_id: int, task: str):
         self.client = client
         self.key = (client.index, number)
         self.step_id = step_id
+        self.task = task  # the client's task (its master's)
         self.parts: list[_Part] = []
-        self.fetch_from = fetch_from
-        self.feed_values = feed_values
-        self.values: list | None = None
-        self.error: errors.OpError | None = None
+        self.outstanding = 0  # parts not ended
+        self.sealed = False  # the client waits: it starts no more parts of this step
+        self.failed = False
+        self.loss: float | None = None
         self.done = False
         self.end = 0.0
         self.cancels = False  # it took from an accumulator whose takes cancel in-flight work
         self.cancelled = False  # its worker's computation was cancelled
 
 
-class Simulation:
-    """A cluster's tasks in this process, advanced one move at a time on a virtual clock.
+class Simulation(Scheduler):
+    """A cluster's tasks in this process, every move of every step made here on a virtual clock.
+
+    It is the scheduler of every simulated task (`Scheduler.runs_steps`):
+    their executors hand it the steps they start, and its loop
+    (`run_until_clients_end`) makes their moves.
 
     Args:
         tasks: ``{"ps": 2, "worker": 100}``.
@@ -199,6 +211,9 @@ class Simulation:
         ValueError: if a job has no tasks, or not a whole number of them.
         TypeError: if ``worker_delay`` or ``op_cost`` is none of the above.
     """
+
+    observes_ops = True
+    runs_steps = True
 
     def __init__(
         self,
@@ -224,8 +239,13 @@ class Simulation:
             for job in sorted(self.cluster_spec.jobs)
             for i in self.cluster_spec.task_indices(job)
         ]
-        self._tasks = {name: _Task(name, order, self) for order, name in enumerate(names)}
         self.clock = VirtualClock()
+        self._workers: dict[str, Worker] = {}
+        for name in names:
+            worker = self._workers[name] = Worker(name, scheduler=self, clock=self.clock)
+            worker.transport = self  # its _Send ops call send_tensor
+        self._order = {name: order for order, name in enumerate(names)}
+        self._busy_until = dict.fromkeys(names, 0.0)
         self.seed = seed
         self._delays = _delay_models(worker_delay)
         self._rngs: dict[int, np.random.Generator] = {}
@@ -241,6 +261,7 @@ class Simulation:
         self._joining: set[_Client] = set()  # in a server's join()
         self._new: list[_Step] = []
         self._steps: set[_Step] = set()
+        self._starting: _Part | None = None  # the part a task's executor is starting
         self._heap: list[tuple] = []  # candidate moves (see _next_move)
         self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
@@ -252,11 +273,11 @@ class Simulation:
         self._events: list[tuple] = []
         self.failure: BaseException | None = None
         # Per task: virtual seconds spent running ops, and waiting out delays.
-        self.busy: dict[str, float] = dict.fromkeys(self._tasks, 0.0)
-        self.delayed: dict[str, float] = dict.fromkeys(self._tasks, 0.0)
+        self.busy: dict[str, float] = dict.fromkeys(names, 0.0)
+        self.delayed: dict[str, float] = dict.fromkeys(names, 0.0)
         # Each accumulator's history: (entry, virtual time, made by a cancelled step).
         self.accumulator_events: dict[tuple[str, str], list[tuple[tuple, float, bool]]] = {}
-        # Every fetch of a loss: (virtual time, task, value); see SimulatedMaster.
+        # Every fetch of a loss: (virtual time, task, value); see `loss_names`.
         self.losses: list[tuple[float, str, float]] = []
         self.loss_names: set[str] = {"loss"}
         self._accumulator_seen: dict[tuple[str, str], int] = {}
@@ -265,7 +286,7 @@ class Simulation:
         self.completed: list[tuple[str, int, int]] = []
         _simulations[self.id] = self
 
-    # -- what clients see ------------------------------------------------------------------
+    # -- the tasks -------------------------------------------------------------------------
 
     def target(self, job: str, index: int = 0) -> str:
         """The session target of one task.
@@ -277,17 +298,42 @@ class Simulation:
         self.cluster_spec.task_address(job, index)  # raises for a task not in the cluster
         return f"{SCHEME}{self.id}/{job}/{index}"
 
-    def task(self, name: str) -> _Task:
-        """A task's state by name (``/job:ps/replica:0/task:0``).
+    def worker(self, name: str) -> Worker:
+        """A task's `Worker` by name (``/job:ps/replica:0/task:0``).
 
         Args:
             name: The task's name.
         """
-        return self._tasks[name]
+        return self._workers[name]
 
     def tasks(self) -> list[str]:
         """Every task's name, in the order ties go."""
-        return list(self._tasks)
+        return list(self._workers)
+
+    def serve(self, cluster: ClusterSpec, job: str, task: int) -> Worker:
+        """The `Worker` that a client's ``tf.train.Server`` is: the simulated task's.
+
+        Args:
+            cluster: The cluster the script gave ``tf.train.Server``.
+            job: The task's job.
+            task: The task's index.
+
+        Raises:
+            ValueError: if the cluster is not the simulation's.
+        """
+        if cluster.as_dict() != self.cluster_spec.as_dict():
+            raise ValueError(
+                f"tf.train.Server's cluster {cluster.as_dict()} is not the simulated cluster's "
+                f"{self.cluster_spec.as_dict()}: build it from the --*_hosts flags "
+                "(or TF_CONFIG) the simulated cluster gives each task"
+            )
+        return self._workers[f"/job:{job}/replica:0/task:{task}"]
+
+    def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
+        """A ``_Send``'s tensor reaches ``task`` now, copied as the wire copies it."""
+        self._workers[task].deliver_tensor(step_id, key, _copied(value))
+
+    # -- the clients -----------------------------------------------------------------------
 
     def client(self, name: str, target: Callable[[], Any]) -> threading.Thread:
         """A thread that runs ``target`` as a client of this simulation (not started).
@@ -343,10 +389,11 @@ class Simulation:
                 self._cond.notify_all()
 
     def park_until(self, ready: Callable[[], bool]) -> bool:
-        """Parks the calling client until ``ready()`` holds (a coordinator's stop, say).
+        """Parks the calling client until ``ready()`` holds (a step's end, a coordinator's stop).
 
         ``ready`` is checked only when every client is parked, so when the
-        client wakes does not depend on thread timing.
+        client wakes does not depend on thread timing. The step the client
+        started is complete: it starts no more parts.
 
         Args:
             ready: A condition, checked under the simulation's lock.
@@ -357,6 +404,11 @@ class Simulation:
         """
         client = self._caller()
         with self._cond:
+            step = client.open
+            if step is not None and not step.sealed:
+                step.sealed = True
+                if step.outstanding == 0:
+                    self._step_done(step)
             if ready():
                 return True
             self._outside[client] = ready
@@ -365,6 +417,24 @@ class Simulation:
             while client in self._outside:
                 client.wake.wait()
             return client.woken
+
+    def wait_for(self, event: threading.Event) -> bool:
+        """Parks the calling client until ``event`` is set and its step has ended or failed.
+
+        What a master waits for (`minitf.runtime.distributed.in_process.InProcessTransport.wait`):
+        the client wakes once per step, not once per part.
+
+        Args:
+            event: The event a call's reply sets.
+
+        Returns:
+            True once it holds; False if the cluster deadlocked first.
+        """
+        client = self._caller()
+        step = client.open
+        return self.park_until(
+            lambda: event.is_set() and (step is None or step.done or step.failed)
+        )
 
     def join_server(self) -> None:
         """A task's ``server.join()``: parked until every client that is not joining has ended."""
@@ -395,6 +465,15 @@ class Simulation:
             )
         return client
 
+    def _wake(self, client: _Client) -> None:
+        """Wakes a parked client if what it waits for holds (every client is parked now)."""
+        ready = self._outside.get(client)
+        if ready is not None and ready():
+            del self._outside[client]
+            client.woken = True
+            self._running.add(client)
+            client.wake.notify()
+
     def _wake_outside(self, all_of_them: bool = False) -> bool:
         """Wakes the clients parked outside whose condition holds (or all); True if any woke."""
         woke = False
@@ -408,62 +487,121 @@ class Simulation:
                 woke = True
         return woke
 
-    def submit(self, step_plan: _SimPlan, feed_values: list, step_id: int | None = None) -> list:
-        """Runs one step for the calling client; returns its fetched values.
+    # -- steps, as the in-process transport starts and aborts them -------------------------
+
+    def start_run(
+        self, task: str, handle: int, step_id: int, feed_values: list, call: Call,
+        client_task: str, loss: int | None, computes_gradients: bool,
+    ) -> None:  # fmt: skip
+        """Starts one task's part of the calling client's step; ``call`` finishes when it ends.
 
         Args:
-            step_plan: The run signature's plan (a `SimulatedMaster`'s).
-            feed_values: The fed values, in the plan's order.
-            step_id: The step's id (default: one from the client and a count);
-                a `SimulatedMaster` gives the id a real master would, so a
-                recorded schedule replays on real tasks (`schedule`).
+            task: The task.
+            handle: The partition's handle on that task.
+            step_id: The step's id (the master's: a recorded schedule replays on real tasks).
+            feed_values: The values its partition reads.
+            call: The master's call for this part.
+            client_task: The client's task (whose losses the simulation notes).
+            loss: Which of the part's fetches is the loss, or None.
+            computes_gradients: Whether the part computes gradients (a worker's delay comes first).
 
         Raises:
-            OpError: the step's error.
             RuntimeError: if the calling thread is not a client of this simulation.
         """
         client = self._caller()
         with self._cond:
-            number = next(client.steps)
-            if step_id is None:
-                step_id = client.index << 32 | number
-            step = _Step(client, number, step_id, step_plan.fetch_from, feed_values)
-            for task_name, registered, feed_index in step_plan.parts:
-                task = self.task(task_name)
-                ctx = StepContext(
-                    task.resource_mgr,
-                    None,
-                    step.step_id,
-                    rendezvous=task.rendezvous,
-                    transport=task,
-                    client=step_plan.client,
-                    clock=self.clock,
+            step = client.open
+            if step is None or step.step_id != step_id or step.sealed:
+                step = client.open = _Step(client, next(client.steps), step_id, client_task)
+                self._new.append(step)
+            part = _Part(step, task, call, loss, computes_gradients)
+            step.parts.append(part)
+            step.outstanding += 1
+            self._starting = part
+            try:
+                started = self._workers[task].start_graph(
+                    handle, step_id, feed_values, 0, lambda v, e: self._part_done(part, v, e)
                 )
-                execution = StepExecution(
-                    registered.plan, ctx, [feed_values[i] for i in feed_index]
+            finally:
+                self._starting = None
+            if not started:  # a handle the task does not know
+                self._part_done(
+                    part, None, errors.AbortedError(None, None, f"{task} lost graph {handle}")
                 )
-                delay = self._delay(task_name, registered)
-                part = _Part(step, task, execution, client.time + delay, self._dirty)
-                part.delay = delay
-                step.parts.append(part)
-            self._new.append(step)
-            self._running.discard(client)
-            self._cond.notify()
-            while not step.done:
-                client.wake.wait()
-        if step.error is not None:
-            raise step.error
-        return step.values
+            if part.ended:  # aborted before it began, or nothing to run
+                self._part_ended(part, client.time)
 
-    def note_loss(self, task: str, value: Any) -> None:
-        """Records a loss a client fetched, at its client's virtual time.
+    def start(self, run: _Started) -> None:
+        """A task's executor started a step (`Executor.start`): its moves are made here.
 
         Args:
-            task: The client's task.
-            value: The fetched value; only a scalar is recorded.
+            run: The started step.
         """
-        if np.ndim(value) == 0:
-            self.losses.append((self._caller().time, task, float(value)))
+        part = self._starting
+        part.delay = delay = self._delay(part.task, part.computes_gradients)
+        part.attach(run, part.step.client.time + delay, self._dirty)
+        if run.execution.finished:
+            run.settle()
+
+    def take_up(self, run: _Started) -> None:
+        """Never called: a simulated part hears of its completions itself (`_Part`)."""
+        raise AssertionError("a simulated step's completions reach its part")
+
+    def abort(self, task: str, step_id: int, error: errors.OpError) -> None:
+        """Aborts a step's part on ``task`` (the master's abort): it ends now, with ``error``.
+
+        Args:
+            task: The task.
+            step_id: The step.
+            error: The error its waiting ops fail with.
+        """
+        with self._cond:
+            self._workers[task].abort_step(step_id, error)
+            for step in list(self._steps) + self._new:
+                if step.step_id == step_id:
+                    for part in step.parts:
+                        if part.task == task and not part.ended and part.run is not None:
+                            part.run.fail(error)
+                            self._part_ended(part, step.client.time)
+
+    def _part_done(self, part: _Part, values: list | None, error: BaseException | None) -> None:
+        """A task ended its part (its executor's ``done``): the master's call finishes."""
+        part.ended = True
+        part.error = error
+        if error is not None:
+            reply = ("error", 0, *error_message(error))
+        else:
+            if part.loss is not None and part.step.loss is None and np.ndim(values[part.loss]) == 0:
+                part.step.loss = float(values[part.loss])
+            reply = ("ok", 0, [_copied(v) for v in values], [])  # no op stats: see `events`
+        part.call.finish(reply)
+
+    def _part_ended(self, part: _Part, time: float) -> None:
+        """Counts an ended part of its step at virtual ``time``; the last one ends the step."""
+        step = part.step
+        step.outstanding -= 1
+        step.end = max(step.end, time)
+        if part.error is not None and not step.failed:
+            step.failed = True
+            self._wake(step.client)  # its master aborts the other parts
+        if step.outstanding == 0 and step.sealed:
+            self._step_done(step)
+
+    def _step_done(self, step: _Step) -> None:
+        if step.done:
+            return
+        step.done = True
+        self._steps.discard(step)
+        client = step.client
+        client.time = max(client.time, step.end)
+        if not step.failed:
+            planned = sum(len(p.execution.steps) for p in step.parts if p.execution is not None)
+            self.completed.append((client.name, step.key[1], planned))
+            if step.loss is not None:
+                self.losses.append((client.time, step.task, step.loss))
+            if step.cancels:
+                self._cancel_in_flight(step.end)
+        self._wake(client)
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -475,18 +613,17 @@ class Simulation:
                 while self._running:
                     self._cond.wait()
                 # What parked clients wait for (a stop, a thread's end) changes
-                # only while clients run, never during moves.
+                # only while clients run, or when a step ends (`_step_done`).
                 if clients_ran and self._outside and self._wake_outside():
                     continue
                 if self._new:
                     for step in sorted(self._new, key=lambda s: s.key):
-                        self._steps.add(step)
-                        if _finished(step):
-                            # Nothing to run (folded away).
-                            self._end(step, step.client.time, None)
+                        if step.done:
                             continue
+                        self._steps.add(step)
                         for part in step.parts:
-                            self._offer(part, part.start)
+                            if not part.ended:
+                                self._offer(part, part.start)
                     self._new.clear()
                 self._absorb(self.clock.seconds)
                 move = self._next_move()
@@ -511,19 +648,19 @@ class Simulation:
         popped one whose task is busy later than that goes back with its
         real start, so the first one that pops unchanged is the earliest.
         """
-        heap = self._heap
+        heap, busy_until = self._heap, self._busy_until
         while heap:
             entry = heapq.heappop(heap)
             time, order, key, kind, i, _, part, epoch = entry
-            if part.step.done or epoch != part.epoch:
+            if part.ended or epoch != part.epoch:
                 continue
             if kind == 0 and i not in part.execution.arrived:
                 continue
-            start = max(time, part.task.busy_until)
+            start = max(time, busy_until[part.task])
             if start > time:
                 heapq.heappush(heap, (start, order, key, kind, i, next(self._seq), part, epoch))
                 continue
-            return part.step, part, "deliver" if kind == 0 else "run", i, start
+            return part, kind == 1, i, start
         return None
 
     def _offer(self, part: _Part, time: float, moved: int | None = None) -> None:
@@ -532,7 +669,7 @@ class Simulation:
         Args:
             moved: The op that just ran or was delivered, if the part moved.
         """
-        execution, key, order = part.execution, part.step.key, part.task.order
+        execution, key, order = part.execution, part.step.key, self._order[part.task]
         heap = self._heap
         if part.dirty:
             part.dirty = False
@@ -545,7 +682,7 @@ class Simulation:
                 if op.type in _OFFERED_OPS:
                     # On a held real task this attempt is first offered to its
                     # step, which runs it as a move of its own (ops.data_flow.blocking).
-                    where = (len(self._moves), part.task.name, part.step.step_id, op.name)
+                    where = (len(self._moves), part.task, part.step.step_id, op.name)
                     self._offered.append(where)
                 when = max(part.ready_at.get(i, part.start), time)
                 part.ready_at[i] = when
@@ -572,48 +709,45 @@ class Simulation:
             dirty = list(self._dirty)
             self._dirty.clear()  # the parts hold this list: empty it, never replace it
             for part in dirty:
-                if not part.step.done:
+                if not part.ended:
                     self._offer(part, time)
 
-    def _make(self, step: _Step, part: _Part, kind: str, i: int, start: float) -> None:
+    def _make(self, part: _Part, running: bool, i: int, start: float) -> None:
+        """Makes one move of a part, through its task's executor (`_Started.make`)."""
         execution = part.execution
         plan_step = execution.steps[i]
         clock = self.clock
         if clock.seconds < start:
             clock.seconds = start
-        running = kind == "run"
         end = start + self._cost(plan_step.op) if running and self._cost is not None else start
-        task = part.task
+        task, step = part.task, part.step
         # Not the step itself: a finished step's values must not outlive it.
-        self._moves.append(
-            (start, task, step.client, step.key[1], step.step_id, running, plan_step)
-        )
-        try:
-            if running:
-                execution.run_op(i)
-            else:
-                execution.deliver(i)
-        except errors.OpError as exc:
-            self._end(step, end, exc)
+        move = (start, task, step.client, step.key[1], step.step_id, running, plan_step)
+        self._moves.append(move)
+        taking = not running and plan_step.op.type in _TAKE_OPS
+        taken = execution.vals[plan_step.in_slots[0]] if taking else None  # the accumulator
+        part.run.make((RUN if running else DELIVER, i))
+        if part.error is not None:
+            self._part_ended(part, end)
             return
         if end > start:
-            task.busy_until = end
-            self.busy[task.name] += end - start
+            self._busy_until[task] = end
+            self.busy[task] += end - start
             clock.seconds = end
         if plan_step.op.type in _ACCUMULATOR_OPS:
             self._note_accumulators(task, end, step.cancelled)
-            if not running and "TakeGradient" in plan_step.op.type:
-                taken = execution.vals[plan_step.in_slots[0]]
+            if taking:
                 step.cancels = step.cancels or getattr(taken, "cancels_in_flight", False)
-        if running and i in execution.waiting:
-            part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
+        if part.ended:
+            self._part_ended(part, end)
         else:
-            part.ended(i, end)
-        self._offer(part, end, i)
+            if running and i in execution.waiting:
+                part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
+            else:
+                part.ended_op(i, end)
+            self._offer(part, end, i)
         if self._dirty:
             self._absorb(end)  # completions this move made arrive when it ends
-        if not (execution.ready or execution.waiting) and _finished(step):
-            self._end(step, end, None)
 
     def _make_isolated(self) -> None:
         """Runs the isolated ops the last move made ready, and those they make ready, now.
@@ -627,8 +761,8 @@ class Simulation:
         now = self._now
         while now:
             part, i, epoch = now.popleft()
-            if not part.step.done and epoch == part.epoch:
-                self._make(part.step, part, "run", i, part.available(i))
+            if not part.ended and epoch == part.epoch:
+                self._make(part, True, i, part.available(i))
 
     @property
     def move_count(self) -> int:
@@ -644,8 +778,8 @@ class Simulation:
         moves, made = self._moves, self._events
         for start, task, client, number, _, running, plan_step in moves[len(made) :]:
             made.append(
-                (start, task.name, client.name, number,
-                 "run" if running else "deliver", plan_step.op.name)
+                (start, task, client.name, number, "run" if running else "deliver",
+                 plan_step.op.name)
             )  # fmt: skip
         return made
 
@@ -660,7 +794,7 @@ class Simulation:
         offered = iter(self._offered)
         offer = next(offered, None)
         for made, (_, task, _, _, step_id, running, plan_step) in enumerate(self._moves, 1):
-            moves.setdefault(task.name, []).append(
+            moves.setdefault(task, []).append(
                 (step_id, RUN if running else DELIVER, plan_step.op.name)
             )
             # A dequeue or take_grad that this move let finish ran here, at
@@ -672,49 +806,22 @@ class Simulation:
                 offer = next(offered, None)
         return moves
 
-    def _note_accumulators(self, task: _Task, time: float, cancelled: bool) -> None:
+    def _note_accumulators(self, task: str, time: float, cancelled: bool) -> None:
         """Timestamps what the task's accumulators have recorded since the last look.
 
         Args:
             cancelled: Whether the move was made by a step whose computation was cancelled.
         """
-        for _, name, resource in task.resource_mgr.items():
+        for _, name, resource in self._workers[task].resource_mgr.items():
             history = getattr(resource, "history", None)
             if history is None:
                 continue
-            key = (task.name, name)
+            key = (task, name)
             new = resource.events - self._accumulator_seen.get(key, 0)
             if new > 0:
                 timed = self.accumulator_events.setdefault(key, [])
                 timed.extend((event, time, cancelled) for event in list(history)[-new:])
                 self._accumulator_seen[key] = resource.events
-
-    def _end(self, step: _Step, time: float, error: errors.OpError | None) -> None:
-        if error is None:
-            planned = sum(len(p.execution.steps) for p in step.parts)
-            self.completed.append((step.client.name, step.key[1], planned))
-            finished = {p.task.name: p.execution for p in step.parts}
-            results = {name: execution.fetches() for name, execution in finished.items()}
-            step.values = [
-                _copied(step.feed_values[index] if task is None else results[task][index])
-                for task, index in step.fetch_from
-            ]
-        else:
-            step.error = error
-            for part in step.parts:
-                part.task.rendezvous.abort(step.step_id, error)
-                part.execution.ctx.cancellation.start_cancel()
-        for part in step.parts:
-            part.task.rendezvous.cleanup(step.step_id)
-        self._steps.discard(step)
-        if step.cancels and error is None:
-            self._cancel_in_flight(time)
-        step.done = True
-        step.end = time
-        client = step.client
-        client.time = max(client.time, time)
-        self._running.add(client)  # it runs again until it parks or ends
-        client.wake.notify()
 
     def _cancel_in_flight(self, time: float) -> None:
         """An update was made: every worker still computing gradients stops now.
@@ -726,15 +833,15 @@ class Simulation:
         """
         for step in sorted(self._steps, key=lambda s: s.key):
             for part in step.parts:
-                if part.delay <= 0 or part.start <= time:
+                if part.ended or part.delay <= 0 or part.start <= time:
                     continue
-                self.delayed[part.task.name] -= part.start - time
-                self.cancelled.append((time, part.task.name))
+                self.delayed[part.task] -= part.start - time
+                self.cancelled.append((time, part.task))
                 step.cancelled = True
                 part.start = time
                 part.ready_at = {i: min(t, time) for i, t in part.ready_at.items()}
                 part.epoch += 1
-                order, key, heap = part.task.order, step.key, self._heap
+                order, key, heap = self._order[part.task], step.key, self._heap
                 for i in part.execution.arrived:
                     entry = (part.ready_at.get(i, time), order, key, 0, i, next(self._seq))
                     heapq.heappush(heap, (*entry, part, part.epoch))
@@ -747,22 +854,25 @@ class Simulation:
         """Every client waits and nothing can move: each running step fails, naming its waits."""
         for step in sorted(self._steps, key=lambda s: s.key):
             waits = []
-            for part in step.parts:
+            running = [p for p in step.parts if not p.ended]
+            for part in running:
                 execution = part.execution
                 for i in sorted(execution.waiting):
                     name = execution.steps[i].op.name
                     what = describe_wait(execution.waits_for(i))
-                    waits.append(f"{name} on {part.task.name} waits for {what}")
+                    waits.append(f"{name} on {part.task} waits for {what}")
             message = (
                 "Timed out waiting for notification (every client of the simulated cluster "
                 "waits and no op can move): " + "; ".join(waits or ["nothing"])
             )
-            self._end(step, self.clock.seconds, errors.DeadlineExceededError(None, None, message))
+            for part in running:
+                part.run.fail(errors.DeadlineExceededError(None, None, message))
+                self._part_ended(part, self.clock.seconds)
 
-    def _delay(self, task_name: str, registered: RegisteredGraph) -> float:
+    def _delay(self, task_name: str, computes_gradients: bool) -> float:
         job, index = partition_lib.parse_task(task_name)
         model = self._delays.get(index, self._delays.get("*")) if job == "worker" else None
-        if model is None or not registered.computes_gradients:
+        if model is None or not computes_gradients:
             return 0.0
         rng = self._rngs.get(index)
         if rng is None:
@@ -770,187 +880,6 @@ class Simulation:
         delay = float(model(rng))
         self.delayed[task_name] += delay
         return delay
-
-
-class SimulatedServer:
-    """``tf.train.Server`` in a task's script that a simulated cluster runs.
-
-    Made by ``tf.train.Server(...)`` itself when it is called in a client of
-    a simulation: its target is the simulated task's, and ``join`` parks the
-    task until every client that is not joining has ended (a ps task's script
-    waits there, as it waits for ever on a real cluster).
-
-    Args:
-        simulation: The `Simulation`.
-        cluster: The cluster the script gave ``tf.train.Server``.
-        job: The task's job.
-        task: The task's index.
-
-    Raises:
-        ValueError: if the cluster is not the simulation's.
-    """
-
-    def __init__(self, simulation: Simulation, cluster: ClusterSpec, job: str, task: int):
-        if cluster.as_dict() != simulation.cluster_spec.as_dict():
-            raise ValueError(
-                f"tf.train.Server's cluster {cluster.as_dict()} is not the simulated cluster's "
-                f"{simulation.cluster_spec.as_dict()}: build it from the --*_hosts flags "
-                "(or TF_CONFIG) the simulated cluster gives each task"
-            )
-        self._simulation = simulation
-        self._cluster = cluster
-        self._job, self._task = job, task
-        self.target = simulation.target(job, task)
-
-    @property
-    def server_def(self) -> dict:
-        """A ``ServerDef``-like dict: the cluster, this job and task."""
-        return server_def(self._cluster, self._job, self._task)
-
-    @property
-    def task_name(self) -> str:
-        """``/job:<job>/replica:0/task:<i>``."""
-        return f"/job:{self._job}/replica:0/task:{self._task}"
-
-    def start(self) -> None:
-        """Nothing to start: the simulation holds the task."""
-
-    def stop(self) -> None:
-        """Nothing to stop: the simulation holds the task."""
-
-    def join(self) -> None:
-        """Parks until every client that is not joining has ended."""
-        self._simulation.join_server()
-
-
-class SimulatedMaster:
-    """A session's master on a `Simulation`: plans each run signature, hands each run over.
-
-    Has the methods of `minitf.runtime.distributed.master.Master` that a session uses.
-
-    Args:
-        target: The session's target, a task of the simulation.
-        graph: The session's graph.
-        config: The session's `ConfigProto`.
-    """
-
-    def __init__(self, target: str, graph: ops.Graph, config: ConfigProto):
-        simulation, job, task = _parse_target(target)
-        self._simulation = simulation
-        self._graph = graph
-        self._config = config
-        self.cluster = simulation.cluster_spec
-        self.job, self.task = job, task
-        self.task_name = f"/job:{job}/replica:0/task:{task}"
-        self._plans: dict[tuple, _SimPlan] = {}
-        self._segments: dict[str, dict] = {}  # this session's stateful kernels, per task
-
-        # The ids a real master would give (with a replayable incarnation).
-        self._step_ids = StepIds(self.task_name, simulation.sessions, REPLAYABLE)
-        self._closed = False
-
-    def devices(self) -> list[str]:
-        """Every device of the cluster (each task's one CPU)."""
-        return [partition_lib.full_device_of(t) for t in self._simulation.tasks()]
-
-    def run(
-        self,
-        fetches: list[ops.Tensor],
-        targets: list[ops.Operation],
-        feeds: list[ops.Tensor],
-        feed_values: list,
-        timeout_ms: int,
-        trace: bool = False,
-    ) -> tuple[list, None]:
-        """Runs one step on the simulation; returns ``(values, None)``.
-
-        Args:
-            fetches: The tensors the run fetches.
-            targets: The ops it runs.
-            feeds: The tensors it feeds.
-            feed_values: The fed values, one per feed.
-            timeout_ms: Ignored: virtual time has no deadline.
-            trace: Ignored: a simulation's trace is its event log.
-
-        Raises:
-            CancelledError: if the session has been closed.
-            OpError: the step's error.
-        """
-        if self._closed:
-            raise errors.CancelledError(None, None, "Session has been closed.")
-        key = (tuple(fetches), tuple(targets), tuple(feeds), self._graph.version)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._build(list(fetches), list(targets), list(feeds))
-        step_id = self._step_ids.next(fetches, targets, feeds)
-        values = self._simulation.submit(plan, list(feed_values), step_id)
-        if plan.loss is not None:
-            self._simulation.note_loss(self.task_name, values[plan.loss])
-        return values, None
-
-    def _build(self, fetches, targets, feeds) -> _SimPlan:
-        tasks = {job: self.cluster.num_tasks(job) for job in self.cluster.jobs}
-        parts, fetch_from = partition_lib.partition_step(
-            fetches, targets, feeds, tasks, self.job, self.task, self._config.allow_soft_placement
-        )
-        plan = _SimPlan(self.task_name)
-        feed_index = {t.name: i for i, t in enumerate(feeds)}
-        for task in sorted(parts, key=lambda t: self._simulation.task(t).order):
-            part = parts[task]
-            part.client = self.task_name
-            registered = RegisteredGraph(part, self._segments.setdefault(task, {}))
-            plan.parts.append((task, registered, [feed_index[name] for _, name in part.feeds]))
-        plan.fetch_from = fetch_from
-        names = self._simulation.loss_names
-        fetch_names = [getattr(f, "name", f) for f in fetches]
-        plan.loss = next(
-            (n for n, f in enumerate(fetch_names) if f.endswith(":0") and _base_name(f) in names),
-            None,
-        )
-        return plan
-
-    def accumulators(self, since: dict | None = None, job: str | None = None) -> list[dict]:
-        """Every accumulator of the cluster's tasks and what it has seen.
-
-        Args:
-            since: ``{shared name: event number}``: only newer history.
-            job: Only the tasks of this job, or None for all.
-        """
-        found = []
-        for name in self._simulation.tasks():
-            if job is None or partition_lib.parse_task(name)[0] == job:
-                for acc in self._simulation.task(name).resource_mgr.accumulators(since):
-                    found.append({**acc, "task": name})
-        return found
-
-    def start_recording(self):
-        """Not available: a simulated cluster's trace is its event log (`Simulation.events`).
-
-        Raises:
-            UnimplementedError: always.
-        """
-        raise errors.UnimplementedError(
-            None, None, "traces of a simulated cluster come from its event log (Simulation.events)"
-        )
-
-    stop_recording = start_recording
-
-    def close(self) -> None:
-        """Closes the session; the simulation and its tasks' state stay."""
-        self._closed = True
-
-
-class _SimPlan:
-    def __init__(self, client: str):
-        self.client = client
-        self.parts: list[tuple[str, RegisteredGraph, list[int]]] = []
-        self.fetch_from: list[tuple[str | None, int]] = []
-        self.loss: int | None = None  # which fetch is the loss, if one is
-
-
-def _base_name(tensor_name: str) -> str:
-    """``"model/loss:0"`` → ``"loss"`` (the last part of the op's name)."""
-    return tensor_name.rsplit(":", 1)[0].rsplit("/", 1)[-1]
 
 
 def is_simulated(target: str) -> bool:
@@ -994,7 +923,15 @@ def current() -> Simulation | None:
     return None
 
 
-def _parse_target(target: str) -> tuple[Simulation, str, int]:
+def parse_target(target: str) -> tuple[Simulation, str, int]:
+    """The simulation, job and task index a ``sim://`` session target names.
+
+    Args:
+        target: A session target.
+
+    Raises:
+        InvalidArgumentError: if it names no task of a running simulated cluster.
+    """
     try:
         sim_id, job, index = target[len(SCHEME) :].split("/")
         simulation = _simulations[int(sim_id)]
@@ -1011,6 +948,10 @@ _OFFERED_OPS = frozenset(
     {"QueueDequeueV2", "ResourceAccumulatorTakeGradient", "SparseAccumulatorTakeGradient"}
 )
 
+# The accumulator ops whose taken gradients may cancel the work in flight (a policy's).
+_TAKE_OPS = frozenset(("AccumulatorTakeGradient", "ResourceAccumulatorTakeGradient",
+                       "SparseAccumulatorTakeGradient"))  # fmt: skip
+
 # The op types after which an accumulator has something new to timestamp.
 _ACCUMULATOR_OPS = frozenset(
     f"{prefix}{name}"
@@ -1023,10 +964,6 @@ _ACCUMULATOR_OPS = frozenset(
         "SparseAccumulatorTakeGradient",
     )
 )
-
-
-def _finished(step: _Step) -> bool:
-    return all(part.execution.finished for part in step.parts)
 
 
 def _copied(value):

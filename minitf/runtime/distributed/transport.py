@@ -29,6 +29,7 @@ from minitf.framework import errors, ops
 from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed.cluster_spec import ClusterSpec
 from minitf.runtime.distributed.connect import connect_with_retry, in_process_worker
+from minitf.runtime.distributed.step_ids import StepIds
 from minitf.runtime.distributed.wire import Wire
 
 _FINISHED = threading.Event()
@@ -250,6 +251,23 @@ class TcpTransport:
         self._on_remade: Callable[[], None] | None = None
         self.remade = 0
         self.remade_task: str | None = None
+
+    def step_ids(self, task_name: str) -> StepIds:
+        """The ids of a session's steps (`minitf.runtime.distributed.step_ids`).
+
+        Args:
+            task_name: The session's task.
+        """
+        return StepIds(task_name)
+
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        """Waits up to ``timeout`` seconds (None: for ever) for ``event``; True if it is set.
+
+        Args:
+            event: What the master waits for (a reply).
+            timeout: Seconds, or None.
+        """
+        return event.wait(timeout)
 
     def on_remade(self, forget: Callable[[], None]) -> None:
         """Calls ``forget()`` whenever a lost connection is made again (the task may be new).

@@ -223,7 +223,8 @@ class Worker:
         enqueue or ``apply_grad`` that lets a dequeue or a ``take_grad``
         finish — has the loop take the step up again. A run that is traced,
         recorded, stepped or slowed down by a straggler is not started here:
-        `run_graph` runs it on a thread of its own, which waits with it.
+        `run_graph` runs it on a thread of its own, which waits with it —
+        unless the scheduler makes every move itself (`Scheduler.runs_steps`).
 
         Args:
             handle: From `register_graph`.
@@ -244,9 +245,10 @@ class Worker:
             False if this run must go through `run_graph` instead (nothing was done).
         """
         registered = self._registered.get(handle)
-        if (
-            registered is None
-            or not registered.plan.has_async
+        if registered is None:
+            return False
+        if not self._executor.scheduler.runs_steps and (
+            not registered.plan.has_async
             or self._executor.observe_ops
             or self.recorders.active
             or self._straggles(registered)
