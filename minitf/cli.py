@@ -196,7 +196,7 @@ def _run_step(args: argparse.Namespace) -> int:
         return 2
     return terminal.run(
         args.script, args.ps, args.workers, script_args, args.breaks or [], args.json,
-        web=args.web,
+        web=args.web, simulate=args.simulate, seed=args.seed,
     )  # fmt: skip
 
 
@@ -205,7 +205,8 @@ def _add_step(subparsers: argparse._SubParsersAction) -> None:
         "step",
         help="run a TF1 script one op at a time: its local sessions, or a local cluster",
         description="Run SCRIPT with every step held — its own local sessions, or with --ps "
-        "and --workers a local cluster started like `minitf launch` — then take commands: "
+        "and --workers a local cluster started like `minitf launch` (or, with --simulate, a "
+        "simulated cluster in this process) — then take commands: "
         "next [TASK], until PATTERN, until-blocked TASK, step N, back [N], state, continue, "
         "quit — typed at a prompt, one per line on stdin, or with --web "
         "from buttons on a page in the browser.",
@@ -223,6 +224,14 @@ def _add_step(subparsers: argparse._SubParsersAction) -> None:
         help="run free until an op matching PATTERN (name part, type, or task like worker:1) "
         "is about to run; may be repeated",
     )  # fmt: skip
+    p.add_argument(
+        "--simulate", action="store_true",
+        help="run the cluster as a simulated cluster in this process (moves in virtual-time "
+        "order, the same every run; back re-simulates in a moment) instead of processes",
+    )  # fmt: skip
+    p.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="the simulated cluster's seed (0)"
+    )
     p.add_argument("--json", action="store_true", help="answer each command with a JSON line")
     p.add_argument(
         "--web", action="store_true",

@@ -84,6 +84,11 @@ class SimulatedCluster:
         self.cluster_spec = self._simulation.cluster_spec
 
     @property
+    def simulation(self):
+        """The `minitf.runtime.distributed.simulation.Simulation` that runs the tasks."""
+        return self._simulation
+
+    @property
     def clock(self):
         """The virtual clock (`minitf.runtime.distributed.simulation.VirtualClock`)."""
         return self._simulation.clock

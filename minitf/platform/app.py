@@ -80,18 +80,43 @@ class _ThreadEnviron(MutableMapping):
         return dict(self)
 
 
+class _ThreadArgv(list):
+    """``sys.argv`` while simulated tasks run: each task's thread sees its own command line.
+
+    A script that parses ``sys.argv`` itself (``argparse``) reads its task's
+    arguments; other threads read the process's.
+    """
+
+    def _now(self) -> list:
+        script = getattr(_local, "script", None)
+        return script if script is not None else list(super().__iter__())
+
+    def __getitem__(self, index):
+        return self._now()[index]
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+    def __iter__(self):
+        return iter(self._now())
+
+    def __repr__(self) -> str:
+        return repr(self._now())
+
+
 _environ_lock = threading.Lock()
 _environ_users = 0
 
 
 @contextlib.contextmanager
 def _task_environ(env: dict[str, str]):
-    """In this thread, ``os.environ`` also has ``env`` (other threads do not see it)."""
+    """In this thread, ``os.environ`` also has ``env`` and ``sys.argv`` is the task's own."""
     global _environ_users
     with _environ_lock:
         if _environ_users == 0:
             # Not a change of the environment (B003): the same variables, read per thread.
             os.environ = _ThreadEnviron(os.environ)  # noqa: B003
+            sys.argv = _ThreadArgv(sys.argv)
         _environ_users += 1
     _local.env = dict(env)
     try:
@@ -102,6 +127,8 @@ def _task_environ(env: dict[str, str]):
             _environ_users -= 1
             if _environ_users == 0:
                 os.environ = os.environ._base  # noqa: B003
+                if isinstance(sys.argv, _ThreadArgv):
+                    sys.argv = list(list.__iter__(sys.argv))
 
 
 def run_script(path: str, argv: Sequence[str], env: dict[str, str] | None = None) -> int:

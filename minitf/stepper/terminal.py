@@ -1,7 +1,8 @@
 """``minitf step``: a TF1 script, stepped from the terminal (or a browser) one op at a time.
 
 With ``--ps``/``--workers`` the command starts the script as a local cluster
-(as ``minitf launch`` does) with every task held
+(as ``minitf launch`` does; with ``--simulate``, as a simulated cluster in
+this process, `minitf.stepper.simulated`) with every task held
 (`minitf.runtime.core.held_scheduler.HeldScheduler`); without them it runs the script
 in this process and holds the script's own local sessions. Either way the
 tasks run free until a ``--break`` pattern when there is one. Then it reads
@@ -37,6 +38,7 @@ from minitf.runtime.core import held_scheduler
 from minitf.stepper.commands import execute
 from minitf.stepper.controller import Stepper
 from minitf.stepper.describe import describe_event, describe_state
+from minitf.stepper.simulated import SimulatedStepper
 
 PROMPT = "(minitf step) "
 
@@ -52,6 +54,8 @@ def run(
     out: TextIO | None = None,
     web: bool = False,
     replay: str | None = None,
+    simulate: bool = False,
+    seed: int = 0,
 ) -> int:
     """Starts the script held, answers commands until they end, lets the script finish.
 
@@ -68,6 +72,8 @@ def run(
         out: Where answers go (default: stdout); the script's output goes to stderr.
         web: Serve the stepper's page instead of reading commands (`minitf.stepper.web`).
         replay: A recording to step along instead of ``script`` (`Stepper.replay`).
+        simulate: Run the cluster simulated in this process (`SimulatedStepper`).
+        seed: The simulated cluster's seed.
 
     Returns:
         The script's exit code (0 when every worker finished).
@@ -81,7 +87,12 @@ def run(
             script_run = _ScriptHere(script, script_args, breaks)
         else:
             tasks = {"ps": 1 if ps is None else ps, "worker": 2 if workers is None else workers}
-            script_run = _ScriptCluster(script, tasks, script_args, breaks)
+            simulated = None
+            if simulate:
+                simulated = SimulatedStepper(
+                    script, tasks, script_args, breaks, seed=seed, output=sys.stderr
+                )
+            script_run = _ScriptCluster(script, tasks, script_args, breaks, simulated)
         try:
             stepper = script_run.stepper
             if web:
@@ -111,6 +122,8 @@ class _ScriptCluster:
 
     def exit_code(self) -> int | None:
         """The script's exit code once every worker ended, else None."""
+        if isinstance(self.stepper, SimulatedStepper):
+            return self.stepper.exit_code()
         codes = [c for (job, _), c in self.stepper.cluster.poll().items() if job != "ps"]
         if any(c is None for c in codes):
             return None

@@ -103,6 +103,14 @@ class VirtualClock:
         return None if deadline is None else max(0.0, deadline - self.seconds)
 
 
+class Abandoned(BaseException):  # noqa: N818 - not an error: the run is given up
+    """Ends a simulation's loop and its clients once it is abandoned (`Simulation.abandon`).
+
+    A ``BaseException``, as ``SystemExit`` is: a script's ``except Exception``
+    does not stop it, and its ``finally`` blocks run.
+    """
+
+
 class _Client:
     """A thread that runs steps: its name, and where it is on the virtual clock."""
 
@@ -284,6 +292,10 @@ class Simulation(Scheduler):
         self.sessions: dict[str, int] = {}  # sessions opened per task, as each task counts them
         # Each step that ended well: (client, step number, ops in its partitions' plans).
         self.completed: list[tuple[str, int, int]] = []
+        # Called before every move with what it is (a stepper holds the run there);
+        # raising `Abandoned` there ends the run (`abandon`).
+        self.gate: Callable[[dict], None] | None = None
+        self._abandoned = False
         _simulations[self.id] = self
 
     # -- the tasks -------------------------------------------------------------------------
@@ -404,6 +416,8 @@ class Simulation(Scheduler):
         """
         client = self._caller()
         with self._cond:
+            if self._abandoned:
+                raise Abandoned
             step = client.open
             if step is not None and not step.sealed:
                 step.sealed = True
@@ -416,6 +430,8 @@ class Simulation(Scheduler):
             self._cond.notify()
             while client in self._outside:
                 client.wake.wait()
+            if self._abandoned:
+                raise Abandoned
             return client.woken
 
     def wait_for(self, event: threading.Event) -> bool:
@@ -606,40 +622,71 @@ class Simulation(Scheduler):
     # -- the loop --------------------------------------------------------------------------
 
     def run_until_clients_end(self) -> None:
-        """Makes moves until every client has ended (call it from the thread that started them)."""
+        """Makes moves until every client has ended (call it from the thread that started them).
+
+        If the `gate` abandons the run, every parked client is woken to raise
+        `Abandoned`, and this returns at once.
+        """
         with self._cond:
-            while True:
-                clients_ran = bool(self._running)
-                while self._running:
-                    self._cond.wait()
-                # What parked clients wait for (a stop, a thread's end) changes
-                # only while clients run, or when a step ends (`_step_done`).
-                if clients_ran and self._outside and self._wake_outside():
-                    continue
-                if self._new:
-                    for step in sorted(self._new, key=lambda s: s.key):
-                        if step.done:
-                            continue
-                        self._steps.add(step)
-                        for part in step.parts:
-                            if not part.ended:
-                                self._offer(part, part.start)
-                    self._new.clear()
-                self._absorb(self.clock.seconds)
-                move = self._next_move()
-                if move is not None:
-                    self._make(*move)
-                    if self._now:
-                        self._make_isolated()
-                    continue
-                if self._steps:
-                    self._fail_deadlocked()
-                    continue
-                if self._outside:
-                    self._wake_outside(all_of_them=True)  # what they wait for cannot happen
-                    continue
-                if not any(c.alive for c in self._clients):
-                    return
+            try:
+                self._loop()
+            except Abandoned:
+                self._abandoned = True
+                self._wake_outside(all_of_them=True)
+
+    def abandon(self) -> None:
+        """Gives the run up before it starts (a run already moving is abandoned by its `gate`)."""
+        with self._cond:
+            self._abandoned = True
+            self._wake_outside(all_of_them=True)
+
+    def executions(self, task: str) -> dict[int, Any]:
+        """The steps running on ``task`` now, by id: their executions (what a stepper shows).
+
+        Args:
+            task: The task's name.
+        """
+        return {
+            part.step.step_id: part.execution
+            for step in sorted(self._steps, key=lambda s: s.key)
+            for part in step.parts
+            if part.task == task and not part.ended and part.execution is not None
+        }
+
+    def _loop(self) -> None:
+        """Makes moves while clients wait for them (under the lock); returns when all have ended."""
+        while True:
+            clients_ran = bool(self._running)
+            while self._running:
+                self._cond.wait()
+            # What parked clients wait for (a stop, a thread's end) changes
+            # only while clients run, or when a step ends (`_step_done`).
+            if clients_ran and self._outside and self._wake_outside():
+                continue
+            if self._new:
+                for step in sorted(self._new, key=lambda s: s.key):
+                    if step.done:
+                        continue
+                    self._steps.add(step)
+                    for part in step.parts:
+                        if not part.ended:
+                            self._offer(part, part.start)
+                self._new.clear()
+            self._absorb(self.clock.seconds)
+            move = self._next_move()
+            if move is not None:
+                self._make(*move)
+                if self._now:
+                    self._make_isolated()
+                continue
+            if self._steps:
+                self._fail_deadlocked()
+                continue
+            if self._outside:
+                self._wake_outside(all_of_them=True)  # what they wait for cannot happen
+                continue
+            if not any(c.alive for c in self._clients):
+                return
 
     def _next_move(self):
         """The move that can start earliest (ties: task, step, deliver before run, op).
@@ -722,6 +769,11 @@ class Simulation(Scheduler):
         end = start + self._cost(plan_step.op) if running and self._cost is not None else start
         task, step = part.task, part.step
         # Not the step itself: a finished step's values must not outlive it.
+        if self.gate is not None:
+            self.gate(
+                {"task": task, "step_id": step.step_id, "move": "run" if running else "deliver",
+                 "index": i, "op": plan_step.op.name, "type": plan_step.op.type, "time": start}
+            )  # fmt: skip
         move = (start, task, step.client, step.key[1], step.step_id, running, plan_step)
         self._moves.append(move)
         taking = not running and plan_step.op.type in _TAKE_OPS
