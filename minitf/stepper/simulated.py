@@ -312,7 +312,11 @@ class SimulatedStepper(Stepper):
             self._run.abandon()
 
     def wait_for_break(self, timeout: float = 120.0) -> None:
-        """Waits until the run holds a move (or has ended)."""
+        """Waits until the run holds a move (or has ended).
+
+        Args:
+            timeout: Seconds to wait.
+        """
         self._settle_run(timeout)
 
     # -- inside -----------------------------------------------------------------------------

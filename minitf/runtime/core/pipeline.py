@@ -1,9 +1,11 @@
 """The step pipeline: from a graph and a run signature to the plans that run it.
 
-`build_plan` turns one partition of a step (or a local step) into a `Plan`:
+`order_step` is the first stage of every step: it **prunes** the graph to
+what the fetches and targets need (data and control edges; a fed tensor
+cuts its edge) and **orders** it topologically. The master places and
+partitions those ops (`minitf.runtime.distributed.partition`); `build_plan`
+then turns one partition (or a local step) into a `Plan`:
 
-* **prune** the graph to what the fetches and targets need (data and control
-  edges; a fed tensor cuts its edge) and **order** it topologically;
 * **fold constants** and **skip what nobody reads**, as TF's graph
   optimizer does (`minitf.runtime.core.graph_optimizer`);
 * **allocate slots** and bind kernels (`minitf.runtime.core.plan`);
@@ -30,6 +32,21 @@ from minitf.runtime.core.plan import (
 from minitf.runtime.speedups.units import units_of
 
 
+def order_step(fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) -> list:
+    """The ops a run signature needs, producers first: pruned, then topologically ordered.
+
+    The first stage of every step: a local session plans these ops, a master
+    places and partitions them, and each task plans the partition it
+    receives as it comes (`build_plan` with ``order``), without ordering again.
+
+    Args:
+        fetches: Tensors whose values the run returns.
+        targets: Ops the run executes for their side effects.
+        feeds: Tensors whose values the caller provides.
+    """
+    return topological_order(prune(fetches, targets, feeds), set(feeds))
+
+
 def build_plan(
     fetches: list[Tensor],
     targets: list[Operation],
@@ -38,6 +55,7 @@ def build_plan(
     fold_constants: bool = True,
     recv_dead: bool = True,
     skip_unread: bool = True,
+    order: list[Operation] | None = None,
 ) -> Plan:
     """Builds the `Plan` for one run signature.
 
@@ -51,9 +69,10 @@ def build_plan(
             ``tf.cond`` on another task); False when no task of the step has one.
         skip_unread: Do not compute the pure ops whose outputs nothing in the
             step reads (`minitf.runtime.core.graph_optimizer.unread_ops`).
+        order: The step's ops as `order_step` gives them (default: `order_step`'s).
     """
     feed_set = set(feeds)
-    order = topological_order(prune(fetches, targets, feeds), feed_set)
+    order = order_step(fetches, targets, feeds) if order is None else list(order)
     kernels = {op: kernel_for(op) for op in order}
     # A _Recv may bring a dead value from a tf.cond on another task.
     has_control_flow = any(

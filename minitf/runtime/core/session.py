@@ -16,21 +16,21 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from minitf.framework import device as pydev
-from minitf.framework import errors, ops
+from minitf.framework import ops
 from minitf.runtime.core import callables, held_scheduler, step_stats
 from minitf.runtime.core import fetches as fetch_lib
 from minitf.runtime.core.clock import WALL_CLOCK
 from minitf.runtime.core.config import ConfigProto, RunOptions
 from minitf.runtime.core.executor import Executor
 from minitf.runtime.core.feeds import Feeds
-from minitf.runtime.core.pipeline import build_plan
+from minitf.runtime.core.pipeline import build_plan, order_step
 from minitf.runtime.core.plan import KernelInfo, Plan, bind_kernel
 from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.distributed import simulation
 from minitf.runtime.distributed.in_process import InProcessTransport
 from minitf.runtime.distributed.master import Master
+from minitf.runtime.distributed.partition import place
 from minitf.runtime.distributed.stepping import Stepping
 from minitf.runtime.speedups import intra_op
 
@@ -394,9 +394,14 @@ class BaseSession:
         with self._build_lock:
             plan = self._plans.get(key)
             if plan is None:
-                plan = build_plan(
-                    list(fetch_tensors), list(target_ops), list(feed_tensors), self._kernel
-                )
+                fetches, targets, feeds = list(fetch_tensors), list(target_ops), list(feed_tensors)
+                order = order_step(fetches, targets, feeds)
+                # One task, this process: every op on it (or TF's error for one that cannot be).
+                soft = self._config.allow_soft_placement
+                for op, device in place(order, "localhost", 0, {"localhost": 1}, soft).items():
+                    if self._config.log_device_placement:
+                        logger.info("%s: (%s): %s", op.name, op.type, device)
+                plan = build_plan(fetches, targets, feeds, self._kernel, order=order)
                 if len(self._plans) > 256:
                     self._plans.clear()
                 self._plans[key] = plan
@@ -406,33 +411,9 @@ class BaseSession:
         cached = self._kernels.get(op)
         if cached is not None:
             return cached
-        self._place(op)
         info = bind_kernel(op)
         self._kernels[op] = info
         return info
-
-    def _place(self, op: ops.Operation) -> str:
-        requested = pydev.DeviceSpec.from_string(op.device)
-        local = pydev.DeviceSpec.from_string(LOCAL_DEVICE)
-        if _satisfies(requested, local) or self._config.allow_soft_placement:
-            if self._config.log_device_placement:
-                logger.info("%s: (%s): %s", op.name, op.type, LOCAL_DEVICE)
-            return LOCAL_DEVICE
-        raise errors.InvalidArgumentError(
-            op.node_def,
-            op,
-            f"Cannot assign a device for operation {op.name}: Operation was explicitly assigned "
-            f"to {op.device} but available devices are [ {LOCAL_DEVICE} ]. Make sure the device "
-            "specification refers to a valid device.",
-        )
-
-
-def _satisfies(requested: pydev.DeviceSpec, device: pydev.DeviceSpec) -> bool:
-    for field in ("job", "replica", "task", "device_type", "device_index"):
-        want = getattr(requested, field)
-        if want is not None and want != getattr(device, field):
-            return False
-    return True
 
 
 _CACHED_FETCH_TYPES: frozenset = frozenset()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from minitf.framework import device as pydev
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework.ops import Graph, Operation, Tensor
-from minitf.runtime.core.plan import prune, topological_order
+from minitf.runtime.core.pipeline import order_step
 
 SEND, RECV = "_Send", "_Recv"
 
@@ -466,8 +466,9 @@ def partition_step(
 ) -> tuple[dict[str, Partition], list[tuple[str | None, int]]]:
     """The step pipeline up to the tasks: prune, order, place and partition one run signature.
 
-    The master, the simulated cluster and the renderer all call this; each
-    task then plans what it receives (`minitf.runtime.core.pipeline.build_plan`).
+    The master (for real and simulated tasks) and the renderer call this;
+    each task then plans what it receives, in the order it receives it
+    (`minitf.runtime.core.pipeline.build_plan`).
 
     Args:
         fetches: The tensors the run fetches.
@@ -483,7 +484,7 @@ def partition_step(
         ``(partitions by task, fetch_from)``: where each fetch comes from,
         ``(task, index in its partition's fetches)`` or ``(None, feed index)``.
     """
-    step_ops = topological_order(prune(fetches, targets, feeds), set(feeds))
+    step_ops = order_step(fetches, targets, feeds)
     if callable(tasks):
         tasks = tasks(step_ops)
     devices = place(step_ops, job, task, tasks, allow_soft_placement)

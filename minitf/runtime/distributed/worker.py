@@ -32,7 +32,7 @@ from minitf.runtime.core import step_stats
 from minitf.runtime.core.clock import WALL_CLOCK, WallClock
 from minitf.runtime.core.executor import Executor
 from minitf.runtime.core.pipeline import build_plan
-from minitf.runtime.core.plan import bind_kernel
+from minitf.runtime.core.plan import bind_kernel, topological_order
 from minitf.runtime.core.rendezvous import Rendezvous
 from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.step_context import StepContext
@@ -57,13 +57,15 @@ class RegisteredGraph:
         self.feeds = [g.get_tensor_by_name(f"{name}:0") for name, _ in part.feeds]
         self.fetches = [g.get_tensor_by_name(name) for name in part.fetches]
         self.targets = [g.get_operation_by_name(name) for name in part.targets]
-        self.plan = build_plan(
-            self.fetches,
-            self.targets,
-            self.feeds,
-            _binder(segment),
-            recv_dead=part.dead_values,
+        # Pruned by the master: only ordered again here, each fusable chain kept together.
+        fed = {t.op for t in self.feeds}
+        order = topological_order(
+            [op for op in g.get_operations() if op not in fed], set(self.feeds)
         )
+        self.plan = build_plan(
+            self.fetches, self.targets, self.feeds, _binder(segment),
+            recv_dead=part.dead_values, order=order,
+        )  # fmt: skip
         self.client = part.client
         # A step in which this task computes gradients: where a straggler is slow.
         self.computes_gradients = any(
