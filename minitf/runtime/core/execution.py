@@ -108,6 +108,9 @@ def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
 
 _NO_INBOX = queue.SimpleQueue()
 """The inbox of a step with no op that may wait: nothing ever arrives in it."""
+_NONE_WAIT: frozenset = frozenset()
+_NONE_ARRIVE: deque = deque(maxlen=0)
+_NO_STARTS: dict = {}  # only a traced step notes when its waiting ops started
 
 
 class StepExecution:
@@ -153,14 +156,18 @@ class StepExecution:
         self.vals = initial_values(plan, feed_values)
         self.pending = pending.copy()
         self.ready: deque[int] = deque(ready)
-        self.waiting: set[int] = set()
-        self.arrived: deque[int] = deque()
         self.done_ops = 0
-        self._results: dict[int, tuple[Any, int]] = {}
-        # (index, result, arrival ns); only ops that may wait ever complete later.
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue() if plan.has_async else _NO_INBOX
+        if plan.has_async:
+            self.waiting: set[int] = set()
+            self.arrived: deque[int] = deque()
+            self._results: dict[int, tuple[Any, int]] = {}
+            # (index, result, arrival ns): completions of ops that waited.
+            self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        else:  # no op can wait: nothing ever waits or arrives (shared, never written)
+            self.waiting, self.arrived, self._results = _NONE_WAIT, _NONE_ARRIVE, {}
+            self._inbox = _NO_INBOX
         self._thread = None
-        self._starts: dict[int, tuple[int, int]] = {}
+        self._starts: dict[int, tuple[int, int]] = _NO_STARTS  # a traced step's own, below
         # Called (from the arriving thread) after a completion arrives: the
         # driver that holds the step uses it to wake up, or to take the step
         # up again.
@@ -170,6 +177,7 @@ class StepExecution:
         if ctx.trace is not None:
             current = threading.current_thread()
             self._thread = (current.ident, current.name)
+            self._starts = {}
 
     @property
     def finished(self) -> bool:

@@ -265,6 +265,8 @@ class Simulation(Scheduler):
         self._clients: list[_Client] = []
         self._running: set[_Client] = set()
         self._outside: dict[_Client, Callable[[], bool]] = {}  # parked until a condition holds
+        # Parked until their step ends: woken by the move that ends it, never polled.
+        self._on_step: dict[_Client, Callable[[], bool]] = {}
         self._by_thread: dict[threading.Thread, _Client] = {}
         self._joining: set[_Client] = set()  # in a server's join()
         self._new: list[_Step] = []
@@ -414,6 +416,9 @@ class Simulation(Scheduler):
             True once ``ready()`` holds; False if the cluster deadlocked first
             (every client waits and nothing can move).
         """
+        return self._park(ready, self._outside)
+
+    def _park(self, ready: Callable[[], bool], parked: dict) -> bool:
         client = self._caller()
         with self._cond:
             if self._abandoned:
@@ -425,10 +430,10 @@ class Simulation(Scheduler):
                     self._step_done(step)
             if ready():
                 return True
-            self._outside[client] = ready
+            parked[client] = ready
             self._running.discard(client)
             self._cond.notify()
-            while client in self._outside:
+            while client in parked:
                 client.wake.wait()
             if self._abandoned:
                 raise Abandoned
@@ -446,11 +451,11 @@ class Simulation(Scheduler):
         Returns:
             True once it holds; False if the cluster deadlocked first.
         """
-        client = self._caller()
-        step = client.open
-        return self.park_until(
-            lambda: event.is_set() and (step is None or step.done or step.failed)
-        )
+        step = self._caller().open
+        if step is None:
+            return self.park_until(event.is_set)
+        # Only the move that ends or fails the step can make this hold (`_wake`).
+        return self._park(lambda: event.is_set() and (step.done or step.failed), self._on_step)
 
     def join_server(self) -> None:
         """A task's ``server.join()``: parked until every client that is not joining has ended."""
@@ -483,24 +488,30 @@ class Simulation(Scheduler):
 
     def _wake(self, client: _Client) -> None:
         """Wakes a parked client if what it waits for holds (every client is parked now)."""
-        ready = self._outside.get(client)
-        if ready is not None and ready():
-            del self._outside[client]
-            client.woken = True
-            self._running.add(client)
-            client.wake.notify()
-
-    def _wake_outside(self, all_of_them: bool = False) -> bool:
-        """Wakes the clients parked outside whose condition holds (or all); True if any woke."""
-        woke = False
-        for client in sorted(self._outside, key=lambda c: c.index):
-            ready = self._outside[client]()
-            if ready or all_of_them:
-                del self._outside[client]
-                client.woken = ready
+        for parked in (self._on_step, self._outside):
+            ready = parked.get(client)
+            if ready is not None and ready():
+                del parked[client]
+                client.woken = True
                 self._running.add(client)
                 client.wake.notify()
-                woke = True
+
+    def _wake_outside(self, all_of_them: bool = False) -> bool:
+        """Wakes the clients parked outside whose condition holds (or all); True if any woke.
+
+        With ``all_of_them``, the clients waiting for their steps too (what
+        they wait for cannot happen any more).
+        """
+        woke = False
+        for parked in (self._outside, self._on_step) if all_of_them else (self._outside,):
+            for client in sorted(parked, key=lambda c: c.index):
+                ready = parked[client]()
+                if ready or all_of_them:
+                    del parked[client]
+                    client.woken = ready
+                    self._running.add(client)
+                    client.wake.notify()
+                    woke = True
         return woke
 
     # -- steps, as the in-process transport starts and aborts them -------------------------
@@ -682,7 +693,7 @@ class Simulation(Scheduler):
             if self._steps:
                 self._fail_deadlocked()
                 continue
-            if self._outside:
+            if self._outside or self._on_step:
                 self._wake_outside(all_of_them=True)  # what they wait for cannot happen
                 continue
             if not any(c.alive for c in self._clients):

@@ -117,7 +117,7 @@ def test_every_op_of_a_simulated_sync_replicas_run_is_a_move(tmp_path):
     for _, _, client, number, kind, _ in cluster.events:
         if kind == "run":
             runs[client, number] = runs.get((client, number), 0) + 1
-    completed = cluster._simulation.completed
+    completed = cluster.simulation.completed
     assert len(completed) > 8
     for client, number, planned in completed:
         assert runs[client, number] == planned, (client, number)
