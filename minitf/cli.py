@@ -172,8 +172,24 @@ def _add_launch(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_step(args: argparse.Namespace) -> int:
-    from minitf.stepper import terminal
+    from minitf.stepper import lessons, terminal
 
+    if args.lesson is not None:
+        if args.script is not None or args.replay is not None:
+            print(
+                "minitf step: a --lesson gives the script; give no SCRIPT or --replay",
+                file=sys.stderr,
+            )
+            return 2
+        try:
+            lessons.load(args.lesson)
+        except ValueError as exc:
+            print(f"minitf step: {exc}", file=sys.stderr)
+            return 2
+        return terminal.run(
+            None, None, None, [], [], args.json, web=args.web, lesson=args.lesson,
+            processes=args.processes,
+        )  # fmt: skip
     if (args.script is None) == (args.replay is None):
         print("minitf step: give a SCRIPT or --replay FILE (one of them)", file=sys.stderr)
         return 2
@@ -198,6 +214,12 @@ def _run_step(args: argparse.Namespace) -> int:
         args.script, args.ps, args.workers, script_args, args.breaks or [], args.json,
         web=args.web, simulate=args.simulate, seed=args.seed,
     )  # fmt: skip
+
+
+def _lesson_names() -> list[str]:
+    from minitf.stepper import lessons
+
+    return lessons.built_in()
 
 
 def _add_step(subparsers: argparse._SubParsersAction) -> None:
@@ -232,6 +254,16 @@ def _add_step(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--seed", type=int, default=0, metavar="N", help="the simulated cluster's seed (0)"
     )
+    p.add_argument(
+        "--lesson", metavar="NAME|FILE",
+        help="step a lesson: the script, arguments, cluster, seed and breakpoint it fixes, on a "
+        "simulated cluster, the same every time (built in: "
+        + ", ".join(_lesson_names()) + ")",
+    )  # fmt: skip
+    p.add_argument(
+        "--processes", action="store_true",
+        help="with --lesson: run it on real processes, which make the simulated run's moves",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="answer each command with a JSON line")
     p.add_argument(
         "--web", action="store_true",

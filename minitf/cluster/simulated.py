@@ -28,7 +28,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from minitf.cluster import op_costs
 from minitf.cluster.delays import DelayModel
@@ -122,6 +122,7 @@ class SimulatedCluster:
         args: Sequence[str] = (),
         out: str | None = None,
         record: str | None = None,
+        output: TextIO | None = None,
     ) -> dict:
         """Runs a TF1 script once per task, as ``minitf launch`` does; returns the `report`.
 
@@ -141,6 +142,7 @@ class SimulatedCluster:
                 `minitf.stepper.Stepper.replay`) starts the script on real
                 tasks and steps it along the simulated moves, with the same
                 values.
+            output: Where the tasks' scripts print (default: ``sys.stdout``).
 
         Raises:
             ValueError: if ``record`` is given with a function for a script.
@@ -169,7 +171,7 @@ class SimulatedCluster:
             role = {"type": job, "index": index}
             tf_config = {"cluster": self.cluster_spec.as_dict(), "task": role}
             argv = [*self.role_arguments(job, index), *args]
-            code = app.run_script(script, argv, {"TF_CONFIG": json.dumps(tf_config)})
+            code = app.run_script(script, argv, {"TF_CONFIG": json.dumps(tf_config)}, output)
             if code:
                 raise RuntimeError(f"/job:{job}/task:{index}: {script} exited with status {code}")
 

@@ -104,19 +104,39 @@ class _ThreadArgv(list):
         return repr(self._now())
 
 
+class _ThreadStdout:
+    """``sys.stdout`` while simulated tasks run: a task given an output of its own writes there."""
+
+    def __init__(self, base):
+        self._base = base
+
+    def _now(self):
+        return getattr(_local, "stdout", None) or self._base
+
+    def write(self, text: str) -> int:
+        return self._now().write(text)
+
+    def flush(self) -> None:
+        self._now().flush()
+
+    def __getattr__(self, name):
+        return getattr(self._now(), name)
+
+
 _environ_lock = threading.Lock()
 _environ_users = 0
 
 
 @contextlib.contextmanager
 def _task_environ(env: dict[str, str]):
-    """In this thread, ``os.environ`` also has ``env`` and ``sys.argv`` is the task's own."""
+    """This thread sees ``env`` in ``os.environ``, and its own ``sys.argv`` and ``sys.stdout``."""
     global _environ_users
     with _environ_lock:
         if _environ_users == 0:
             # Not a change of the environment (B003): the same variables, read per thread.
             os.environ = _ThreadEnviron(os.environ)  # noqa: B003
             sys.argv = _ThreadArgv(sys.argv)
+            sys.stdout = _ThreadStdout(sys.stdout)
         _environ_users += 1
     _local.env = dict(env)
     try:
@@ -129,9 +149,13 @@ def _task_environ(env: dict[str, str]):
                 os.environ = os.environ._base  # noqa: B003
                 if isinstance(sys.argv, _ThreadArgv):
                     sys.argv = list(list.__iter__(sys.argv))
+                if isinstance(sys.stdout, _ThreadStdout):
+                    sys.stdout = sys.stdout._base
 
 
-def run_script(path: str, argv: Sequence[str], env: dict[str, str] | None = None) -> int:
+def run_script(
+    path: str, argv: Sequence[str], env: dict[str, str] | None = None, stdout=None
+) -> int:
     """Runs a TF1 script as ``python path argv...`` would, in this thread; returns its exit code.
 
     The script gets flags and a default graph of its own (`flags.task_flags`),
@@ -143,6 +167,7 @@ def run_script(path: str, argv: Sequence[str], env: dict[str, str] | None = None
         path: The script's path.
         argv: Its command-line arguments (without the program name).
         env: Environment variables the script sees in ``os.environ`` (e.g. ``TF_CONFIG``).
+        stdout: Where the script's prints in this thread go (default: ``sys.stdout``).
     """
     import runpy
 
@@ -151,11 +176,12 @@ def run_script(path: str, argv: Sequence[str], env: dict[str, str] | None = None
     # Its own flags, environment and default graph, as in a process of its own.
     with flags.task_flags(), _task_environ(env or {}), ops.Graph().as_default():
         _local.script = [path, *argv]
+        _local.stdout = stdout
         try:
             runpy.run_path(path, run_name="__main__")
         except SystemExit as exc:
             code = exc.code
             return 0 if code is None else code if isinstance(code, int) else 1
         finally:
-            _local.script = None
+            _local.script = _local.stdout = None
     return 0

@@ -121,6 +121,7 @@ class Stepper:
         self._marks: list[dict[str, int]] = []
         # A recording being stepped (Stepper.replay): each task's moves, in order.
         self._recording: dict[str, list[tuple]] | None = None
+        self._order: list[str] | None = None  # the task of each recorded move, in order
         self._known_lengths: dict[str, int] = {}  # each task's log length when last asked
         self._ended: dict[str, int] = {}  # tasks whose processes finished: their last length
 
@@ -205,10 +206,31 @@ class Stepper:
                     break
         return stepper
 
+    def follow(self, moves: dict[str, list], order: list[str] | None = None) -> None:
+        """Steps along a recorded run from here: each move is the one the recording made next.
+
+        Args:
+            moves: Each task's recorded moves from the run's start
+                (``{task: [(step id, RUN or DELIVER, op name), ...]}``).
+            order: The task of each recorded move, in the order they were
+                made (a simulated run's, `SimulatedStepper.recording`): moves
+                then follow that order across tasks too, so two runs step
+                the same way whatever the processes' timing.
+        """
+        self._recording = {task: [tuple(m) for m in log] for task, log in moves.items()}
+        self._order = list(order) if order is not None else None
+
     @property
     def recording_done(self) -> bool:
         """True when stepping a recording whose every move has been made."""
         return self._recording is not None and not self._recorded_rest()
+
+    def _turn(self) -> str | None:
+        """The task whose move the recording's order makes next, if it has an order."""
+        if self._order is None:
+            return None
+        made = sum(self._log_lengths().values())
+        return self._order[made] if made < len(self._order) else None
 
     def _recorded_rest(self) -> dict[str, list[tuple]]:
         """Each task's recorded moves it has not made yet."""
@@ -763,6 +785,9 @@ class Stepper:
                     if c["task"] in rest
                     and rest[c["task"]][0] == (c["step_id"], _KINDS[c["move"]], c["op"])
                 ]
+                turn = self._turn()
+                if turn is not None:  # and only on the task whose turn it is
+                    found = [c for c in found if c["task"] == turn]
             if found:
                 return found[0]
             if time.monotonic() >= deadline:

@@ -20,7 +20,6 @@ simulation never makes.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 from collections.abc import Sequence
@@ -70,8 +69,7 @@ class _Run:
 
     def _main(self, script: str, args: list[str], output: TextIO | None) -> None:
         try:
-            with contextlib.redirect_stdout(output or sys.stdout):
-                self.cluster.run(script, args)
+            self.cluster.run(script, args, output=output)
         except Abandoned:
             pass
         except BaseException as exc:  # noqa: BLE001 - the script's error, shown by `wait`
@@ -284,6 +282,15 @@ class SimulatedStepper(Stepper):
             moves: Ignored: the schedule is the whole run's so far.
         """
         return self._run.simulation.schedule()
+
+    def recording(self) -> tuple[dict[str, list], list[str]]:
+        """Each task's moves so far and the task of every move in order (`Stepper.follow`).
+
+        Returns:
+            ``(schedule, order)``: what real tasks replay to make this run's
+            moves in its order.
+        """
+        return self._run.simulation.schedule_and_order()
 
     def continue_(self) -> None:
         """Lets the run go on free to its end."""

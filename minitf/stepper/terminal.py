@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from minitf.runtime.core import held_scheduler
+from minitf.stepper import lessons
 from minitf.stepper.commands import execute
 from minitf.stepper.controller import Stepper
 from minitf.stepper.describe import describe_event, describe_state
@@ -56,6 +57,8 @@ def run(
     replay: str | None = None,
     simulate: bool = False,
     seed: int = 0,
+    lesson: str | None = None,
+    processes: bool = False,
 ) -> int:
     """Starts the script held, answers commands until they end, lets the script finish.
 
@@ -74,13 +77,24 @@ def run(
         replay: A recording to step along instead of ``script`` (`Stepper.replay`).
         simulate: Run the cluster simulated in this process (`SimulatedStepper`).
         seed: The simulated cluster's seed.
+        lesson: A lesson (a file, or a built-in one's name) that gives the
+            script, its arguments, the cluster, the seed and the breakpoint
+            (`minitf.stepper.lessons`); the other arguments are then ignored.
+        processes: Run the lesson on real processes along its simulated run.
 
     Returns:
         The script's exit code (0 when every worker finished).
     """
     out = out or sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
-        if replay is not None:
+        if lesson is not None:
+            chosen = lessons.load(lesson)
+            if not json_mode:
+                out.write(f"{chosen.title}\n{chosen.notes}\n".replace("\n\n", "\n"))
+            stepper = lessons.start(chosen, processes=processes, output=sys.stderr)
+            script_run = _ScriptCluster(None, None, None, None, stepper)
+            script = chosen.title
+        elif replay is not None:
             script_run = _ScriptCluster.replaying(replay)
             script = replay
         elif ps is None and workers is None:

@@ -853,21 +853,32 @@ class Simulation(Scheduler):
         The ids are those the same sessions get on real tasks, so the
         schedule can be replayed there (`minitf.stepper.Stepper.replay`).
         """
+        return self.schedule_and_order()[0]
+
+    def schedule_and_order(self) -> tuple[dict[str, list[tuple[int, int, str]]], list[str]]:
+        """`schedule`, and the task of each of its moves in the order they were made.
+
+        A stepper that follows the order on real tasks makes their moves in
+        the simulation's order, not only each task's in its own.
+        """
         moves: dict[str, list[tuple[int, int, str]]] = {}
+        order: list[str] = []
         offered = iter(self._offered)
         offer = next(offered, None)
         for made, (_, task, _, _, step_id, running, plan_step) in enumerate(self._moves, 1):
             moves.setdefault(task, []).append(
                 (step_id, RUN if running else DELIVER, plan_step.op.name)
             )
+            order.append(task)
             # A dequeue or take_grad that this move let finish ran here, at
             # once; a held task first offers it to its step, whose delivery of
             # the offer is the next move on the task.
             while offer is not None and offer[0] == made:
                 _, where, waiting, op_name = offer
                 moves.setdefault(where, []).append((waiting, DELIVER, op_name))
+                order.append(where)
                 offer = next(offered, None)
-        return moves
+        return moves, order
 
     def _note_accumulators(self, task: str, time: float, cancelled: bool) -> None:
         """Timestamps what the task's accumulators have recorded since the last look.
