@@ -24,6 +24,7 @@ import json
 import os
 
 from minitf.cluster import delays
+from minitf.runtime.core import config
 from minitf.runtime.core.held_scheduler import HeldScheduler
 from minitf.runtime.core.scheduler import Scheduler
 from minitf.runtime.distributed import task_defaults
@@ -65,5 +66,12 @@ def _write_moves(path: str, scheduler: HeldScheduler) -> None:
 
 
 def install() -> None:
-    """Makes the servers of this process take their defaults from the environment."""
+    """Makes the servers of this process take their defaults from the environment.
+
+    Under ``minitf step`` no wall-clock deadline applies in the process
+    (`minitf.runtime.core.config.hold_the_clock`): a class may look at a
+    breakpoint for as long as it likes.
+    """
     task_defaults.set_task_defaults(scheduler=scheduler_for, straggler=delays.for_task)
+    if os.environ.get(STEPPER_ENV):
+        config.hold_the_clock()

@@ -34,7 +34,7 @@ import traceback
 from collections.abc import Iterable
 from typing import TextIO
 
-from minitf.runtime.core import held_scheduler
+from minitf.runtime.core import config, held_scheduler
 from minitf.stepper import lessons
 from minitf.stepper.commands import execute
 from minitf.stepper.controller import Stepper
@@ -151,6 +151,7 @@ class _ScriptHere:
     """The script run in this process: its local sessions are the stepper's tasks."""
 
     def __init__(self, script, script_args, breaks):
+        config.hold_the_clock()  # a held session has no wall-clock deadline
         sessions = held_scheduler.hold_local_sessions(breaks)
         self._code: int | None = None
         self._thread = threading.Thread(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import numbers
 import os
+import threading
 from typing import Any
 
 from minitf.runtime.core import step_stats
@@ -187,3 +188,22 @@ def fast() -> bool:
     array. The results are the same bit for bit.
     """
     return _FAST
+
+
+_held = threading.Event()
+
+
+def hold_the_clock() -> None:
+    """This process's steps are stepped by hand (``minitf step``): no deadline applies from now on.
+
+    While a stepper holds a cluster, the time a class spends looking at a
+    breakpoint is not time a step waited: a run's ``timeout_in_ms``, the
+    session's ``operation_timeout_in_ms`` and the "has waited" warnings do
+    not apply in a process whose tasks a stepper holds.
+    """
+    _held.set()
+
+
+def deadlines_apply() -> bool:
+    """False in a process whose steps a stepper holds (`hold_the_clock`)."""
+    return not _held.is_set()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from minitf.framework import ops
-from minitf.runtime.core import callables, held_scheduler, step_stats
+from minitf.runtime.core import callables, config, held_scheduler, step_stats
 from minitf.runtime.core import fetches as fetch_lib
 from minitf.runtime.core.clock import WALL_CLOCK
 from minitf.runtime.core.config import ConfigProto, RunOptions
@@ -371,6 +371,8 @@ class BaseSession:
         return fetch_lib.client_values(values)
 
     def _timeout_ms(self, options) -> int:
+        if not config.deadlines_apply():
+            return 0  # a stepper holds this process's steps: no wall-clock deadline
         if isinstance(options, RunOptions) and options.timeout_in_ms > 0:
             return options.timeout_in_ms
         return max(self._config.operation_timeout_in_ms, 0)

@@ -17,6 +17,7 @@ import os
 import threading
 
 from minitf.framework import errors
+from minitf.runtime.core import config
 
 logger = logging.getLogger("minitf")
 
@@ -139,7 +140,9 @@ WAIT_LOG_ENV = "MINITF_WAIT_LOG_SECS"
 
 
 def wait_log_secs() -> float:
-    """``MINITF_WAIT_LOG_SECS``, or 5."""
+    """``MINITF_WAIT_LOG_SECS``, or 5; 0 (no log) where a stepper holds the steps."""
+    if not config.deadlines_apply():
+        return 0.0
     return float(os.environ.get(WAIT_LOG_ENV, "5"))
 
 
