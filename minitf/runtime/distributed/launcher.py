@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import queue
 import random
 import secrets
 import signal
@@ -55,6 +56,55 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         pass  # not Linux: the launcher's own clean-up still stops the tasks
+
+
+class _Spawner:
+    """The one thread that starts every task process: it lives as long as this process.
+
+    A task asks the kernel to end it when its parent dies; on Linux "parent"
+    is the *thread* that started it. A task started from a short-lived
+    thread (a stepper page's request going back) would be ended with that
+    thread. Started here, a task lives as long as the launcher's process.
+    """
+
+    def __init__(self):
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def spawn(self, command: list[str], env: dict[str, str]) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="minitf-spawner", daemon=True
+                )
+                self._thread.start()
+        answer: queue.SimpleQueue = queue.SimpleQueue()
+        self._requests.put((command, env, answer))
+        result = answer.get()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _serve(self) -> None:
+        while True:
+            command, env, answer = self._requests.get()
+            try:
+                answer.put(
+                    subprocess.Popen(
+                        command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                    )
+                )
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller
+                answer.put(exc)
+
+
+_spawn = _Spawner().spawn
 
 
 # Ports the kernel hands out for outgoing connections (Linux's default range,
@@ -214,14 +264,7 @@ class LocalCluster:
         env["TF_CONFIG"] = json.dumps(
             {"cluster": self.cluster_spec.as_dict(), "task": {"type": job, "index": index}}
         )
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-        )
+        proc = _spawn(command, env)
         with self._lock:
             self._procs[(job, index)] = proc
         pump = threading.Thread(target=self._pump, args=(f"[{job}/{index}] ", proc), daemon=True)

@@ -323,3 +323,25 @@ def test_a_task_that_ends_while_traced_waits_for_the_tracer_to_collect(tmp_path)
         cluster.stop()
     worker = [d for d in stats["dev_stats"] if "/job:worker/" in d["device"]]
     assert worker and any(n["op"] == "Mul" for n in worker[0]["node_stats"])
+
+
+def test_tasks_started_from_a_thread_that_ends_live_on():
+    # Linux ends a task when the *thread* that started it exits (the task asks
+    # to die with its parent): a stepper page's request thread going back
+    # started tasks that died with it. They are started by one thread that
+    # lives as long as the process.
+    cluster = LocalCluster({"ps": 1, "worker": 1}, output=None)
+    starter = threading.Thread(target=cluster.start)
+    starter.start()
+    starter.join(60)
+    try:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(3.0)
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(v.initializer)
+            assert sess.run(v) == 3.0
+        for job in ("ps", "worker"):
+            with pytest.raises(subprocess.TimeoutExpired):  # alive a second later still
+                cluster._procs[(job, 0)].wait(timeout=1.0)
+    finally:
+        cluster.stop()
