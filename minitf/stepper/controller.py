@@ -25,6 +25,7 @@ the order they became ready).
 
 from __future__ import annotations
 
+import difflib
 import html
 import logging
 import time
@@ -36,6 +37,7 @@ from minitf.cluster.task_env import BREAK_ENV, STEPPER_ENV
 from minitf.framework import errors
 from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.core.scheduler import DELIVER, RUN
+from minitf.runtime.core.watch import describe_wait
 from minitf.runtime.distributed.connect import connect_with_retry
 from minitf.runtime.distributed.launcher import LocalCluster, load_recording
 from minitf.runtime.distributed.partition import import_partition, parse_task
@@ -202,7 +204,7 @@ class Stepper:
             stepper._replay(stepper._recorded_rest())
         else:
             for _ in range(moves):
-                if stepper.next() is None:
+                if stepper.script_ended() or stepper.next() is None:
                     break
         return stepper
 
@@ -478,13 +480,60 @@ class Stepper:
             wait: Seconds to wait for a move to become possible.
 
         Raises:
-            ValueError: for a task pattern that names no task.
+            ValueError: for a task pattern that names no task, a task that
+                cannot move (saying what it waits for), or a script that has ended.
         """
         wanted = self._task_name(task) if task is not None else None
         candidate = self._first_candidate(wanted, wait)
         if candidate is None:
+            if self.script_ended():
+                raise ValueError("the script has ended: nothing moves any more (back N goes back)")
+            if wanted is not None:
+                raise ValueError(f"{_short(wanted)} cannot move now: {self._waits_on(wanted)}")
             return None
         return self._make(candidate)
+
+    def script_ended(self) -> bool:
+        """Whether every worker of the stepped script has ended (nothing will move again)."""
+        if self.cluster is None:
+            return False
+        workers = [parse_task(name) for name in self._tasks if parse_task(name)[0] != "ps"]
+        return bool(workers) and all(self._task_exited(f"/job:{j}/replica:0/task:{i}")
+                                     for j, i in workers)  # fmt: skip
+
+    def _waits_on(self, task: str) -> str:
+        """What ``task``'s held steps wait for, in words."""
+        state = self._ask(self._tasks[task], "state")
+        waits = [
+            f"{op['name']} waits for {describe_wait(op['waits_for'])}"
+            for step in (state or {}).get("steps", [])
+            for op in step["waiting"]
+        ]
+        return "; ".join(waits[:3]) if waits else "no step of it is running"
+
+    def check_pattern(self, pattern: str) -> None:
+        """Raises unless ``pattern`` names an op that may run, or a task (`until`, ``--break``).
+
+        Args:
+            pattern: A stepper pattern: part of an op's name, its type, or a task.
+
+        Raises:
+            ValueError: naming the closest op names and types, when it names nothing.
+        """
+        if any(matches(pattern, "", "", name) or pattern == name for name in self._tasks):
+            return
+        known = set()
+        for task in self._live():
+            known.update(tuple(op) for op in self._ask(task, "known_ops") or [])
+        if not known or any(matches(pattern, name, kind, "") for name, kind in known):
+            return
+        words = {kind for _, kind in known} | {n.rsplit("/", 1)[-1] for n, _ in known}
+        close = difflib.get_close_matches(pattern, sorted(words), n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ValueError(
+            f"no op or task matches {pattern!r}{hint}: it matches part of an op's name, "
+            "its type (ResourceAccumulatorApplyGradient) or a task (worker:1)"
+        )
 
     def until(self, pattern: str, max_moves: int = 100_000, wait: float = 10.0) -> list[dict]:
         """Moves until an op matching ``pattern`` is about to move (it does not).
@@ -499,6 +548,7 @@ class Stepper:
             max_moves: The most moves to make.
             wait: Seconds to wait for each move to become possible.
         """
+        self.check_pattern(pattern)
         made = []
         for _ in range(max_moves):
             candidate = self._first_candidate(None, wait)
@@ -770,6 +820,8 @@ class Stepper:
 
     def _first_candidate(self, task: str | None, wait: float) -> dict | None:
         deadline = time.monotonic() + wait
+        if self.script_ended():
+            return None  # at once: nothing will move again
         while True:
             self._refresh()
             self._settle()
@@ -852,3 +904,9 @@ def _global_step(task_states: list[dict]) -> int | None:
                 value = resource.get("value")
                 return None if value is None else int(value)
     return None
+
+
+def _short(task: str) -> str:
+    """``/job:worker/replica:0/task:1`` → ``worker:1``."""
+    job, index = parse_task(task)
+    return f"{job}:{index}"

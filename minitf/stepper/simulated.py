@@ -177,7 +177,8 @@ class _SimulatedTask:
     def call(self, method: str, *args, timeout: float = 30.0):
         run = self._stepper._run
         worker = run.simulation.worker(self.name)
-        stepping = Stepping(self.name, _TaskView(run, self.name), worker.resource_mgr)
+        graphs = worker.stepping.graphs  # what clients registered on the simulated task
+        stepping = Stepping(self.name, _TaskView(run, self.name), worker.resource_mgr, graphs)
         return getattr(stepping, method)(*args)
 
     def close(self) -> None:
@@ -306,6 +307,10 @@ class SimulatedStepper(Stepper):
             timeout: Seconds to wait, or None for no limit.
         """
         return self._run.wait(timeout)
+
+    def script_ended(self) -> bool:
+        """Whether the simulated run has ended."""
+        return self._run.ended
 
     def exit_code(self) -> int | None:
         """The run's exit code once it has ended, else None."""

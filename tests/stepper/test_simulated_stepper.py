@@ -160,3 +160,20 @@ def test_minitf_step_simulate_from_the_command_line():
     assert answers[1]["state"]["moves"] == moves - 2
     assert answers[2]["state"]["moves"] == moves - 1
     assert "error" not in "".join(json.dumps(a) for a in answers)
+
+
+def test_a_mistyped_until_is_refused_at_once_and_an_ended_run_says_so():
+    stepper = SimulatedStepper(sync_mlp.__file__, TASKS, ARGS, breaks=["ApplyGradient"])
+    try:
+        before = stepper.state()
+        with pytest.raises(ValueError, match="no op or task matches 'TakeGradeint'") as info:
+            stepper.until("TakeGradeint")
+        assert "did you mean" in str(info.value) and "TakeGradient" in str(info.value)
+        assert stepper.state() == before  # nothing moved
+        stepper.until("worker:1")  # a task is a pattern too
+        stepper.continue_()
+        assert stepper.wait(60) == 0
+        with pytest.raises(ValueError, match="the script has ended"):
+            stepper.next()
+    finally:
+        stepper.close()

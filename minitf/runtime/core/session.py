@@ -166,7 +166,8 @@ class BaseSession:
     @property
     def stepping(self):
         """This session's steps as a stepper sees them (needs ``scheduler=HeldScheduler()``)."""
-        return Stepping(self._stepping_name, self._executor.scheduler, self._resource_mgr)
+        scheduler, graphs = self._executor.scheduler, lambda: [self._graph]
+        return Stepping(self._stepping_name, scheduler, self._resource_mgr, graphs)
 
     def start_recording(self) -> int | dict[str, int]:
         """Starts recording every step that this session's tasks run (minitf's, for `Tracer`).

@@ -23,12 +23,18 @@ class Stepping:
         task_name: The task's name.
         scheduler: The task's `minitf.runtime.core.held_scheduler.HeldScheduler`.
         resource_mgr: The task's resources.
+        graphs: Returns the graphs whose ops may run on the task (for `known_ops`).
     """
 
-    def __init__(self, task_name: str, scheduler, resource_mgr: ResourceMgr):
+    def __init__(self, task_name: str, scheduler, resource_mgr: ResourceMgr, graphs=None):
         self.task_name = task_name
         self._scheduler = scheduler
         self._resource_mgr = resource_mgr
+        self.graphs = graphs or list  # returns the graphs whose ops may run here
+
+    def known_ops(self) -> list[tuple[str, str]]:
+        """``(name, type)`` of every op of the graphs clients registered here: what may run."""
+        return sorted({(op.name, op.type) for g in self.graphs() for op in g.get_operations()})
 
     def state(self, limit: int = 16) -> dict:
         """``{"task", "held", "steps": [describe_execution(...)], "resources": [...]}``.

@@ -360,7 +360,8 @@ class Worker:
     @property
     def stepping(self) -> Stepping:
         """The stepper's calls on this task (`Stepping`)."""
-        return Stepping(self.task_name, self._executor.scheduler, self.resource_mgr)
+        graphs = lambda: [r.graph for r in list(self._registered.values())]  # noqa: E731
+        return Stepping(self.task_name, self._executor.scheduler, self.resource_mgr, graphs)
 
     # -- stragglers and traces -------------------------------------------------------------
 
