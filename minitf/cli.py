@@ -188,7 +188,7 @@ def _run_step(args: argparse.Namespace) -> int:
             return 2
         return terminal.run(
             None, None, None, [], [], args.json, web=args.web, lesson=args.lesson,
-            processes=args.processes,
+            processes=args.processes, verbose=args.verbose,
         )  # fmt: skip
     if (args.script is None) == (args.replay is None):
         print("minitf step: give a SCRIPT or --replay FILE (one of them)", file=sys.stderr)
@@ -212,7 +212,7 @@ def _run_step(args: argparse.Namespace) -> int:
         return 2
     return terminal.run(
         args.script, args.ps, args.workers, script_args, args.breaks or [], args.json,
-        web=args.web, simulate=args.simulate, seed=args.seed,
+        web=args.web, simulate=args.simulate, seed=args.seed, verbose=args.verbose,
     )  # fmt: skip
 
 
@@ -265,6 +265,10 @@ def _add_step(subparsers: argparse._SubParsersAction) -> None:
         help="with --lesson: run it on real processes, which make the simulated run's moves",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="answer each command with a JSON line")
+    p.add_argument(
+        "--verbose", action="store_true",
+        help="print the whole state after every move (default: the move and the next one)",
+    )  # fmt: skip
     p.add_argument(
         "--web", action="store_true",
         help="serve the stepper as a page on 127.0.0.1 (the URL, with its secret token, is "

@@ -97,7 +97,8 @@ class Stepper:
         discover: Returns the links of tasks that appeared since (local sessions).
 
     Attributes:
-        events: Every move made, in order: ``{"task", "step_id", "move", "op", "type"}``.
+        events: Every move made, in order: ``{"task", "step_id", "move", "op", "type",
+            "offer"}`` (``offer``: a delivery that runs the op that waited).
         on_move: Called with each event after its move (a page showing the state live).
         cluster: The `LocalCluster` this stepper started (`launch`), or None.
     """
@@ -335,7 +336,7 @@ class Stepper:
             ``{"tasks": [task state], "global_step": int or None, "moves": int,
             "candidates": [candidate]}``; a task state is
             `minitf.runtime.distributed.worker.Stepping.state`, a candidate
-            ``{"task", "step_id", "move", "index", "op", "type"}``.
+            ``{"task", "step_id", "move", "index", "op", "type", "offer"}``.
         """
         self._refresh()
         tasks = [self._task_state(task, limit) for task in self._tasks.values()]
@@ -859,7 +860,7 @@ class Stepper:
                 None, None, f"the move {candidate} could not be made: {exc}"
             ) from exc
         self._settle()
-        event = {k: candidate[k] for k in ("task", "step_id", "move", "op", "type")}
+        event = {k: candidate[k] for k in ("task", "step_id", "move", "op", "type", "offer")}
         self.events.append(event)
         self._marks.append(self._log_lengths())
         if self.on_move is not None:
@@ -892,6 +893,7 @@ def _candidates(task_states: list[dict]) -> list[dict]:
                             "index": op["index"],
                             "op": op["name"],
                             "type": op["type"],
+                            "offer": op.get("offer", False),
                         }
                     )
     return found

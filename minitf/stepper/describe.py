@@ -16,7 +16,23 @@ def describe_event(event: dict) -> str:
         event: One of `Stepper.events`.
     """
     task = event["task"].replace("/replica:0", "")
-    return f"{task:<22} {event['move']:<8} {event['op']} ({event['type']})"
+    # Delivering an offer runs the op that waited (a take_grad takes its gradients
+    # now); the op's outputs reach its step in a later delivery.
+    move = "finish" if event.get("offer") else event["move"]
+    return f"{task:<22} {move:<8} {event['op']} ({event['type']})"
+
+
+def describe_brief(state: dict) -> str:
+    """The state in one line after a move: the global step, the moves, and the next move.
+
+    Args:
+        state: A `Stepper.state`.
+    """
+    line = f"global step {state['global_step']} · {state['moves']} moves"
+    candidates = state.get("candidates") or []
+    if candidates:
+        line += " · next: " + describe_event(candidates[0]).strip()
+    return line + "\n"
 
 
 def describe_state(state: dict) -> str:
@@ -26,6 +42,7 @@ def describe_state(state: dict) -> str:
         state: A `Stepper.state`.
     """
     lines = [f"global step: {state['global_step']}    moves so far: {state['moves']}"]
+    required = _required(state)
     for task in state["tasks"]:
         held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
         lines.append(f"{task['task'].replace('/replica:0', '')}{held}")
@@ -39,16 +56,32 @@ def describe_state(state: dict) -> str:
                 lines.append("    arrived: " + ", ".join(op["name"] for op in step["arrived"]))
         for resource in task["resources"]:
             if resource["kind"] == "queue":
+                capacity = resource.get("capacity", -1)
+                room = "unbounded" if capacity is None or capacity < 0 else f"capacity {capacity}"
                 lines.append(
-                    f"  queue {resource['name']}: {resource['size']} element(s) "
+                    f"  queue {resource['name']}: {resource['size']} element(s), {room}: "
                     f"{resource['values']}"
                 )
             elif resource["kind"] == "accumulator":
+                of = required.get(resource["name"])
+                count = f"{resource['count']} of {of}" if of else f"{resource['count']}"
                 lines.append(
-                    f"  accumulator {resource['name']}: {resource['count']} gradient(s), "
-                    f"step {resource['global_step']}"
+                    f"  accumulator {resource['name']}: {count} gradient(s) for step "
+                    f"{resource['global_step']}"
                 )
     return "\n".join(lines) + "\n"
+
+
+def _required(state: dict) -> dict[str, int]:
+    """How many gradients each accumulator's waiting ``take_grad`` needs, by accumulator name."""
+    found = {}
+    for task in state["tasks"]:
+        for step in task["steps"]:
+            for op in step["waiting"]:
+                waits = op.get("waits_for") or {}
+                if waits.get("kind") == "accumulator" and waits.get("required"):
+                    found[waits["name"]] = waits["required"]
+    return found
 
 
 def waits_for_words(waits: dict) -> str:

@@ -357,7 +357,8 @@ class SimulatedStepper(Stepper):
 
     def _make(self, candidate: dict) -> dict:
         self._run.grant()
-        event = {k: candidate[k] for k in ("task", "step_id", "move", "op", "type", "time")}
+        keys = ("task", "step_id", "move", "op", "type", "offer", "time")
+        event = {k: candidate[k] for k in keys}
         self.events.append(event)
         if self.on_move is not None:
             self.on_move(event)
@@ -365,4 +366,6 @@ class SimulatedStepper(Stepper):
 
 
 def _candidate(move: dict) -> dict:
-    return {k: move[k] for k in ("task", "step_id", "move", "index", "op", "type", "time")}
+    # A simulated take_grad or dequeue runs inside the move that lets it: never an offer.
+    keys = ("task", "step_id", "move", "index", "op", "type", "time")
+    return {**{k: move[k] for k in keys}, "offer": False}

@@ -38,7 +38,7 @@ from minitf.runtime.core import config, held_scheduler
 from minitf.stepper import lessons
 from minitf.stepper.commands import execute
 from minitf.stepper.controller import Stepper
-from minitf.stepper.describe import describe_event, describe_state
+from minitf.stepper.describe import describe_brief, describe_event, describe_state
 from minitf.stepper.simulated import SimulatedStepper
 
 PROMPT = "(minitf step) "
@@ -59,6 +59,7 @@ def run(
     seed: int = 0,
     lesson: str | None = None,
     processes: bool = False,
+    verbose: bool = False,
 ) -> int:
     """Starts the script held, answers commands until they end, lets the script finish.
 
@@ -81,6 +82,7 @@ def run(
             script, its arguments, the cluster, the seed and the breakpoint
             (`minitf.stepper.lessons`); the other arguments are then ignored.
         processes: Run the lesson on real processes along its simulated run.
+        verbose: After each move, print the whole state, not one line.
 
     Returns:
         The script's exit code (0 when every worker finished).
@@ -114,7 +116,7 @@ def run(
 
                 web_lib.serve(stepper, script_run.exit_code, title=script, out=out)
             else:
-                _answer(stepper, commands, json_mode, out)
+                _answer(stepper, commands, json_mode, out, verbose)
             stepper.continue_()
         finally:
             script_run.stepper.close()
@@ -181,13 +183,14 @@ class _ScriptHere:
     def wait(self) -> int:
         self._thread.join()
         held_scheduler.release_local_sessions()
+        config.release_the_clock()
         return self._code if self._code is not None else 1
 
 
-def _answer(stepper: Stepper, commands, json_mode: bool, out) -> None:
+def _answer(stepper: Stepper, commands, json_mode: bool, out, verbose: bool = False) -> None:
     for line in _lines(commands):
         answer = execute(stepper, line)
-        _print(answer, json_mode, out)
+        _print(answer, json_mode, out, verbose)
         if answer.get("command") in ("quit", "continue"):
             return
 
@@ -210,7 +213,7 @@ def _lines(commands):
         yield from sys.stdin
 
 
-def _print(answer: dict, json_mode: bool, out) -> None:
+def _print(answer: dict, json_mode: bool, out, verbose: bool = False) -> None:
     if json_mode:
         out.write(json.dumps(answer) + "\n")
         out.flush()
@@ -222,5 +225,7 @@ def _print(answer: dict, json_mode: bool, out) -> None:
     if "note" in answer:
         out.write(f"{answer['note']}\n")
     if "state" in answer:
-        out.write(describe_state(answer["state"]))
+        # After a move, one line; the whole state when asked for (`state`, --verbose).
+        full = verbose or answer.get("command") == "state"
+        out.write((describe_state if full else describe_brief)(answer["state"]))
     out.flush()

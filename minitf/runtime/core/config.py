@@ -190,20 +190,29 @@ def fast() -> bool:
     return _FAST
 
 
-_held = threading.Event()
+_held = [0]  # how many holds are in force (a stepper of local sessions holds, then releases)
+_held_lock = threading.Lock()
 
 
 def hold_the_clock() -> None:
-    """This process's steps are stepped by hand (``minitf step``): no deadline applies from now on.
+    """Steps in this process are stepped by hand (``minitf step``): no deadline applies.
 
     While a stepper holds a cluster, the time a class spends looking at a
     breakpoint is not time a step waited: a run's ``timeout_in_ms``, the
     session's ``operation_timeout_in_ms`` and the "has waited" warnings do
-    not apply in a process whose tasks a stepper holds.
+    not apply in a process whose steps a stepper holds. A task process of
+    ``minitf step`` holds for its whole life.
     """
-    _held.set()
+    with _held_lock:
+        _held[0] += 1
+
+
+def release_the_clock() -> None:
+    """Ends one `hold_the_clock` (a stepped script that ran in this process has ended)."""
+    with _held_lock:
+        _held[0] = max(0, _held[0] - 1)
 
 
 def deadlines_apply() -> bool:
-    """False in a process whose steps a stepper holds (`hold_the_clock`)."""
-    return not _held.is_set()
+    """False while a stepper holds this process's steps (`hold_the_clock`)."""
+    return not _held[0]

@@ -306,6 +306,10 @@ class StepExecution:
                 OpEvent.of(step, start, end, self.vals, self.ctx, self._thread, wait)
             )
 
+    def offers(self) -> set[int]:
+        """Arrived units whose delivery runs the op that waited (an `Offer`), not its outputs."""
+        return {i for i in self.arrived if type(self._results.get(i, (None,))[0]) is Offer}
+
     @property
     def has_news(self) -> bool:
         """True if completions have arrived that `collect` has not taken in yet."""

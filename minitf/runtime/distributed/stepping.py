@@ -144,8 +144,10 @@ def describe_execution(execution) -> dict:
     Returns:
         ``{"step_id", "client", "ops", "done", "ready": [op], "waiting": [op],
         "arrived": [op], "ran": [op name]}`` where each op is ``{"index", "name", "type"}``
-        (the op that names the unit) and a waiting one also has ``"waits_for"``
-        (`waits_for`).
+        (the op that names the unit), a waiting one also has ``"waits_for"``
+        (`waits_for`) and an arrived one ``"offer"``: True when delivering it
+        runs the op that waited (its resource can now serve it), False when
+        it hands the op's outputs to the step.
     """
     units = execution.units
 
@@ -154,6 +156,7 @@ def describe_execution(execution) -> dict:
 
     arrived = set(execution.arrived)
     ready, waiting = set(execution.ready), execution.waiting
+    offers = execution.offers()
     return {
         "step_id": execution.ctx.step_id,
         "client": execution.ctx.client,
@@ -164,7 +167,8 @@ def describe_execution(execution) -> dict:
             {**op(i), "waits_for": execution.waits_for(i)}
             for i in sorted(execution.waiting - arrived)
         ],
-        "arrived": [op(i) for i in execution.arrived],
+        # An offer: the op's wait is over, and delivering it runs the op (a take_grad's take).
+        "arrived": [{**op(i), "offer": i in offers} for i in execution.arrived],
         "ran": [
             name.name
             for i, count in enumerate(execution.pending)
