@@ -104,11 +104,22 @@ def _run_launch(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace, tasks: dict[str, int], script_args: list[str]) -> int:
     """``minitf launch --simulate``: the script on a `SimulatedCluster`; prints its summary."""
     from minitf.cluster import SimulatedCluster, delays
+    from minitf.platform import app
 
     spec = args.straggler if args.straggler is not None else os.environ.get(delays.ENV, "")
     try:
         stragglers = delays.parse(spec)
         seed = args.seed if args.seed is not None else int(os.environ.get(delays.SEED_ENV, "0"))
+        if seed < 0:
+            raise ValueError(f"--seed must be a whole number >= 0, got {seed}")
+        late = sorted(int(k) for k in stragglers if k != "*" and int(k) >= tasks["worker"])
+        if late:
+            raise ValueError(
+                f"--straggler names worker {late[0]}, but there are {tasks['worker']} workers "
+                f"(0 to {tasks['worker'] - 1})"
+            )
+        if args.record is not None:
+            _check_writable(args.record)
     except ValueError as exc:
         print(f"minitf launch: {exc}", file=sys.stderr)
         return 2
@@ -118,6 +129,9 @@ def _simulate(args: argparse.Namespace, tasks: dict[str, int], script_args: list
         report = cluster.run(args.script, script_args, out=args.out, record=args.record)
     except RuntimeError as exc:  # a task's script exited with a non-zero status
         print(f"minitf launch --simulate: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the script's own error: its traceback, not minitf's
+        print(app.script_traceback(exc, args.script, cluster.failed_task), file=sys.stderr, end="")
         return 1
     updates = report["updates"]
     print(
@@ -130,6 +144,18 @@ def _simulate(args: argparse.Namespace, tasks: dict[str, int], script_args: list
     if args.record is not None:
         print(f"recording: {args.record} (step it with `minitf step --replay {args.record}`)")
     return 0
+
+
+def _check_writable(path: str) -> None:
+    """Raises ValueError, now, if a file cannot be written at ``path`` (before a long run)."""
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not existed:
+        os.remove(path)
 
 
 def _add_launch(subparsers: argparse._SubParsersAction) -> None:
@@ -172,6 +198,21 @@ def _add_launch(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_step(args: argparse.Namespace) -> int:
+    from minitf.framework import errors
+    from minitf.stepper.simulated import ScriptError
+
+    try:
+        return _step(args)
+    except ScriptError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except (ValueError, FileNotFoundError, errors.OpError) as exc:
+        message = exc.message if isinstance(exc, errors.OpError) else str(exc)
+        print(f"minitf step: {message}", file=sys.stderr)
+        return 1
+
+
+def _step(args: argparse.Namespace) -> int:
     from minitf.stepper import lessons, terminal
 
     if args.lesson is not None:

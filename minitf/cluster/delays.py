@@ -240,6 +240,6 @@ def for_task(job: str, index: int, environ: Mapping[str, str] | None = None) -> 
 
 def _non_negative(model: str, name: str, value: float) -> float:
     value = float(value)
-    if not value >= 0:
-        raise ValueError(f"{model}: {name} must be >= 0 seconds, got {value}")
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{model}: {name} must be a finite number of seconds >= 0, got {value}")
     return value

@@ -82,6 +82,7 @@ class SimulatedCluster:
             )
         self._simulation.loss_names = set(names)
         self.cluster_spec = self._simulation.cluster_spec
+        self.failed_task: str | None = None  # the client whose exception `run` raised
 
     @property
     def simulation(self):
@@ -216,6 +217,7 @@ class SimulatedCluster:
         for thread in threads:
             thread.join()
         failure, self._simulation.failure = self._simulation.failure, None
+        self.failed_task = self._simulation.failed_client
         if failure is not None:
             raise failure
         if out is not None:

@@ -185,3 +185,27 @@ def run_script(
         finally:
             _local.script = _local.stdout = None
     return 0
+
+
+def script_traceback(exc: BaseException, script: str, task: str | None = None) -> str:
+    """A script's own exception as its traceback shows it, without minitf's frames.
+
+    Args:
+        exc: The exception the script raised.
+        script: The script's path.
+        task: The task whose copy of the script raised it, if known.
+    """
+    import traceback
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not os.path.abspath(f.filename).startswith(package)
+        and "runpy" not in f.filename  # "<frozen runpy>" too
+    ]
+    where = f" on {task}" if task else ""
+    lines = [f"{script} failed{where}:\n", "Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames)
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines)

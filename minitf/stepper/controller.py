@@ -26,6 +26,7 @@ the order they became ready).
 from __future__ import annotations
 
 import difflib
+import functools
 import html
 import logging
 import time
@@ -38,7 +39,7 @@ from minitf.framework import errors
 from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.core.scheduler import DELIVER, RUN
 from minitf.runtime.core.watch import describe_wait
-from minitf.runtime.distributed.connect import connect_with_retry
+from minitf.runtime.distributed.connect import connect_timeout, connect_with_retry
 from minitf.runtime.distributed.launcher import LocalCluster, load_recording
 from minitf.runtime.distributed.partition import import_partition, parse_task
 from minitf.runtime.distributed.step_ids import INCARNATION_ENV, REPLAYABLE
@@ -60,9 +61,9 @@ logger = logging.getLogger("minitf")
 class _RemoteTask:
     """A task of a cluster, reached over the authenticated wire."""
 
-    def __init__(self, task: str, address: str):
+    def __init__(self, task: str, address: str, exit_code=None):
         self.name = task
-        self._channel = Channel(connect_with_retry(address, task), task)
+        self._channel = Channel(_connect(task, address, exit_code), task)
 
     def call(self, method: str, *args, timeout: float = 30.0):
         return self._channel.request(lambda c: (f"stepper_{method}", c, *args), timeout)
@@ -125,6 +126,8 @@ class Stepper:
         # A recording being stepped (Stepper.replay): each task's moves, in order.
         self._recording: dict[str, list[tuple]] | None = None
         self._order: list[str] | None = None  # the task of each recorded move, in order
+        # Says whether the stepped script has ended, where no cluster tells (local sessions).
+        self.ended_when: Callable[[], bool] | None = None
         self._known_lengths: dict[str, int] = {}  # each task's log length when last asked
         self._ended: dict[str, int] = {}  # tasks whose processes finished: their last length
 
@@ -318,10 +321,28 @@ class Stepper:
                 self._settle()
                 self._start_marks = self._log_lengths()
                 return
+            self._check_still_running()
             time.sleep(0.05)  # the tasks run free until then; nothing to wait on here
         raise errors.DeadlineExceededError(
             None, None, f"no task reached a breakpoint in {timeout:.0f} s: is the pattern right?"
         )
+
+    def _check_still_running(self) -> None:
+        """Raises, in one line, if a task of the script failed or every worker has ended."""
+        failed = []
+        if self.cluster is not None:
+            failed = [(t, c) for t, c in self.cluster.poll().items() if c not in (None, 0)]
+        if failed:
+            (job, index), code = failed[0]
+            raise errors.FailedPreconditionError(
+                None, None,
+                f"the script failed on {job}:{index} (exit code {code}) before any op matched "
+                "the breakpoint: its output is above",
+            )  # fmt: skip
+        if self.script_ended():
+            raise errors.FailedPreconditionError(
+                None, None, "the script ended before any op matched the breakpoint: is it right?"
+            )
 
     # -- looking ----------------------------------------------------------------------------
 
@@ -496,6 +517,8 @@ class Stepper:
 
     def script_ended(self) -> bool:
         """Whether every worker of the stepped script has ended (nothing will move again)."""
+        if self.ended_when is not None:
+            return self.ended_when()
         if self.cluster is None:
             return False
         workers = [parse_task(name) for name in self._tasks if parse_task(name)[0] != "ps"]
@@ -689,7 +712,9 @@ class Stepper:
         ).start()
         self._tasks = {}
         try:
-            self._tasks = {t.name: t for t in _remote_tasks(self.cluster.cluster_spec)}
+            self._tasks = {
+                t.name: t for t in _remote_tasks(self.cluster.cluster_spec, self.cluster)
+            }
             self._start_marks = {}
             if breaks:
                 self.wait_for_break(break_timeout)
@@ -730,7 +755,9 @@ class Stepper:
                         and _KINDS[candidate["move"]] == kind
                         and candidate["op"] == op
                     ):
-                        task.call("grant", step_id, kind, candidate["index"], self.settle_timeout)
+                        # None: its last move let the script end, and the process with it.
+                        self._ask(task, "grant", step_id, kind, candidate["index"],
+                                  self.settle_timeout)  # fmt: skip
                         pending[name].popleft()
                         progressed = True
                         break
@@ -871,12 +898,37 @@ class Stepper:
 _KINDS = {"run": RUN, "deliver": DELIVER}
 
 
-def _remote_tasks(cluster_spec) -> list[_RemoteTask]:
+def _remote_tasks(cluster_spec, cluster: LocalCluster | None = None) -> list[_RemoteTask]:
+    """Links to every task; with the ``cluster`` that started them, a task that died says so."""
     return [
-        _RemoteTask(f"/job:{job}/replica:0/task:{i}", cluster_spec.task_address(job, i))
+        _RemoteTask(
+            f"/job:{job}/replica:0/task:{i}",
+            cluster_spec.task_address(job, i),
+            None if cluster is None else functools.partial(cluster.wait_task, job, i, 0.0),
+        )  # fmt: skip
         for job in cluster_spec.jobs
         for i in cluster_spec.task_indices(job)
     ]
+
+
+def _connect(task: str, address: str, exit_code=None):
+    """Connects to a task; raises at once, in one line, if its process has exited first."""
+    if exit_code is None:
+        return connect_with_retry(address, task)
+    deadline = time.monotonic() + connect_timeout()
+    while True:
+        try:
+            return connect_with_retry(address, task, 0.5)
+        except errors.UnavailableError:
+            code = exit_code()
+            if code is not None:
+                raise errors.FailedPreconditionError(
+                    None, None,
+                    f"the script exited on {_short(task)} (exit code {code}) before its server "
+                    "started: its output is above",
+                ) from None  # fmt: skip
+            if time.monotonic() > deadline:
+                raise
 
 
 def _candidates(task_states: list[dict]) -> list[dict]:

@@ -20,6 +20,7 @@ simulation never makes.
 
 from __future__ import annotations
 
+import difflib
 import sys
 import threading
 from collections.abc import Sequence
@@ -27,10 +28,15 @@ from typing import TextIO
 
 from minitf.cluster.simulated import SimulatedCluster
 from minitf.framework import errors
+from minitf.platform import app
 from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.distributed.simulation import Abandoned
 from minitf.runtime.distributed.stepping import Stepping
 from minitf.stepper.controller import Stepper, _global_step
+
+
+class ScriptError(RuntimeError):
+    """The stepped script raised: the message is its traceback, without minitf's frames."""
 
 
 class _Run:
@@ -224,6 +230,22 @@ class SimulatedStepper(Stepper):
         self._tasks = {name: _SimulatedTask(self, name) for name in self._run.simulation.tasks()}
         self._settle_run(break_timeout)
         self._base = self._run.made  # moves made free before the stepper took over
+        if self._run.ended:
+            self._ended_at_start(script, breaks)
+
+    def _ended_at_start(self, script: str, breaks: Sequence[str]) -> None:
+        """The run ended before the stepper could hold it: say why, in words."""
+        error = self._run.error
+        if error is not None:
+            task = self._run.cluster.failed_task
+            raise ScriptError(app.script_traceback(error, script, task).rstrip())
+        if breaks:
+            names = {n for t in self._tasks.values() for n, _ in t.call("known_ops")}
+            types = {k for t in self._tasks.values() for _, k in t.call("known_ops")}
+            words = types | {n.rsplit("/", 1)[-1] for n in names}
+            close = difflib.get_close_matches(breaks[0], sorted(words), n=3, cutoff=0.5)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ValueError(f"no op matched --break {' '.join(breaks)} before the run ended{hint}")
 
     @property
     def time(self) -> float:

@@ -161,6 +161,7 @@ class _ScriptHere:
         )
         self._thread.start()
         self.stepper = Stepper.for_local_sessions(sessions)
+        self.stepper.ended_when = lambda: not self._thread.is_alive()
         if breaks:
             self.stepper.wait_for_break()
 

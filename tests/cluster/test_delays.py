@@ -59,8 +59,11 @@ def test_pareto_has_its_scale_as_minimum_and_shape_times_scale_over_shape_minus_
 
 
 def test_bad_parameters_say_which_model_and_what_was_expected():
-    with pytest.raises(ValueError, match="Constant: seconds must be >= 0 seconds, got -1"):
+    finite = "must be a finite number of seconds >= 0, got"
+    with pytest.raises(ValueError, match=f"Constant: seconds {finite} -1"):
         delays.Constant(-1)
+    with pytest.raises(ValueError, match=f"Exponential: mean {finite} inf"):
+        delays.Exponential(math.inf)  # a step that never ends: refused, not a hang
     with pytest.raises(ValueError, match="Pareto: shape must be positive"):
         delays.Pareto(0, 1)
     with pytest.raises(ValueError, match=r"not a delay model: 'Gauss\(1\)'; expected one of"):

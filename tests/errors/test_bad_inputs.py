@@ -11,7 +11,9 @@ import contextlib
 import logging
 import re
 import socket
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -968,3 +970,148 @@ def test_every_row_of_the_table_has_a_test():
     assert len(documented) == len(set(documented)), "a row number is used twice"
     assert documented == list(range(1, len(documented) + 1)), "rows are numbered 1, 2, 3..."
     assert documented == tested
+
+
+def test_row_69_simulate_with_a_negative_seed(command_line, script):
+    status, err = command_line("launch", "--simulate", "--seed", "-5", str(script))
+    assert status == 2
+    assert "minitf launch: --seed must be a whole number >= 0, got -5" in err
+    assert not (script.parent / "ran").exists()
+
+
+def test_row_70_a_straggler_that_never_ends(command_line, script):
+    status, err = command_line(
+        "launch", "--simulate", "--straggler", "1=Constant(inf)", str(script)
+    )
+    assert status == 2
+    assert "Constant: seconds must be a finite number of seconds >= 0, got inf" in err
+    assert not (script.parent / "ran").exists()
+
+
+def test_row_71_a_straggler_for_a_worker_that_is_not_there(command_line, script):
+    status, err = command_line(
+        "launch", "--simulate", "--workers", "2", "--straggler", "5=Constant(1)", str(script)
+    )
+    assert status == 2
+    assert "--straggler names worker 5, but there are 2 workers (0 to 1)" in err
+    assert not (script.parent / "ran").exists()
+
+
+def test_row_72_a_recording_that_cannot_be_written(command_line, script):
+    status, err = command_line("launch", "--simulate", "--record", "/proc/nope/x.json", str(script))
+    assert status == 2
+    assert "minitf launch: cannot write /proc/nope/x.json" in err
+    assert not (script.parent / "ran").exists()
+
+
+@pytest.fixture
+def raising_script(tmp_path):
+    path = tmp_path / "raises.py"
+    path.write_text("def helper(x):\n    raise ValueError(f'bad value {x}')\n\nhelper(3)\n")
+    return path
+
+
+def test_row_73_a_simulated_script_that_raises(command_line, raising_script):
+    status, err = command_line("launch", "--simulate", str(raising_script))
+    assert status == 1
+    assert f"{raising_script} failed on ps:0:" in err
+    assert "in helper" in err and "ValueError: bad value 3" in err
+    assert "minitf" not in err.replace(str(raising_script), "")  # none of minitf's frames
+
+
+def test_row_74_a_negative_op_cost():
+    from minitf.cluster import SimulatedCluster
+
+    cluster = SimulatedCluster({"worker": 1}, op_cost=lambda op: -1.0)
+
+    def client():
+        with tf.Graph().as_default():
+            x = tf.placeholder(tf.float32)
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(x + 1.0, {x: 1.0})
+
+    with pytest.raises(ValueError, match="op_cost gave -1.0 s for op .*a cost is a finite"):
+        cluster.run_clients(client)
+
+
+def test_row_75_replaying_a_file_that_is_not_a_recording(command_line, tmp_path):
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{bad")
+    status, err = command_line("step", "--replay", str(garbage))
+    assert status == 1
+    assert f"minitf step: {garbage} is not a minitf recording" in err
+    assert err.count("\n") == 1
+
+
+def test_row_76_stepping_a_simulated_script_that_raises(command_line, raising_script):
+    status, err = command_line(
+        "step", "--simulate", "--ps", "1", "--workers", "2", str(raising_script)
+    )
+    assert status == 1
+    assert f"{raising_script} failed on ps:0:" in err and "ValueError: bad value 3" in err
+
+
+def test_row_77_a_breakpoint_that_matches_nothing(command_line):
+    from minitf.examples import sync_mlp
+
+    status, err = command_line(
+        "step", "--simulate", "--ps", "1", "--workers", "2", "--break", "NoSuchOp",
+        sync_mlp.__file__, "--", "--steps", "2",
+    )  # fmt: skip
+    assert status == 1
+    assert "minitf step: no op matched --break NoSuchOp before the run ended" in err
+
+
+def test_row_78_a_stepped_script_that_dies_before_its_server(raising_script):
+    done = subprocess.run(
+        [sys.executable, "-m", "minitf.cli", "step", "--ps", "1", "--workers", "2",
+         "--break", "x", str(raising_script)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert "minitf step: the script exited on" in last and "before its server started" in last
+
+
+def test_row_79_until_a_pattern_that_names_no_op():
+    from minitf.examples import sync_mlp
+    from minitf.stepper import SimulatedStepper
+
+    stepper = SimulatedStepper(
+        sync_mlp.__file__, {"ps": 1, "worker": 2}, ["--steps", "2"], breaks=["ApplyGradient"]
+    )
+    try:
+        moves = stepper.state()["moves"]
+        with pytest.raises(ValueError, match="no op or task matches 'TakeGradeint'"):
+            stepper.until("TakeGradeint")
+        assert stepper.state()["moves"] == moves
+    finally:
+        stepper.close()
+
+
+def test_row_80_next_on_a_task_that_cannot_move():
+    from minitf.stepper import HeldScheduler, Stepper
+
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(2, tf.float32, name="q")
+        taken = q.dequeue(name="take")
+        with tf.Session(scheduler=HeldScheduler()) as sess:
+            stepper = Stepper.for_session(sess)
+
+            def run():
+                with contextlib.suppress(tf.errors.CancelledError):  # closed while it waits
+                    sess.run(taken)
+
+            runner = threading.Thread(target=run, daemon=True)
+            runner.start()
+            assert [stepper.next()["op"] for _ in range(2)] == ["q", "take"]  # it waits
+            moves = stepper.state()["moves"]
+            with pytest.raises(ValueError) as info:
+                stepper.next("localhost:0", wait=0.2)
+            assert re.fullmatch(
+                r"localhost:0 cannot move now: take waits for queue \S*q holds 0, needs 1",
+                str(info.value),
+            )
+            assert stepper.state()["moves"] == moves
+            sess.close()
+            runner.join(10)

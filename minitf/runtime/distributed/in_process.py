@@ -126,7 +126,7 @@ class InProcessTransport:
         Returns:
             Whether ``event`` is set (False only if the cluster deadlocked).
         """
-        return event.is_set() or self._simulation.wait_for(event)
+        return self._simulation.wait_for(event)  # at once if set: the step is only sealed
 
     def abort(self, task: str, step_id: int, code: int, message: str) -> None:
         """Aborts a step's part on ``task``: it ends at once with the error.

@@ -39,6 +39,7 @@ from __future__ import annotations
 import copy
 import heapq
 import itertools
+import math
 import threading
 import weakref
 from collections import deque
@@ -282,6 +283,8 @@ class Simulation(Scheduler):
         self._offered: list[tuple[int, str, int, str]] = []
         self._events: list[tuple] = []
         self.failure: BaseException | None = None
+        self.failed_client: str | None = None  # the client that raised `failure`
+        self._failure_order = (0, 0)
         # Per task: virtual seconds spent running ops, and waiting out delays.
         self.busy: dict[str, float] = dict.fromkeys(names, 0.0)
         self.delayed: dict[str, float] = dict.fromkeys(names, 0.0)
@@ -394,10 +397,14 @@ class Simulation(Scheduler):
             target()
         except BaseException as exc:  # noqa: BLE001 - reported by run()
             with self._cond:
-                if self.failure is None:
-                    self.failure = exc
+                # The first failure of the run; of clients that failed between the
+                # same two moves, the first client's (threads race; this does not).
+                order = (len(self._moves), client.index)
+                if self.failure is None or order < self._failure_order:
+                    self.failure, self.failed_client, self._failure_order = exc, client.name, order
         finally:
             with self._cond:
+                self._seal(client)
                 client.alive = False
                 self._running.discard(client)
                 self._cond.notify_all()
@@ -423,11 +430,7 @@ class Simulation(Scheduler):
         with self._cond:
             if self._abandoned:
                 raise Abandoned
-            step = client.open
-            if step is not None and not step.sealed:
-                step.sealed = True
-                if step.outstanding == 0:
-                    self._step_done(step)
+            self._seal(client)
             if ready():
                 return True
             parked[client] = ready
@@ -486,6 +489,15 @@ class Simulation(Scheduler):
             )
         return client
 
+    def _seal(self, client: _Client) -> None:
+        """The client's step has all its parts: it ends once they have (when it parks,
+        starts its next step or ends; its master need not wait for parts already over)."""
+        step = client.open
+        if step is not None and not step.sealed:
+            step.sealed = True
+            if step.outstanding == 0:
+                self._step_done(step)
+
     def _wake(self, client: _Client) -> None:
         """Wakes a parked client if what it waits for holds (every client is parked now)."""
         for parked in (self._on_step, self._outside):
@@ -539,6 +551,7 @@ class Simulation(Scheduler):
         with self._cond:
             step = client.open
             if step is None or step.step_id != step_id or step.sealed:
+                self._seal(client)
                 step = client.open = _Step(client, next(client.steps), step_id, client_task)
                 self._new.append(step)
             part = _Part(step, task, call, loss, computes_gradients)
@@ -641,9 +654,13 @@ class Simulation(Scheduler):
         with self._cond:
             try:
                 self._loop()
-            except Abandoned:
+            except BaseException as exc:
+                # Abandoned by the gate, or a move failed outside any step (a bad
+                # op_cost): the clients' threads end, raising Abandoned.
                 self._abandoned = True
                 self._wake_outside(all_of_them=True)
+                if not isinstance(exc, Abandoned):
+                    raise
 
     def abandon(self) -> None:
         """Gives the run up before it starts (a run already moving is abandoned by its `gate`)."""
@@ -1072,9 +1089,20 @@ def _cost_function(op_cost) -> Callable[[ops.Operation], float] | None:
     if op_cost is None:
         return None  # every op is free
     if callable(op_cost):
-        return lambda op: float(op_cost(op))
+
+        def checked(op: ops.Operation) -> float:
+            seconds = float(op_cost(op))
+            if not 0 <= seconds < math.inf:
+                raise ValueError(
+                    f"op_cost gave {seconds} s for op {op.name!r} ({op.type}): a cost is a "
+                    "finite number of virtual seconds >= 0"
+                )
+            return seconds
+
+        return checked
     if not isinstance(op_cost, dict) or not all(
-        isinstance(seconds, (int, float)) and seconds >= 0 for seconds in op_cost.values()
+        isinstance(seconds, (int, float)) and 0 <= seconds < math.inf
+        for seconds in op_cost.values()
     ):
         raise TypeError(
             "op_cost must be None, a function of the op, or {op type: seconds >= 0} "
