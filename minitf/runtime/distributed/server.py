@@ -10,8 +10,8 @@ and outgoing connections for the tensors its ``_Send`` ops push.
 
 Each connection has a reader thread. A request that cannot wait — a run whose
 partition has no op that may block — runs on that thread; one that may block
-(a dequeue, a ``_Recv``) runs on a thread of its own, so the connection keeps
-carrying replies, tensors and aborts meanwhile.
+(a dequeue, a ``_Recv``) is started on the task's loop and holds no thread
+while it waits, so the connection keeps carrying replies, tensors and aborts.
 
 Messages are tuples whose first element names them; each is one `Worker` call:
 
@@ -62,6 +62,7 @@ from minitf.runtime.distributed.runners import Runners
 from minitf.runtime.distributed.wire import MalformedMessage, Wire, WireListener
 from minitf.runtime.distributed.worker import Worker
 from minitf.runtime.speedups import allocator, intra_op
+from minitf.runtime.speedups.receiving import receiving
 
 if TYPE_CHECKING:
     from minitf.runtime.core.config import ConfigProto
@@ -384,18 +385,19 @@ class Server:
         if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
             raise TypeError(f"a request is a tuple that starts with its kind, not {message!r:.80}")
         kind, worker = message[0], self.worker
-        if kind == "tensor":
-            _, step_id, key, value = message
-            worker.deliver_tensor(step_id, key, value)
-        elif kind == "tensors":
-            _, step_id, items = message
-            for key, value in items:
-                worker.deliver_tensor(step_id, key, value)
-        elif kind == "abort":
-            _, step_id, code, text = message
-            worker.abort_step(
-                step_id, errors.exception_type_from_error_code(code)(None, None, text)
-            )
+        if kind in ("tensor", "tensors", "abort"):
+            with receiving():  # a step they let go on goes on here if the task's loop is idle
+                if kind == "tensor":
+                    _, step_id, key, value = message
+                    worker.deliver_tensor(step_id, key, value)
+                elif kind == "tensors":
+                    _, step_id, items = message
+                    for key, value in items:
+                        worker.deliver_tensor(step_id, key, value)
+                else:
+                    _, step_id, code, text = message
+                    error = errors.exception_type_from_error_code(code)(None, None, text)
+                    worker.abort_step(step_id, error)
         elif kind == "run":
             if len(message) != 8:
                 raise ValueError(f"a run request has 8 fields, not {len(message)}")
