@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from minitf.runtime.core.scheduler import DELIVER, FifoScheduler, Scheduler
 from minitf.runtime.core.step_context import StepContext
 from minitf.runtime.core.watch import Watch, deadline_error, log_waiting, wait_log_secs
 from minitf.runtime.speedups.float_errors import floats_back, quiet_floats
+from minitf.runtime.speedups.receiving import loops_to_take_up
 
 logger = logging.getLogger("minitf")
 
@@ -231,7 +233,7 @@ def _cancel(ctx: StepContext) -> None:
 
 
 class _Loop:
-    """The thread that makes the moves of a task's started steps (`Executor.start`).
+    """The task's loop: makes the moves of its started steps (`Executor.start`), one at a time.
 
     Steps are taken up in the order they ask — a new step, or one to which a
     completion has come — and each makes the moves its scheduler has for it
@@ -241,59 +243,84 @@ class _Loop:
     the chief's step only after the worker's step has started its token
     dequeue, so no other worker can take that worker's token.
 
-    One step at a time makes moves here (``_driving``). A new step may make
-    its first moves on the thread that brought its request, when no other
-    step is making moves (`start`): as TF runs the start of a ``RunGraph``
-    on the thread of its RPC. A completion never runs on the thread that
-    made it: it queues its step for the loop's thread. That thread ends
-    after `IDLE_SECONDS` without work, and a new one starts when work comes.
+    Being the loop is a turn that one thread at a time takes (``_busy``),
+    until no step is left. A completion only queues its step. When the loop
+    is idle, a thread that brings work takes the turn: the thread of a new
+    step's request (`start`, as TF runs a ``RunGraph`` on its RPC's thread),
+    or a connection's reader that delivered a step's tensors (a speed-up,
+    `minitf.runtime.speedups.receiving`). Else the loop's own thread is
+    woken; it ends after `IDLE_SECONDS` idle.
     """
 
     IDLE_SECONDS = 30.0
 
     def __init__(self, task: str):
         self._name = f"minitf-loop {task}".strip()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._driving = threading.Lock()
+        self._steps: deque[_Started] = deque()  # in the order they asked
         self._lock = threading.Lock()
+        self._busy = False  # a thread has the turn: it takes up every step in ``_steps``
+        self._wake: queue.SimpleQueue = queue.SimpleQueue()
         self._thread_running = False
 
     def start(self, run: _Started) -> None:
-        """Makes a new step's first moves here if no step is making moves, else queues it."""
-        if self._driving.acquire(blocking=False):
-            try:
-                run.advance()
-            finally:
-                self._driving.release()
-            return
-        self.take_up(run)
+        """Takes the turn for a new step here if the loop is idle, else queues it."""
+        with self._lock:
+            self._steps.append(run)
+        self.take_turn()
 
     def take_up(self, run: _Started) -> None:
-        """Queues ``run`` for the loop's thread to make its moves (from any thread)."""
-        self._queue.put(run)
+        """Queues ``run`` (from any thread) for the thread that has the turn, or will have it."""
         with self._lock:
+            self._steps.append(run)
+            if self._busy:
+                return
+            receiver = loops_to_take_up()
+            if receiver is not None:
+                receiver.add(self)  # it takes the turn once its message is delivered
+                return
+            self._wake.put(None)
             if self._thread_running:
                 return
             self._thread_running = True
         threading.Thread(target=self._serve, name=self._name, daemon=True).start()
 
+    def take_turn(self) -> None:
+        """Takes the turn here, unless a thread has it, if steps wait for it."""
+        with self._lock:
+            if self._busy or not self._steps:
+                return
+            self._busy = True
+        self._take_steps()
+
+    def _take_steps(self) -> None:
+        steps = self._steps
+        while True:
+            with self._lock:
+                if not steps:
+                    self._busy = False
+                    return
+                run = steps.popleft()
+            try:
+                run.advance()
+            except Exception:  # noqa: BLE001 - a step reports its own errors; keep the loop
+                logger.exception("%s: a step failed outside its own error handling", self._name)
+            except BaseException:
+                with self._lock:
+                    self._busy = False  # the next thread with work takes the rest
+                raise
+            del run  # hold nothing of a finished step while idle
+
     def _serve(self) -> None:
-        pending, driving = self._queue, self._driving
         while True:
             try:
-                run = pending.get(timeout=self.IDLE_SECONDS)
+                self._wake.get(timeout=self.IDLE_SECONDS)
             except queue.Empty:
                 with self._lock:
-                    if pending.empty():
+                    if self._wake.empty():
                         self._thread_running = False
                         return
                 continue
-            try:
-                with driving:
-                    run.advance()
-            except Exception:  # noqa: BLE001 - a step reports its own errors; keep the loop
-                logger.exception("%s: a step failed outside its own error handling", self._name)
-            del run  # hold nothing of a finished step while idle
+            self.take_turn()
 
 
 class _Started:

@@ -2,14 +2,16 @@
 
 Every connection between minitf processes (a session's master to a task, a
 task to another for ``_Send``, a stepper or a tracer to a task) is made by
-`connect_with_retry` and authenticated with `cluster_secret`. A task served
-in this very process is reached without a connection: its server registers
-its `Worker` here (`serve_in_process`), and a master finds it with
-`in_process_worker`, as TF's master calls its local worker directly.
+`connect_with_retry`, to a task that `listen` s, and authenticated with
+`cluster_secret`. A task served in this very process is reached without a
+connection: its server registers its `Worker` here (`serve_in_process`), and
+a master finds it with `in_process_worker`, as TF's master calls its local
+worker directly.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import secrets
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minitf.framework import errors
-from minitf.runtime.distributed.wire import Wire
+from minitf.runtime.distributed.wire import Wire, WireListener
 
 if TYPE_CHECKING:
     from minitf.runtime.distributed.worker import Worker
@@ -174,6 +176,45 @@ def connect_with_retry(address: str, what: str, timeout: float | None = None) ->
                 f"{what} at {address} refused this process ({type(exc).__name__}: {exc}); "
                 f"all tasks of a cluster need the same {SECRET_ENV}.",
             ) from None
+
+
+def listen(address: tuple[str, int], task: str, patience: float) -> WireListener:
+    """Listens on a task's address; a port in use is tried again for ``patience`` seconds.
+
+    A task restarted on its old port may find it held a moment longer (a
+    connection of the dead process being torn down).
+
+    Args:
+        address: ``(host, port)``; port 0 picks a free one.
+        task: The task's name, for the error.
+        patience: Seconds to try a port in use again.
+
+    Raises:
+        UnavailableError: naming the task and the address, and why it cannot listen there.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return WireListener(address, cluster_secret())
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise _listen_error(exc, address, task) from None
+            time.sleep(0.1)  # nothing to wait on: the kernel frees the port
+
+
+def _listen_error(exc: OSError, address: tuple[str, int], task: str) -> errors.OpError:
+    """The TF error for an address a task cannot listen on, naming the task."""
+    host, port = address
+    if exc.errno == errno.EADDRINUSE:
+        why = (
+            f"port {port} is in use (by another server or program: stop it, or give "
+            "this task another port in the cluster spec)"
+        )
+    elif isinstance(exc, socket.gaierror):
+        why = f"the host name {host!r} does not resolve"
+    else:
+        why = f"{exc.strerror or exc} (is {host!r} an address of this machine?)"
+    return errors.UnavailableError(None, None, f"{task} cannot listen on {host}:{port}: {why}")
 
 
 def error_message(exc: BaseException) -> tuple[int, str, str | None]:

@@ -10,8 +10,8 @@ and outgoing connections for the tensors its ``_Send`` ops push.
 
 Each connection has a reader thread. A request that cannot wait — a run whose
 partition has no op that may block — runs on that thread; one that may block
-(a dequeue, a ``_Recv``) runs on a thread of its own, so the connection keeps
-carrying replies, tensors and aborts meanwhile.
+(a dequeue, a ``_Recv``) is started on the task's loop and holds no thread
+while it waits, so the connection keeps carrying replies, tensors and aborts.
 
 Messages are tuples whose first element names them; each is one `Worker` call:
 
@@ -39,9 +39,7 @@ Messages are tuples whose first element names them; each is one `Worker` call:
 from __future__ import annotations
 
 import atexit
-import errno
 import logging
-import socket
 import threading
 import time
 import weakref
@@ -53,8 +51,8 @@ from minitf.framework import errors
 from minitf.runtime.distributed import simulation, task_defaults
 from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
 from minitf.runtime.distributed.connect import (
-    cluster_secret,
     error_message,
+    listen,
     parse_address,
     serve_in_process,
     stop_serving_in_process,
@@ -64,6 +62,7 @@ from minitf.runtime.distributed.runners import Runners
 from minitf.runtime.distributed.wire import MalformedMessage, Wire, WireListener
 from minitf.runtime.distributed.worker import Worker
 from minitf.runtime.speedups import allocator, intra_op
+from minitf.runtime.speedups.receiving import receiving
 
 if TYPE_CHECKING:
     from minitf.runtime.core.config import ConfigProto
@@ -203,39 +202,6 @@ class Server:
         """This task's straggler (a `minitf.cluster.delays.Straggler`), or None."""
         return self.worker.straggler
 
-    def _listen(self, patience: float | None = None) -> WireListener:
-        """Listens on the task's address; a port in use is tried again (`LISTEN_PATIENCE_SECS`).
-
-        A task restarted on its old port may find it held a moment longer (a
-        connection of the dead process being torn down).
-
-        Raises:
-            UnavailableError: naming the task and the address (`_listen_error`).
-        """
-        deadline = time.monotonic() + (LISTEN_PATIENCE_SECS if patience is None else patience)
-        while True:
-            try:
-                return WireListener(self._requested_address, cluster_secret())
-            except OSError as exc:
-                if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
-                    raise self._listen_error(exc) from None
-                time.sleep(0.1)  # nothing to wait on: the kernel frees the port
-
-    def _listen_error(self, exc: OSError) -> errors.OpError:
-        """The TF error for an address this task cannot listen on, naming the task."""
-        host, port = self._requested_address
-        task = f"/job:{self._job}/replica:0/task:{self._task}"
-        if exc.errno == errno.EADDRINUSE:
-            why = (
-                f"port {port} is in use (by another server or program: stop it, or give "
-                "this task another port in the cluster spec)"
-            )
-        elif isinstance(exc, socket.gaierror):
-            why = f"the host name {host!r} does not resolve"
-        else:
-            why = f"{exc.strerror or exc} (is {host!r} an address of this machine?)"
-        return errors.UnavailableError(None, None, f"{task} cannot listen on {host}:{port}: {why}")
-
     def start(self) -> None:
         """Starts listening on this task's address (idempotent)."""
         if self._simulation is not None:
@@ -245,15 +211,11 @@ class Server:
         with self._lock:
             if self._listener is not None:
                 return
-            self._listener = self._listen()
+            self._listener = listen(self._requested_address, self.task_name, LISTEN_PATIENCE_SECS)
             host, port = self._address()
             if self._requested_address[1] == 0:  # "localhost:0": publish the real port
                 jobs = self._cluster.as_dict()
-                tasks = jobs[self._job]
-                if isinstance(tasks, dict):
-                    tasks[self._task] = f"{host}:{port}"
-                else:
-                    tasks[self._task] = f"{host}:{port}"
+                jobs[self._job][self._task] = f"{host}:{port}"  # a list, or a dict by index
                 self._cluster = ClusterSpec(jobs)
             self._peers = Peers(self._cluster, self.worker, self.task_name)
             self.worker.transport = self._peers
@@ -426,18 +388,19 @@ class Server:
         if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
             raise TypeError(f"a request is a tuple that starts with its kind, not {message!r:.80}")
         kind, worker = message[0], self.worker
-        if kind == "tensor":
-            _, step_id, key, value = message
-            worker.deliver_tensor(step_id, key, value)
-        elif kind == "tensors":
-            _, step_id, items = message
-            for key, value in items:
-                worker.deliver_tensor(step_id, key, value)
-        elif kind == "abort":
-            _, step_id, code, text = message
-            worker.abort_step(
-                step_id, errors.exception_type_from_error_code(code)(None, None, text)
-            )
+        if kind in ("tensor", "tensors", "abort"):
+            with receiving():  # a step they let go on goes on here if the task's loop is idle
+                if kind == "tensor":
+                    _, step_id, key, value = message
+                    worker.deliver_tensor(step_id, key, value)
+                elif kind == "tensors":
+                    _, step_id, items = message
+                    for key, value in items:
+                        worker.deliver_tensor(step_id, key, value)
+                else:
+                    _, step_id, code, text = message
+                    error = errors.exception_type_from_error_code(code)(None, None, text)
+                    worker.abort_step(step_id, error)
         elif kind == "run":
             if len(message) != 8:
                 raise ValueError(f"a run request has 8 fields, not {len(message)}")

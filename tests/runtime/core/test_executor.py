@@ -29,6 +29,8 @@ from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.scheduler import DELIVER, RUN, FifoScheduler
 from minitf.runtime.core.step_context import CancellationManager, StepContext
 
+from .held_steps import HELD, THREADS, start_held
+
 pytestmark = pytest.mark.timeout(60)
 
 # Per-op events set by the test kernels (keyed by op name).
@@ -271,6 +273,17 @@ def test_the_deadline_error_names_the_ops_still_waiting():
         match="Timed out waiting for notification .*: stuck_named waits for its completion",
     ):
         Executor().run(plan, _ctx(deadline=time.monotonic() + 0.05), [])
+
+
+def test_a_completion_made_on_another_thread_only_queues_its_step_for_the_loops_thread():
+    executor = Executor(task="/job:test/task:0")
+    ended = start_held(executor)
+    done = HELD.get(timeout=10)
+    completing = threading.Thread(target=done, args=(np.float32(2.0),), name="completing")
+    completing.start()
+    completing.join(10)
+    assert ended.get(timeout=10) == ([2.0], None)
+    assert THREADS[-1] == "minitf-loop /job:test/task:0"
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 A partition with ops that wait — a ps's part of a training step — runs
 without a thread of its own: the connection's thread runs it up to the first
-op that has to wait, and the thread that completes that op (delivers the
-tensor, enqueues the element) runs the rest and replies. Expected values are
+op that has to wait. What completes that op — a tensor from another task, an
+enqueue of another step — only queues the step for the task's loop (with the
+speed-ups, the connection's thread that read the tensor may take the loop's
+turn: ``tests/runtime/speedups/test_receiving.py``). Expected values are
 computed by hand (numpy); the deadline and the log of a long wait name what
 waits, as the dataflow driver's do.
 
