@@ -494,16 +494,16 @@ def test_a_cluster_held_longer_than_its_step_timeout_goes_on_and_finishes():
     # --init_timeout: the time a class looks at the picture is no step's wait.
     output = io.StringIO()
     args = ["--steps", "2", "--optimizer", "sgd", "--num_tokens", "0",
-            "--step_timeout", "0.5", "--init_timeout", "0.5"]  # fmt: skip
+            "--step_timeout", "0.3", "--init_timeout", "0.3"]  # fmt: skip
     stepper = Stepper.launch(
         sync_mlp.__file__, {"ps": 1, "worker": 2}, args,
         breaks=["ResourceAccumulatorApplyGradient"], output=output,
     )  # fmt: skip
     try:
-        threading.Event().wait(2.0)  # the class looks at the breakpoint
+        threading.Event().wait(1.0)  # the class looks at the breakpoint, past both timeouts
         for _ in range(3):
             assert stepper.next() is not None, output.getvalue()[-2000:]
-        threading.Event().wait(1.0)
+        threading.Event().wait(0.5)
         stepper.continue_()
         assert stepper.wait(60) == 0, output.getvalue()[-2000:]
         assert "no token" not in output.getvalue()
