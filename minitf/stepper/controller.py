@@ -231,18 +231,22 @@ class Stepper:
         """True when stepping a recording whose every move has been made."""
         return self._recording is not None and not self._recorded_rest()
 
-    def _turn(self) -> str | None:
-        """The task whose move the recording's order makes next, if it has an order."""
+    def _turn(self, made: dict[str, int]) -> str | None:
+        """The task whose move the recording's order makes next, if it has an order.
+
+        Args:
+            made: Each task's moves so far (`_log_lengths`).
+        """
         if self._order is None:
             return None
-        made = sum(self._log_lengths().values())
-        return self._order[made] if made < len(self._order) else None
+        count = sum(made.values())
+        return self._order[count] if count < len(self._order) else None
 
-    def _recorded_rest(self) -> dict[str, list[tuple]]:
-        """Each task's recorded moves it has not made yet."""
+    def _recorded_rest(self, made: dict[str, int] | None = None) -> dict[str, list[tuple]]:
+        """Each task's recorded moves it has not made yet (``made``: `_log_lengths`, if known)."""
         if self._recording is None:
             return {}
-        made = self._log_lengths()
+        made = self._log_lengths() if made is None else made
         return {
             task: log[made.get(task, 0) :]
             for task, log in self._recording.items()
@@ -551,9 +555,7 @@ class Stepper:
             known.update(tuple(op) for op in self._ask(task, "known_ops") or [])
         if not known or any(matches(pattern, name, kind, "") for name, kind in known):
             return
-        words = {kind for _, kind in known} | {n.rsplit("/", 1)[-1] for n, _ in known}
-        close = difflib.get_close_matches(pattern, sorted(words), n=3, cutoff=0.5)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        hint = closest(pattern, known)
         raise ValueError(
             f"no op or task matches {pattern!r}{hint}: it matches part of an op's name, "
             "its type (ResourceAccumulatorApplyGradient) or a task (worker:1)"
@@ -855,7 +857,8 @@ class Stepper:
             self._settle()
             states = [self._ask(t, "state") for t in self._live() if task in (None, t.name)]
             found = _candidates([state for state in states if state is not None])
-            rest = self._recorded_rest()
+            made = self._log_lengths() if self._recording is not None else {}
+            rest = self._recorded_rest(made)
             if self._recording is not None and not rest:
                 return None  # the recording's moves are all made: `continue_` finishes the run
             if rest:  # stepping a recording: only each task's next recorded move
@@ -865,7 +868,7 @@ class Stepper:
                     if c["task"] in rest
                     and rest[c["task"]][0] == (c["step_id"], _KINDS[c["move"]], c["op"])
                 ]
-                turn = self._turn()
+                turn = self._turn(made)
                 if turn is not None:  # and only on the task whose turn it is
                     found = [c for c in found if c["task"] == turn]
             if found:
@@ -958,6 +961,18 @@ def _global_step(task_states: list[dict]) -> int | None:
                 value = resource.get("value")
                 return None if value is None else int(value)
     return None
+
+
+def closest(pattern: str, known) -> str:
+    """`` (did you mean A, B?)`` for the op types and last name parts nearest ``pattern``, or "".
+
+    Args:
+        pattern: A stepper pattern that matched nothing.
+        known: ``(name, type)`` of the ops that may run (`Stepping.known_ops`).
+    """
+    words = {kind for _, kind in known} | {name.rsplit("/", 1)[-1] for name, _ in known}
+    close = difflib.get_close_matches(pattern, sorted(words), n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
 def _short(task: str) -> str:

@@ -20,7 +20,6 @@ simulation never makes.
 
 from __future__ import annotations
 
-import difflib
 import sys
 import threading
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from minitf.platform import app
 from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.distributed.simulation import Abandoned
 from minitf.runtime.distributed.stepping import Stepping
-from minitf.stepper.controller import Stepper, _global_step
+from minitf.stepper.controller import Stepper, _global_step, closest
 
 
 class ScriptError(RuntimeError):
@@ -122,13 +121,18 @@ class _Run:
                 )
             return self.pending
 
-    def grant(self) -> None:
-        """Lets the held move be made, and waits until the next is held or the run ends."""
+    def grant(self, timeout: float = 120.0) -> None:
+        """Lets the held move be made, and waits until the next is held or the run ends.
+
+        Raises:
+            DeadlineExceededError: if neither happens within ``timeout`` seconds
+                (a client that never waits for a step again).
+        """
         with self._cond:
             self._granted = True
             self._cond.notify_all()
-            self._cond.wait_for(lambda: not self._granted)
-        self.settle()
+            self._cond.wait_for(lambda: not self._granted or self.ended, timeout)
+        self.settle(timeout)
 
     def release(self) -> None:
         """Lets the run go on free to its end."""
@@ -240,11 +244,8 @@ class SimulatedStepper(Stepper):
             task = self._run.cluster.failed_task
             raise ScriptError(app.script_traceback(error, script, task).rstrip())
         if breaks:
-            names = {n for t in self._tasks.values() for n, _ in t.call("known_ops")}
-            types = {k for t in self._tasks.values() for _, k in t.call("known_ops")}
-            words = types | {n.rsplit("/", 1)[-1] for n in names}
-            close = difflib.get_close_matches(breaks[0], sorted(words), n=3, cutoff=0.5)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            known = {tuple(op) for t in self._tasks.values() for op in t.call("known_ops")}
+            hint = closest(breaks[0], known)
             raise ValueError(f"no op matched --break {' '.join(breaks)} before the run ended{hint}")
 
     @property
@@ -363,7 +364,7 @@ class SimulatedStepper(Stepper):
             raise
 
     def _settle(self) -> None:
-        self._run.settle()
+        self._run.settle(self.settle_timeout + 110.0)
 
     def _log_lengths(self) -> dict[str, int]:
         return {}
@@ -374,7 +375,7 @@ class SimulatedStepper(Stepper):
                 "a simulated cluster makes its moves in virtual-time order: `next` makes the "
                 "next one, `until PATTERN` runs to an op"
             )
-        pending = self._run.settle()
+        pending = self._run.settle(max(wait, 120.0))
         return None if pending is None else _candidate(pending)
 
     def _make(self, candidate: dict) -> dict:

@@ -95,7 +95,7 @@ class InProcessTransport:
             (n for n, f in enumerate(part.fetches) if f.endswith(":0") and _base(f) in names),
             None,
         )
-        gradients = any(node.name.split("/", 1)[0].startswith("gradients") for node in part.nodes)
+        gradients = partition_lib.computes_gradients(node.name for node in part.nodes)
         self._registered[(task, handle)] = (loss, gradients)
         return handle
 

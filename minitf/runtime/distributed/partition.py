@@ -445,6 +445,15 @@ def _node_desc(op: Operation, with_inputs: bool) -> NodeDesc:
     )
 
 
+def computes_gradients(op_names) -> bool:
+    """Whether a partition with these ops computes gradients (where a straggler is slow).
+
+    Args:
+        op_names: The names of the partition's ops.
+    """
+    return any(name.split("/", 1)[0].startswith("gradients") for name in op_names)
+
+
 def parse_task(task: str) -> tuple[str, int]:
     """``"/job:ps/replica:0/task:1"`` → ``("ps", 1)``.
 

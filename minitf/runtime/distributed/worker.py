@@ -68,9 +68,7 @@ class RegisteredGraph:
         )  # fmt: skip
         self.client = part.client
         # A step in which this task computes gradients: where a straggler is slow.
-        self.computes_gradients = any(
-            op.name.split("/", 1)[0].startswith("gradients") for op in g.get_operations()
-        )
+        self.computes_gradients = partition_lib.computes_gradients(node.name for node in part.nodes)
 
 
 def _binder(segment: dict | None):
