@@ -13,7 +13,10 @@ import shlex
 from minitf.framework import errors
 from minitf.stepper.controller import Stepper
 
-COMMANDS = "next [TASK], until PATTERN, until-blocked TASK, step N, back [N], state, continue, quit"
+COMMANDS = (
+    "next [TASK], event [TASK], until PATTERN, until-blocked TASK, step N, back [N], state, "
+    "continue, quit"
+)
 
 
 def execute(stepper: Stepper, line: str) -> dict:
@@ -35,6 +38,8 @@ def execute(stepper: Stepper, line: str) -> dict:
         if command == "next":
             event = stepper.next(args[0] if args else None)
             answer["events"] = [event] if event else []
+        elif command == "event":
+            answer["events"] = stepper.next_event(args[0] if args else None)
         elif command == "until":
             answer["events"] = stepper.until(_one(command, args))
         elif command == "until-blocked":
@@ -50,7 +55,7 @@ def execute(stepper: Stepper, line: str) -> dict:
             return answer
         else:
             raise ValueError(f"unknown command {command!r}: {COMMANDS}")
-        if command in ("next", "until", "step") and stepper.recording_done:
+        if command in ("next", "event", "until", "step") and stepper.recording_done:
             answer["note"] = "the recording's moves are all made: `continue` lets the run finish"
         answer["state"] = stepper.state()
     except (ValueError, IndexError, errors.OpError) as exc:

@@ -29,6 +29,7 @@ import difflib
 import functools
 import html
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -474,6 +475,41 @@ class Stepper:
         shown = [graph.get_operation_by_name(name) for name in described["ops"]]
         return GraphPicture(dot.graph_dot(graph, shown, highlight=marks, collapse=collapse))
 
+    def overview(self, state: dict | None = None) -> tuple[str, dict[str, str]]:
+        """One picture of every held step on every task, Send joined to Recv: the page's main view.
+
+        Drawn as a slide draws a partitioned step (scopes that only compute
+        folded, repeated ops as one box), with a cluster per task and, where
+        a task runs several steps, one per step.
+
+        Args:
+            state: A `state` (default: the current one).
+
+        Returns:
+            ``(DOT text, {op key: DOT id})``. An op's key is
+            ``"TASK|STEP|OP"``: the task's short name (``worker:1``), the
+            step id in hex and the op's name; its DOT id names the box it is
+            drawn in (an SVG node's ``<title>``).
+        """
+        from minitf.viz import dot  # an observer: only pictures need it
+        from minitf.viz.dot_text import Slide
+
+        state = state or self.state()
+        parts = []
+        for task in state["tasks"]:
+            for step in task["steps"]:
+                described = self._tasks[task["task"]].call("step_graph", step["step_id"])
+                short, hex_id = _short(task["task"]), f"{step['step_id']:x}"
+                parts.append({
+                    "task": task["task"],
+                    "label": f"step {hex_id} of {_short(step['client'])}",
+                    "step_id": step["step_id"],
+                    "graph": import_partition(described["nodes"]),
+                    "ops": described["ops"],
+                    "prefix": f"{short}|{hex_id}|",
+                })  # fmt: skip
+        return dot.running_steps_dot(parts, slide=Slide(fit=False))
+
     def picture(self, view: str = "whole", **kwargs: Any) -> GraphPicture:
         """The graph with the held steps highlighted; Jupyter shows it inline.
 
@@ -518,6 +554,50 @@ class Stepper:
                 raise ValueError(f"{_short(wanted)} cannot move now: {self._waits_on(wanted)}")
             return None
         return self._make(candidate)
+
+    def next_event(self, task: str | None = None, max_moves: int = 10_000) -> list[dict]:
+        """Moves until a dataflow event has happened (on ``task`` if given); returns the moves.
+
+        The stepper's coarser granularity: a dataflow event is a move of an
+        op that carries data between tasks or changes state (`is_dataflow_event`:
+        a ``_Send`` or ``_Recv``, an accumulator's ``apply_grad`` or
+        ``take_grad``, an enqueue or dequeue, an assign or an optimizer's
+        update); the ops in between run together. An op that starts to wait
+        and whose completion is there at once is delivered by the same call.
+
+        Args:
+            task: A task pattern (``worker:1``), or None for any task.
+            max_moves: The most moves to make.
+
+        Raises:
+            ValueError: as `next`, when not even one move can be made.
+        """
+        made: list[dict] = []
+        for _ in range(max_moves):
+            try:
+                event = self.next(task)
+            except ValueError:
+                if made:
+                    break
+                raise
+            if event is None:
+                break
+            made.append(event)
+            if is_dataflow_event(event["type"]):
+                if event["move"] == "run":
+                    done = self._delivery_of(event)
+                    if done is not None:
+                        made.append(self._make(done))
+                break
+        return made
+
+    def _delivery_of(self, event: dict) -> dict | None:
+        """The candidate that delivers the op ``event`` just ran, if it is there now."""
+        for candidate in self.state()["candidates"]:
+            same = all(candidate[k] == event[k] for k in ("task", "step_id", "op"))
+            if same and candidate["move"] == "deliver":
+                return candidate
+        return None
 
     def script_ended(self) -> bool:
         """Whether every worker of the stepped script has ended (nothing will move again)."""
@@ -896,6 +976,21 @@ class Stepper:
         if self.on_move is not None:
             self.on_move(event)
         return event
+
+
+_EVENT_TYPES = re.compile(
+    r"^_(Send|Recv)$|Enqueue|Dequeue|QueueClose|ApplyGradient|TakeGradient|SetGlobalStep"
+    r"|^Assign|^(Resource)?Apply|^(Resource)?Scatter|CountUpTo"
+)
+
+
+def is_dataflow_event(op_type: str) -> bool:
+    """Whether a move of an op of ``op_type`` is a dataflow event (`Stepper.next_event`).
+
+    Args:
+        op_type: The op's type (``QueueDequeueV2``).
+    """
+    return _EVENT_TYPES.search(op_type) is not None
 
 
 _KINDS = {"run": RUN, "deliver": DELIVER}

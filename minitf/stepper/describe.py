@@ -42,7 +42,7 @@ def describe_state(state: dict) -> str:
         state: A `Stepper.state`.
     """
     lines = [f"global step: {state['global_step']}    moves so far: {state['moves']}"]
-    required = _required(state)
+    required = required_gradients(state)
     for task in state["tasks"]:
         held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
         lines.append(f"{task['task'].replace('/replica:0', '')}{held}")
@@ -72,8 +72,12 @@ def describe_state(state: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _required(state: dict) -> dict[str, int]:
-    """How many gradients each accumulator's waiting ``take_grad`` needs, by accumulator name."""
+def required_gradients(state: dict) -> dict[str, int]:
+    """How many gradients each accumulator's waiting ``take_grad`` needs, by accumulator name.
+
+    Args:
+        state: A `Stepper.state`.
+    """
     found = {}
     for task in state["tasks"]:
         for step in task["steps"]:
@@ -91,3 +95,19 @@ def waits_for_words(waits: dict) -> str:
         waits: An op's ``waits_for`` from the state.
     """
     return describe_wait(waits)
+
+
+def waits_in_a_word(waits: dict) -> str:
+    """What a blocked op waits for, in a word or two: the page writes it beside the op's box.
+
+    Args:
+        waits: An op's ``waits_for`` from the state.
+    """
+    kind = waits.get("kind")
+    if kind == "queue":
+        return "empty" if not waits["size"] else f"{waits['size']} of {waits.get('required', 1)}"
+    if kind == "accumulator":
+        return f"{waits['count']} of {waits.get('required', '?')}"
+    if kind == "tensor":
+        return "no tensor yet"
+    return "waits"

@@ -13,6 +13,9 @@ terminal — and answers each with readable lines, or one JSON line with
 
 ===========================  ==================================================
 ``next [TASK]``              one move (on TASK: ``worker:1``, ``ps:0``)
+``event [TASK]``             moves until a dataflow event: a send or receive,
+                             an apply_grad or take_grad, an enqueue or
+                             dequeue, an assign or update
 ``until PATTERN``            moves until an op matching PATTERN is about to move
 ``until-blocked TASK``       moves on TASK until nothing there can move
 ``step N``                   moves until the global step is N

@@ -34,7 +34,7 @@ from urllib.parse import parse_qs, urlparse
 
 from minitf.framework import errors
 from minitf.stepper.commands import execute
-from minitf.stepper.describe import waits_for_words
+from minitf.stepper.describe import required_gradients, waits_for_words, waits_in_a_word
 from minitf.viz import render
 
 _STATIC = {
@@ -85,6 +85,9 @@ class StepperPage:
         self._error: str | None = None
         self._svgs: dict[str, str] = {}  # by key: a hash of the DOT text
         self._picture_keys: dict[tuple[str, int], str | None] = {}
+        self._overviews: dict[tuple, dict] = {}  # by the held steps it draws
+        # How many gradients each accumulator's take_grad needs, once seen waiting.
+        self._required: dict[str, int] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._threads: list[threading.Thread] = []
@@ -219,6 +222,7 @@ class StepperPage:
         candidates = state["candidates"]
         events = self.stepper.events
         first = len(events) - min(len(events), EVENTS_KEPT)
+        self._required.update(required_gradients(state))
         return {
             **base,
             "global_step": state["global_step"],
@@ -226,6 +230,13 @@ class StepperPage:
             "next": _plain_candidate(candidates[0]) if candidates else None,
             "recording_done": self.stepper.recording_done,
             "tasks": [self._task(task) for task in state["tasks"]],
+            "overview": self._overview(state),
+            "resources": [
+                {**r, "task": _short(task["task"]), "required": self._required.get(r["name"])}
+                for task in state["tasks"]
+                for r in task["resources"]
+                if r["kind"] in ("queue", "accumulator")
+            ],
             "events": [
                 {**_plain_candidate(e), "number": first + i + 1}
                 for i, e in enumerate(events[first:])
@@ -246,7 +257,11 @@ class StepperPage:
                     "ready": [op["name"] for op in step["ready"]],
                     "arrived": [op["name"] for op in step["arrived"]],
                     "waiting": [
-                        {"name": op["name"], "words": waits_for_words(op["waits_for"])}
+                        {
+                            "name": op["name"],
+                            "words": waits_for_words(op["waits_for"]),
+                            "word": waits_in_a_word(op["waits_for"]),
+                        }
                         for op in step["waiting"]
                     ],
                     "marks": marks,
@@ -261,6 +276,25 @@ class StepperPage:
             "steps": steps,
             "resources": task["resources"],
         }
+
+    def _overview(self, state: dict) -> dict | None:
+        """The overview picture of the held steps (`Stepper.overview`): its key and its boxes.
+
+        Drawn once per set of held steps; a move changes only the outlines,
+        which the page draws.
+        """
+        if not render.dot_available():
+            return None
+        held = tuple((t["task"], s["step_id"]) for t in state["tasks"] for s in t["steps"])
+        if not held:
+            return None
+        if held not in self._overviews:
+            text, boxes = self.stepper.overview(state)
+            key = hashlib.sha256(text.encode()).hexdigest()[:16]
+            if key not in self._svgs:
+                self._svgs[key] = render.to_format(text, "svg").decode()
+            self._overviews[held] = {"picture": key, "boxes": boxes}
+        return self._overviews[held]
 
     def _picture_key(self, task: str, step_id: int) -> str | None:
         """Draws a step's partition once (the same partition shares one SVG)."""
@@ -312,6 +346,7 @@ def _plain_candidate(c: dict) -> dict:
         "move": c["move"],
         "op": c["op"],
         "type": c["type"],
+        "offer": bool(c.get("offer")),
     }
 
 

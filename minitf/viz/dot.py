@@ -36,7 +36,16 @@ import numpy as np
 from minitf.framework import device as pydev
 from minitf.framework import ops
 from minitf.runtime.distributed import partition as partition_lib
-from minitf.viz.dot_text import PEER, Edge, Node, Slide, emit, highlight_from_trace, place_name
+from minitf.viz.dot_text import (
+    PEER,
+    Edge,
+    Node,
+    Slide,
+    drawn_ids,
+    emit,
+    highlight_from_trace,
+    place_name,
+)
 from minitf.viz.graph_data import op_role
 
 __all__ = [
@@ -44,6 +53,7 @@ __all__ = [
     "task_dot",
     "partitioned_dot",
     "partition_summary",
+    "running_steps_dot",
     "smallest_cluster",
     "highlight_from_trace",
 ]
@@ -439,11 +449,10 @@ def _partition_edges(part, keys: dict, graph_ops: dict, shown: set[str]) -> list
     return edges
 
 
-def _sendrecv_edge(send: str, recv_key: str, recv) -> Edge:
+def _sendrecv_edge(send: str, recv_key: str, tensor_name: str, dtype, shape) -> Edge:
     """The bold edge of a Send/Recv pair: dtype, shape and size (both ends name the tensor)."""
-    if recv.attrs["tensor_name"].rsplit(";", 1)[-1].startswith("^"):
+    if tensor_name.rsplit(";", 1)[-1].startswith("^"):
         return Edge(send, recv_key, "sendrecv", "control")
-    dtype, shape = recv.dtypes[0], recv.shapes[0]
     label = _tensor_label(dtype, shape)
     if shape.is_fully_defined():
         label += f"\n{int(np.prod(shape.as_list())) * dtype.size} bytes"
@@ -507,7 +516,11 @@ def partitioned_dot(
         edges += _partition_edges(part, keys, graph_ops, shown)
     for send_key, send in sends:
         recv_key, recv = recvs[send.attrs["tensor_name"]]
-        edges.append(_sendrecv_edge(send_key, recv_key, recv))
+        edges.append(
+            _sendrecv_edge(
+                send_key, recv_key, recv.attrs["tensor_name"], recv.dtypes[0], recv.shapes[0]
+            )
+        )
     if sendrecv == "edges":
         nodes, edges = _transfers_as_edges(nodes, edges)
     return emit(nodes, edges, highlight, collapse, slide)
@@ -532,3 +545,70 @@ def _transfers_as_edges(nodes: list[Node], edges: list[Edge]) -> tuple[list, lis
             kept.append(Edge(sent.source, e.target, kind, pair.label))
     moved = set(pairs) | set(recv_of)
     return [n for n in nodes if n.key not in moved], kept
+
+
+def running_steps_dot(parts: list[dict], slide: bool | Slide = True) -> tuple[str, dict[str, str]]:
+    """One picture of steps running on several tasks, each ``_Send`` joined to its ``_Recv``.
+
+    The stepper's overview: a cluster per task and, where a task runs more
+    than one step, a cluster per step in it. Each part is one step's
+    partition on one task (the ops a task sends as ``step_graph``); parts of
+    one step share its id, which pairs a ``_Send`` with the ``_Recv`` of the
+    same tensor on another task.
+
+    Args:
+        parts: ``{"task", "label", "step_id", "graph", "ops", "prefix"}`` per
+            step and task: the task's full name, the step's cluster label, its
+            id, the `Graph` its ops were rebuilt in, the names of the step's
+            own ops, and what each op's key starts with (keys must not repeat
+            across parts).
+        slide: As in `graph_dot` (True: scopes that only compute folded,
+            repeated ops drawn as one box, a Send beside its Recv).
+
+    Returns:
+        ``(DOT text, {key: DOT id})``: the picture, and the box each op's key
+        (its part's ``prefix`` + its name) is drawn in.
+    """
+    nodes, edges, sends, recvs = [], [], [], {}
+    several = Counter(part["task"] for part in parts)
+    for part in parts:
+        job, task, _ = _where(part["task"])
+        where = (job, task, part["label"] if several[part["task"]] > 1 else "")
+        prefix, graph = part["prefix"], part["graph"]
+        own = [graph.get_operation_by_name(name) for name in part["ops"]]
+        shown = {op.name for op in own}
+        for op in own:
+            key = prefix + op.name
+            if op.type in (partition_lib.SEND, partition_lib.RECV):
+                nodes.append(_transfer_node(op, key, where))
+                tensor = (part["step_id"], op.get_attr("tensor_name"))
+                if op.type == partition_lib.SEND:
+                    sends.append((key, tensor))
+                else:
+                    recvs[tensor] = (key, op)
+            else:
+                node = _op_node(op, where, op.device)
+                node.key = key
+                nodes.append(node)
+            for edge in _op_edges(op, shown):
+                if edge.kind != "colocation":
+                    edges.append(Edge(prefix + edge.source, key, edge.kind, edge.label))
+    for send_key, tensor in sends:
+        if tensor in recvs:
+            recv_key, recv = recvs[tensor]
+            out = recv.outputs[0]
+            edges.append(_sendrecv_edge(send_key, recv_key, tensor[1], out.dtype, out.get_shape()))
+    return emit(nodes, edges, slide=slide), drawn_ids(nodes, edges, slide=slide)
+
+
+def _transfer_node(op: ops.Operation, key: str, where) -> Node:
+    """A ``_Send`` or ``_Recv`` rebuilt on its task: titled by the tensor it carries."""
+    tensor = op.get_attr("tensor_name")
+    title = tensor.rsplit(";", 1)[-1]
+    if op.type == partition_lib.SEND:
+        detail = "to " + place_name(_where(op.get_attr("recv_task"))[:2] + ("",))
+    else:
+        detail = "from " + place_name(_where(op.get_attr("send_task"))[:2] + ("",))
+    tooltip = f"{op.name} ({op.type})\ncarries {title}\n{detail}"
+    return Node(op.name, op.type, op_role(op.type), where, tooltip, title=title, key=key,
+                detail=detail)  # fmt: skip

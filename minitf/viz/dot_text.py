@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from minitf.viz.graph_data import ROLE_COLORS, ROLE_SHAPES, ROLE_TEXT_COLORS
 
@@ -158,10 +158,13 @@ class Slide:
         rankdir: Graphviz's rank direction: ``"TB"`` (top to bottom) or ``"LR"``.
         wrap: The most characters on a line of a label; narrower boxes make
             a wide picture fit, wider ones a tall one.
+        fit: Scale the picture down to `SLIDE_SIZE` if it is larger; False
+            leaves it at its natural size (a page that zooms and pans it).
     """
 
     rankdir: str = "TB"
     wrap: int = 18
+    fit: bool = True
 
     def __post_init__(self):
         if self.rankdir not in ("TB", "LR"):
@@ -924,6 +927,53 @@ def _collapse_arg(collapse):
     return [collapse] if isinstance(collapse, str) else list(collapse)
 
 
+def _drawn(
+    nodes: list[Node], edges: list[Edge], highlight, collapse, layout: Slide | None
+) -> tuple[list[Node], dict[str, str], list[Edge], list[tuple[str, str]]]:
+    """The boxes a picture draws: folded, and on a slide its transfers and repeats merged.
+
+    Returns:
+        ``(drawn, drawn_as, edges, pairs)``: the drawn nodes; the id each
+        node key is drawn as; the edges (a slide's relabelled); and the
+        Send/Recv boxes a slide puts side by side.
+    """
+    highlight = _highlight_states(highlight)
+    collapse = _collapse_arg(collapse)
+    drawn, drawn_as = _fold(nodes, highlight, collapse, layout is not None)
+    pairs = []
+    if layout:
+        drawn, drawn_as = _merge_transfers(drawn, drawn_as, edges)
+        drawn, drawn_as = _fold_repeats(drawn, drawn_as, edges)
+        moved = _sizes_into_receivers(drawn, drawn_as, edges)
+        edges = [_slide_edge(edge, moved) for edge in edges]
+        # A Send beside its Recv: one rank for the pair, not two.
+        pairs = [(drawn_as[e.source], drawn_as[e.target]) for e in moved]
+    return drawn, drawn_as, edges, pairs
+
+
+def drawn_ids(
+    nodes: list[Node],
+    edges: list[Edge],
+    collapse: int | str | Collection[str] | None = None,
+    slide: bool | Slide = False,
+) -> dict[str, str]:
+    """The box each node is drawn in by `emit` with these arguments: ``{node key: DOT id}``.
+
+    A folded scope, or on a slide a merged pair or a repeated op, is one box
+    for several nodes; the SVG names each box by its id (its ``<title>``),
+    so a page that colours the boxes live finds each op's box here.
+
+    Args:
+        nodes: The boxes, as `Node` records (as given to `emit`).
+        edges: The edges between their keys.
+        collapse: As in `emit`.
+        slide: As in `emit`.
+    """
+    layout = Slide() if slide is True else slide or None
+    copies = [replace(node) for node in nodes]
+    return _drawn(copies, list(edges), None, collapse, layout)[1]
+
+
 def emit(
     nodes: list[Node],
     edges: list[Edge],
@@ -953,17 +1003,7 @@ def emit(
         TypeError: for a ``collapse`` that is neither a depth nor name scopes.
     """
     layout = Slide() if slide is True else slide or None
-    highlight = _highlight_states(highlight)
-    collapse = _collapse_arg(collapse)
-    drawn, drawn_as = _fold(nodes, highlight, collapse, layout is not None)
-    pairs = []
-    if layout:
-        drawn, drawn_as = _merge_transfers(drawn, drawn_as, edges)
-        drawn, drawn_as = _fold_repeats(drawn, drawn_as, edges)
-        moved = _sizes_into_receivers(drawn, drawn_as, edges)
-        edges = [_slide_edge(edge, moved) for edge in edges]
-        # A Send beside its Recv: one rank for the pair, not two.
-        pairs = [(drawn_as[e.source], drawn_as[e.target]) for e in moved]
+    drawn, drawn_as, edges, pairs = _drawn(nodes, edges, highlight, collapse, layout)
     root = _cluster_tree(drawn, devices=not layout or _several_devices(drawn))
     _simplify(root)
     labels = _labels(root, nodes)
@@ -972,7 +1012,7 @@ def emit(
     def line_of(node: Node) -> str:
         return _node_line(node, labels[node.id], shown, layout)
 
-    header = _SLIDE_HEADER if layout else _HEADER
+    header = (_SLIDE_HEADER if layout.fit else _SLIDE_HEADER[1:]) if layout else _HEADER
     lines = ["digraph minitf {", f"rankdir={layout.rankdir if layout else 'TB'};", *header]
     lines += [line_of(node) for node in root.nodes]
     for key in sorted(root.children):

@@ -108,3 +108,59 @@ def test_minitf_step_lesson_from_the_command_line():
     )  # fmt: skip
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "no lesson 'no_such_lesson'" in bad.stderr
+
+
+# The moves a step of data flow is made of, by op type (what `event` stops after).
+DATAFLOW_TYPES = {
+    "_Send", "_Recv", "ResourceAccumulatorApplyGradient", "ResourceAccumulatorTakeGradient",
+    "ResourceAccumulatorSetGlobalStep", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+    "QueueDequeueManyV2", "Assign", "AssignAdd", "ApplyGradientDescent",
+}  # fmt: skip
+
+
+def test_the_event_granularity_runs_the_ops_between_two_dataflow_events_together():
+    lesson = lessons.load("sync_replicas")
+    one_by_one = lessons.start(lesson, output=io.StringIO())
+    try:
+        singles = [one_by_one.next() for _ in range(120)]
+    finally:
+        one_by_one.close()
+    stepper = lessons.start(lesson, output=io.StringIO())
+    try:
+        made = []
+        while len(made) < 100:
+            moves = stepper.next_event()
+            assert moves
+            kinds = [m["type"] in DATAFLOW_TYPES for m in moves]
+            # The ops before an event run together; the event ends the command (its
+            # delivery too, when an op that waited has its completion at once).
+            if len(moves) > 1 and moves[-1]["move"] == "deliver" and kinds[-2]:
+                assert moves[-1]["op"] == moves[-2]["op"]
+                kinds = kinds[:-1]
+            assert kinds[-1] and not any(kinds[:-1]), [m["op"] for m in moves]
+            made += moves
+        # The same moves in the same order as one at a time: only the grouping differs.
+        assert [_key(m) for m in made] == [_key(m) for m in singles[: len(made)]]
+    finally:
+        stepper.close()
+
+
+def test_the_overview_draws_every_op_of_every_held_step_in_one_picture():
+    lesson = lessons.load("sync_replicas")
+    stepper = lessons.start(lesson, output=io.StringIO())
+    try:
+        state = stepper.state()
+        text, boxes = stepper.overview(state)
+        held = {
+            f"{task['task'].split('/job:')[1].split('/')[0]}:{task['task'][-1]}|{step['step_id']:x}"
+            for task in state["tasks"]
+            for step in task["steps"]
+        }
+        expected = sum(step["ops"] for task in state["tasks"] for step in task["steps"])
+        assert len(boxes) == expected  # every op of every held step has a box
+        assert {key.rsplit("|", 1)[0] for key in boxes} == held
+        for box in set(boxes.values()):
+            assert json.dumps(box) in text  # each box is drawn, under its DOT id
+        assert text.count("->") > len(set(boxes.values())) // 2  # edges, Send to Recv
+    finally:
+        stepper.close()

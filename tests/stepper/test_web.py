@@ -10,6 +10,7 @@ import io
 import json
 import shutil
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 
@@ -69,10 +70,14 @@ def browser():
         "--disable-component-update",
         "--disable-sync",
         f"--user-data-dir={profile.name}",
-        "--window-size=1600,1200",
     ):
         options.add_argument(flag)
     chrome = webdriver.Chrome(service=Service(driver), options=options)
+    # A projector: the page must work at 1366x768.
+    chrome.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1366, "height": 768, "deviceScaleFactor": 1, "mobile": False},
+    )
     try:
         yield chrome
     finally:
@@ -103,8 +108,10 @@ def _next_move(browser):
 
 
 def _outlined_next(browser):
+    """The ops of the overview's box outlined as the next move (a box may hold several)."""
     return browser.execute_script(
-        "return [...document.querySelectorAll('g.next')].map(n => n.dataset.op);"
+        "return [...document.querySelectorAll('#overview g.node.next')]"
+        ".map(n => (n.dataset.ops || '').split('\\n'));"
     )
 
 
@@ -123,14 +130,19 @@ def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(ste
     browser.get(page.url)
     _wait(browser, lambda b: _next_move(b)[2], "the next move")
     before = _next_move(browser)
-    assert _outlined_next(browser) == [before[2]]  # the next op is outlined in its picture
+    _wait(browser, lambda b: len(_outlined_next(b)) == 1, "the next op's box outlined")
+    assert before[2] in _outlined_next(browser)[0]  # the next op's box is outlined
     moves = int(browser.execute_script("return document.getElementById('moves').textContent"))
 
     browser.find_element(By.ID, "next").click()
     _wait(browser, lambda b: int(b.find_element(By.ID, "moves").text) == moves + 1, "one move")
     _wait(browser, lambda b: _next_move(b) != before, "a new next move")
     after = _next_move(browser)
-    _wait(browser, lambda b: _outlined_next(b) == [after[2]], "the new next op outlined")
+    _wait(
+        browser,
+        lambda b: len(_outlined_next(b)) == 1 and after[2] in _outlined_next(b)[0],
+        "the new next op outlined",
+    )
     assert stepper.events[-1]["op"] == before[2]  # the move made is the one the page showed
 
     # Up to a worker's apply_grad: one click then adds its gradient to one accumulator.
@@ -150,6 +162,72 @@ def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(ste
     )
     changed = {k: v - counts[k] for k, v in _counts(browser).items() if v != counts[k]}
     assert list(changed.values()) == [1]  # one accumulator, one more gradient
+
+
+def test_the_main_view_fits_a_projector_and_its_smallest_label_is_12_px(stepped, browser):
+    _, page = stepped
+    browser.get(page.url)
+    boxes = "return document.querySelectorAll('#overview g.node').length"
+    _wait(browser, lambda b: b.execute_script(boxes) > 10, "the overview")
+    width, height, scroll_width, scroll_height = browser.execute_script(
+        "const d = document.documentElement;"
+        "return [innerWidth, innerHeight, d.scrollWidth, d.scrollHeight];"
+    )
+    assert (width, height) == (1366, 768)
+    assert scroll_width <= width and scroll_height <= height  # nothing to scroll to
+    # Every label of the picture (boxes, edges, clusters, legend), as the screen draws it.
+    smallest = browser.execute_script(
+        "let px = Infinity;"
+        "for (const t of document.querySelectorAll('#overview text')) {"
+        "  const m = t.getScreenCTM();"
+        "  px = Math.min(px, parseFloat(t.getAttribute('font-size')) * Math.hypot(m.a, m.b));"
+        "}"
+        "return px;"
+    )
+    assert 12 <= smallest < 20
+    # The accumulators and the token queue are beside the picture, on the same screen.
+    for selector in ("tr[data-accumulator]", "tr[data-queue]", "g.node.next"):
+        top, bottom = browser.execute_script(
+            f"const r = document.querySelector('{selector}').getBoundingClientRect();"
+            "return [r.top, r.bottom];"
+        )
+        assert 0 <= top and bottom <= height, selector
+
+
+def _screen(browser) -> dict:
+    """What the main view shows, read in one script: the moves, the next move, the counts,
+    and the state each box of the overview is drawn in."""
+    return browser.execute_script(
+        "const box = document.getElementById('next-move');"
+        "return {"
+        " moves: document.getElementById('moves').textContent,"
+        " next: ['task', 'step', 'op'].map(k => box.dataset[k] || null),"
+        " counts: [...document.querySelectorAll('tr[data-accumulator] .count')]"
+        "   .map(c => c.textContent),"
+        " boxes: [...document.querySelectorAll('#overview g.node')]"
+        "   .map(n => [n.querySelector('title').textContent, n.getAttribute('class')]),"
+        " status: document.getElementById('status').textContent,"
+        "};"
+    )
+
+
+def test_back_on_the_page_returns_to_the_identical_state_with_every_task_alive(stepped, browser):
+    from selenium.webdriver.common.by import By
+
+    stepper, page = stepped
+    browser.get(page.url)
+    _wait(browser, lambda b: _screen(b)["next"][2] and len(_outlined_next(b)) == 1, "a next move")
+    _wait(browser, lambda b: not b.find_element(By.ID, "next").get_attribute("disabled"), "idle")
+    before = _screen(browser)
+    browser.find_element(By.ID, "next").click()
+    _wait(browser, lambda b: int(_screen(b)["moves"]) == int(before["moves"]) + 1, "one move")
+    _wait(browser, lambda b: not b.find_element(By.ID, "next").get_attribute("disabled"), "idle")
+    assert _screen(browser)["boxes"] != before["boxes"]  # the move changed the picture
+    browser.find_element(By.ID, "back").click()
+    _wait(browser, lambda b: _screen(b)["moves"] == before["moves"], "the move undone", 120)
+    _wait(browser, lambda b: _screen(b) == before, "the same screen as before the move", 60)
+    assert before["status"] == "every running task held"
+    assert all(not task.get("ended") for task in stepper.state()["tasks"])
 
 
 def test_the_page_refuses_calls_without_its_token_or_from_another_host(stepped):
@@ -222,3 +300,41 @@ def test_minitf_step_web_prints_the_pages_address_and_ends_on_quit(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_a_page_held_past_the_step_timeout_continues_and_the_script_finishes(browser):
+    from selenium.webdriver.common.by import By
+
+    args = ["--steps", "2", "--optimizer", "sgd", "--num_tokens", "0", "--step_timeout", "0.5"]
+    output = io.StringIO()
+    stepper = Stepper.launch(
+        sync_mlp.__file__, {"ps": 1, "worker": 2}, args,
+        breaks=["ResourceAccumulatorApplyGradient"], output=output,
+    )  # fmt: skip
+    ended = {}
+
+    def exit_code():
+        if "code" not in ended and stepper.script_ended():
+            ended["code"] = stepper.wait(30)
+        return ended.get("code")
+
+    page = StepperPage(stepper, exit_code, title="sync_mlp.py").start()
+    try:
+        browser.get(page.url)
+        _wait(browser, lambda b: _screen(b)["next"][2], "the breakpoint")
+        threading.Event().wait(1.5)  # the class looks at the page, past the step timeout
+        browser.find_element(By.ID, "next").click()
+        _wait(browser, lambda b: _screen(b)["moves"] == "1", "one move")
+        browser.find_element(By.ID, "continue").click()
+        _wait(
+            browser,
+            lambda b: "exit code" in _screen(b)["status"],
+            "the end of the script",
+            120,
+        )
+        assert _screen(browser)["status"] == "the script ended (exit code 0)", output.getvalue()
+        assert "no token" not in output.getvalue()
+    finally:
+        page.close()
+        stepper.close()
+        stepper.cluster.stop()

@@ -3,8 +3,9 @@
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token") || "";
-const svgCache = new Map(); // picture key -> SVG text (a partition is drawn once)
-const bigPictures = new Set(); // the pictures shown full size, by task and step
+const svgCache = new Map(); // picture key -> SVG text (a picture is drawn once)
+const bigPictures = new Set(); // the detail pictures shown full size, by task and step
+const MIN_LABEL_PX = 12.5; // the smallest label the overview draws, in screen pixels
 let state = null;
 let busy = false;
 
@@ -50,24 +51,35 @@ function setBusy(on, command) {
   if (on) $("status").textContent = `moving: ${command}…`;
 }
 
-function chosenTask() {
-  return $("task-choice").value;
-}
+const chosenTask = () => $("task-choice").value;
+const nextCommand = () => $("granularity").value; // "next" or "event"
 
-$("next").onclick = () => send("next");
-$("next-on").onclick = () => send(`next ${chosenTask()}`);
+$("next").onclick = () => send(nextCommand());
+$("next-on").onclick = () => send(`${nextCommand()} ${chosenTask()}`);
 $("until-blocked").onclick = () => send(`until-blocked ${chosenTask()}`);
 $("until").onclick = () => {
   const pattern = $("pattern").value.trim();
   if (pattern) send(`until ${pattern}`);
   else $("error").textContent = "type an op name, an op type or a task (worker:1) first";
 };
-$("step").onclick = () => send(`step ${$("target-step").value}`);
 $("back").onclick = () => send("back");
 $("continue").onclick = () => send("continue");
 $("quit").onclick = () => send("quit");
+$("details-toggle").onclick = () => {
+  const details = $("details");
+  details.hidden = !details.hidden;
+  $("details-toggle").classList.toggle("on", !details.hidden);
+  if (!details.hidden && state) {
+    renderDetails();
+    details.scrollIntoView({ behavior: "smooth" });
+  }
+};
 document.addEventListener("keydown", (event) => {
-  if (event.key === "n" && event.target.tagName !== "INPUT") send("next");
+  if (event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
+  if (event.key === "n") send(nextCommand());
+  else if (event.key === "b") send("back");
+  else if (event.key === "+" || event.key === "=") zoomBy(1.25);
+  else if (event.key === "-") zoomBy(0.8);
 });
 
 // -- drawing the state ----------------------------------------------------------------------
@@ -82,8 +94,9 @@ function render(next) {
   if (!busy) $("error").textContent = state.error || "";
   renderNextMove();
   renderTaskChoice();
-  renderTimeline();
-  renderTasks();
+  renderSide();
+  renderOverview();
+  if (!$("details").hidden) renderDetails();
 }
 
 function statusText() {
@@ -102,14 +115,20 @@ function renderNextMove() {
   if (!move) {
     box.append(state.recording_done
       ? "next: the recording's moves are all made (continue lets the run finish)"
-      : "next: nothing can move now (a client may be between steps)");
+      : state.finished !== null ? "next: nothing, the script has ended (back goes back)"
+        : "next: nothing can move now (a client may be between steps)");
     box.removeAttribute("data-op");
     return;
   }
   box.dataset.op = move.op;
   box.dataset.task = move.task;
   box.dataset.step = move.step_id;
-  box.append("next: ", el("b", {}, move.task), ` ${move.move} `, el("code", {}, move.op), ` (${move.type})`);
+  box.append("next: ", el("b", {}, move.task), ` ${moveWord(move)} `, el("code", {}, move.op),
+    ` (${move.type})`);
+}
+
+function moveWord(move) {
+  return move.offer ? "finish" : move.move;
 }
 
 function renderTaskChoice() {
@@ -120,6 +139,256 @@ function renderTaskChoice() {
     select.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
     if (names.includes(current)) select.value = current;
   }
+}
+
+// -- the side: accumulators, queues, what waits, the last moves ------------------------------
+
+function renderSide() {
+  const resources = state.resources || [];
+  const accumulators = resources.filter((r) => r.kind === "accumulator");
+  $("accumulators").replaceChildren(...accumulators.map((r) => el("tr", { "data-accumulator": r.name },
+    el("td", { class: "name", title: `${r.name} on ${r.task}` }, shortName(r.name)),
+    el("td", { class: "what" }, el("span", { class: "count" }, String(r.count)),
+      r.required ? ` of ${r.required}` : "", ` for step ${r.global_step}`))));
+  if (!accumulators.length) $("accumulators").append(quietRow("none"));
+  const queues = resources.filter((r) => r.kind === "queue");
+  $("queues").replaceChildren(...queues.map((r) => el("tr", { "data-queue": r.name },
+    el("td", { class: "name", title: `${r.name} on ${r.task}` }, r.name),
+    el("td", { class: "what" }, el("span", { class: "size" }, String(r.size)),
+      ` of ${r.capacity === null || r.capacity < 0 ? "unbounded" : r.capacity}`,
+      r.closed ? " · closed" : "",
+      r.values && r.values.length ? el("code", {}, ` ${formatValue(r.values)}`) : ""))));
+  if (!queues.length) $("queues").append(quietRow("none"));
+  const waiting = [];
+  for (const task of state.tasks) {
+    for (const step of task.steps) {
+      for (const w of step.waiting) {
+        waiting.push(el("li", { title: `${w.name} — ${w.words}` }, el("b", {}, task.short), " ",
+          el("code", {}, shortName(w.name)), ` — ${w.words}`));
+      }
+    }
+  }
+  $("waiting").replaceChildren(...(waiting.length ? waiting : [el("li", { class: "quiet" }, "nothing waits")]));
+  const recent = (state.events || []).slice(-6).reverse().map((e) =>
+    el("li", { title: `${e.op} (${e.type})` }, `${e.number}. `, el("b", {}, e.task), ` ${moveWord(e)} `,
+      el("code", {}, shortName(e.op))));
+  $("recent").replaceChildren(...(recent.length ? recent : [el("li", { class: "quiet" }, "no moves yet: press next")]));
+}
+
+function quietRow(text) {
+  return el("tr", {}, el("td", { class: "quiet" }, text));
+}
+
+function shortName(name) {
+  // The last two parts of a long name: what tells ops apart on a narrow side.
+  const parts = name.split("/");
+  return parts.length > 2 ? `…/${parts.slice(-2).join("/")}` : name;
+}
+
+// -- the overview: every held step on every task, live ---------------------------------------
+
+const view = { key: null, zoom: 1, follow: true, dragged: null, found: null };
+
+async function renderOverview() {
+  const box = $("overview");
+  const overview = state.overview;
+  if (!overview) {
+    view.key = null;
+    box.replaceChildren(el("p", { class: "quiet" }, state.graphviz
+      ? "no step is held on any task now" : "install Graphviz (apt-get install graphviz) to see the graph"));
+    return;
+  }
+  if (view.key !== overview.picture) {
+    const svg = await pictureText(overview.picture);
+    if (state.overview !== overview) return; // a newer state came meanwhile: it draws
+    box.innerHTML = svg;
+    const fresh = view.key === null;
+    view.key = overview.picture;
+    view.natural = naturalSize(box.querySelector("svg"));
+    if (fresh) view.zoom = readableZoom(box.querySelector("svg"));
+    applyZoom();
+  }
+  colourBoxes(box, overview.boxes);
+  if (view.follow) showBox(box.querySelector("g.node.next"));
+}
+
+async function pictureText(key) {
+  let svg = svgCache.get(key);
+  if (svg === undefined) {
+    const reply = await fetch(`api/picture?key=${key}&token=${encodeURIComponent(token)}`);
+    svg = reply.ok ? await reply.text() : "";
+    svgCache.set(key, svg);
+  }
+  return svg;
+}
+
+function naturalSize(svg) {
+  const [, , width, height] = svg.getAttribute("viewBox").split(/\s+/).map(Number);
+  svg.removeAttribute("width");
+  svg.removeAttribute("height");
+  return { width, height };
+}
+
+// The zoom (screen pixels per picture unit) at which the smallest label is MIN_LABEL_PX.
+function readableZoom(svg) {
+  view.zoom = 1;
+  applyZoom();
+  let smallest = Infinity;
+  for (const text of svg.querySelectorAll("text")) {
+    const size = parseFloat(text.getAttribute("font-size") || "14");
+    const ctm = text.getScreenCTM();
+    if (ctm) smallest = Math.min(smallest, size * Math.hypot(ctm.a, ctm.b));
+  }
+  return Number.isFinite(smallest) ? MIN_LABEL_PX / smallest : 1;
+}
+
+function applyZoom() {
+  const svg = $("overview").querySelector("svg");
+  if (!svg) return;
+  svg.style.width = `${view.natural.width * view.zoom}px`;
+  svg.style.height = `${view.natural.height * view.zoom}px`;
+}
+
+function zoomBy(factor) {
+  const box = $("overview");
+  const cx = (box.scrollLeft + box.clientWidth / 2) / view.zoom;
+  const cy = (box.scrollTop + box.clientHeight / 2) / view.zoom;
+  view.zoom *= factor;
+  applyZoom();
+  box.scrollLeft = cx * view.zoom - box.clientWidth / 2;
+  box.scrollTop = cy * view.zoom - box.clientHeight / 2;
+}
+
+function zoomToFit() {
+  const box = $("overview");
+  view.zoom = Math.min(box.clientWidth / view.natural.width, box.clientHeight / view.natural.height);
+  applyZoom();
+  setFollow(false);
+}
+
+function setFollow(on) {
+  view.follow = on;
+  $("follow").classList.toggle("on", on);
+  if (on) showBox($("overview").querySelector("g.node.next"));
+}
+
+function showBox(node) {
+  if (!node) return;
+  const box = $("overview");
+  const target = node.getBoundingClientRect();
+  const frame = box.getBoundingClientRect();
+  const inView = target.left >= frame.left && target.right <= frame.right
+    && target.top >= frame.top && target.bottom <= frame.bottom;
+  if (inView) return;
+  box.scrollLeft += target.left + target.width / 2 - (frame.left + frame.width / 2);
+  box.scrollTop += target.top + target.height / 2 - (frame.top + frame.height / 2);
+}
+
+$("zoom-in").onclick = () => zoomBy(1.25);
+$("zoom-out").onclick = () => zoomBy(0.8);
+$("zoom-fit").onclick = zoomToFit;
+$("follow").onclick = () => setFollow(!view.follow);
+$("find").addEventListener("keydown", (event) => {
+  if (event.key !== "Enter") return;
+  const wanted = $("find").value.trim().toLowerCase();
+  const box = $("overview");
+  for (const node of box.querySelectorAll("g.node.found")) node.classList.remove("found");
+  if (!wanted) return;
+  const hit = [...box.querySelectorAll("g.node")].find((node) =>
+    (node.dataset.ops || "").toLowerCase().includes(wanted)
+    || (node.querySelector("title")?.textContent || "").toLowerCase().includes(wanted));
+  if (!hit) {
+    $("error").textContent = `no box of the picture holds an op named like "${wanted}"`;
+    return;
+  }
+  hit.classList.add("found");
+  setFollow(false);
+  showBox(hit);
+});
+
+// Drag to pan; the wheel scrolls, and zooms with Ctrl.
+(() => {
+  const box = $("overview");
+  box.addEventListener("mousedown", (event) => {
+    view.dragged = { x: event.clientX, y: event.clientY, left: box.scrollLeft, top: box.scrollTop };
+    box.classList.add("dragging");
+  });
+  window.addEventListener("mousemove", (event) => {
+    if (!view.dragged) return;
+    box.scrollLeft = view.dragged.left - (event.clientX - view.dragged.x);
+    box.scrollTop = view.dragged.top - (event.clientY - view.dragged.y);
+    setFollow(false);
+  });
+  window.addEventListener("mouseup", () => {
+    view.dragged = null;
+    box.classList.remove("dragging");
+  });
+  box.addEventListener("wheel", (event) => {
+    if (!event.ctrlKey) return;
+    event.preventDefault();
+    zoomBy(event.deltaY < 0 ? 1.1 : 1 / 1.1);
+  }, { passive: false });
+})();
+
+const STATES = ["next", "blocked", "ready", "done", "part", "idle"];
+
+function colourBoxes(box, boxes) {
+  const marks = new Map(); // op key -> "done" | "running" | "blocked"
+  const words = new Map(); // op key -> what it waits for, in a word
+  for (const task of state.tasks) {
+    for (const step of task.steps) {
+      const prefix = `${task.short}|${step.step_id}|`;
+      for (const [op, mark] of Object.entries(step.marks)) marks.set(prefix + op, mark);
+      for (const w of step.waiting) words.set(prefix + w.name, w.word);
+    }
+  }
+  const move = state.next;
+  const nextKey = move ? `${move.task}|${move.step_id}|${move.op}` : null;
+  const members = new Map(); // DOT id -> op keys
+  for (const [key, id] of Object.entries(boxes)) {
+    if (!members.has(id)) members.set(id, []);
+    members.get(id).push(key);
+  }
+  for (const node of box.querySelectorAll("g.node")) {
+    const id = node.querySelector("title")?.textContent || "";
+    const keys = members.get(id);
+    node.querySelector("text.badge")?.remove();
+    node.classList.remove(...STATES);
+    if (!keys) continue; // the legend
+    node.dataset.ops = keys.map((k) => k.split("|")[2]).join("\n");
+    const found = keys.map((k) => marks.get(k));
+    let mark = "idle";
+    if (nextKey && keys.includes(nextKey)) mark = "next";
+    else if (found.includes("blocked")) mark = "blocked";
+    else if (found.includes("running")) mark = "ready";
+    else if (found.every((m) => m === "done")) mark = "done";
+    else if (found.includes("done")) mark = "part";
+    node.classList.add(mark);
+    const waitsFor = keys.map((k) => words.get(k)).find((w) => w);
+    if (waitsFor) addBadge(node, waitsFor);
+  }
+}
+
+function addBadge(node, words) {
+  const shape = node.querySelector("polygon, ellipse, path");
+  const label = node.querySelector("text");
+  if (!shape || !label) return;
+  const frame = shape.getBBox();
+  const badge = document.createElementNS("http://www.w3.org/2000/svg", "text");
+  badge.setAttribute("class", "badge");
+  badge.setAttribute("x", frame.x + frame.width);
+  badge.setAttribute("y", frame.y - 3);
+  badge.setAttribute("text-anchor", "end");
+  badge.setAttribute("font-size", label.getAttribute("font-size") || "14");
+  badge.textContent = words;
+  node.append(badge);
+}
+
+// -- details, on demand: the moves so far and every task's steps ------------------------------
+
+function renderDetails() {
+  renderTimeline();
+  renderTasks();
 }
 
 function renderTimeline() {
@@ -145,20 +414,18 @@ function renderTimeline() {
   });
   events.forEach((event, i) => {
     const row = Math.max(0, lanes.indexOf(event.task));
-    const box = document.createElementNS(ns, "rect");
-    box.setAttribute("x", left + i * cell);
-    box.setAttribute("y", row * laneHeight + 5);
-    box.setAttribute("width", cell - 2);
-    box.setAttribute("height", laneHeight - 8);
-    box.setAttribute("class", `move ${event.move}${i === events.length - 1 ? " last" : ""}`);
+    const cellBox = document.createElementNS(ns, "rect");
+    cellBox.setAttribute("x", left + i * cell);
+    cellBox.setAttribute("y", row * laneHeight + 5);
+    cellBox.setAttribute("width", cell - 2);
+    cellBox.setAttribute("height", laneHeight - 8);
+    cellBox.setAttribute("class", `move ${event.move}${i === events.length - 1 ? " last" : ""}`);
     const tip = document.createElementNS(ns, "title");
-    tip.textContent = `${event.number}. ${event.task} ${event.move} ${event.op} (${event.type})`;
-    box.append(tip);
-    svg.append(box);
+    tip.textContent = `${event.number}. ${event.task} ${moveWord(event)} ${event.op} (${event.type})`;
+    cellBox.append(tip);
+    svg.append(cellBox);
   });
-  const recent = events.slice(-6).reverse().map((e) =>
-    el("li", {}, `${e.number}. `, el("b", {}, e.task), ` ${e.move} `, el("code", {}, e.op)));
-  box.replaceChildren(svg, el("ol", { class: "recent" }, ...recent));
+  box.replaceChildren(svg);
   box.scrollLeft = box.scrollWidth;
 }
 
@@ -199,9 +466,7 @@ function renderStep(task, step) {
     };
     if (bigPictures.has(`${task.short}/${step.step_id}`)) holder.classList.add("big");
     box.append(holder);
-    showPicture(holder, step.picture, step.marks, isNext(task, step));
-  } else if (!state.graphviz) {
-    box.append(el("p", { class: "quiet" }, "install Graphviz (apt-get install graphviz) to see the graph"));
+    showStepPicture(holder, step.picture, step.marks, isNext(task, step));
   }
   return box;
 }
@@ -211,14 +476,8 @@ function isNext(task, step) {
   return move && move.task === task.short && move.step_id === step.step_id ? move.op : null;
 }
 
-async function showPicture(holder, key, marks, nextOp) {
-  let svg = svgCache.get(key);
-  if (svg === undefined) {
-    const reply = await fetch(`api/picture?key=${key}&token=${encodeURIComponent(token)}`);
-    svg = reply.ok ? await reply.text() : "";
-    svgCache.set(key, svg);
-  }
-  holder.innerHTML = svg;
+async function showStepPicture(holder, key, marks, nextOp) {
+  holder.innerHTML = await pictureText(key);
   for (const node of holder.querySelectorAll("g.node")) {
     const title = node.querySelector("title");
     const name = title ? title.textContent : "";
@@ -234,27 +493,25 @@ function renderResources(resources) {
   for (const r of resources) {
     let what = "";
     if (r.kind === "queue") {
-      what = el("span", {}, el("span", { class: "size" }, String(r.size)),
-        ` of ${r.capacity ?? "∞"} element(s) `, el("code", {}, JSON.stringify(r.values)));
+      what = el("span", {}, `${r.size} of ${r.capacity === null || r.capacity < 0 ? "unbounded" : r.capacity} `,
+        el("code", {}, JSON.stringify(r.values)));
     } else if (r.kind === "accumulator") {
-      what = el("span", {}, el("span", { class: "count" }, String(r.count)),
-        ` gradient(s) for step ${r.global_step}`);
+      what = `${r.count} gradient(s) for step ${r.global_step}`;
     } else if (r.kind === "variable") {
       what = !r.initialized ? "not initialized"
         : "value" in r ? el("code", {}, formatValue(r.value)) : `shape [${r.shape}]`;
     } else {
       what = r.kind;
     }
-    const row = el("tr", { [`data-${r.kind}`]: r.name }, el("td", { class: "kind" }, r.kind),
-      el("td", { class: "name" }, r.name), el("td", {}, what));
-    table.append(row);
+    table.append(el("tr", {}, el("td", { class: "kind" }, r.kind), el("td", { class: "name" }, r.name),
+      el("td", {}, what)));
   }
   return resources.length ? table : el("p", { class: "quiet" }, "no resources here");
 }
 
 function formatValue(value) {
   const text = JSON.stringify(value, (k, v) => (typeof v === "number" ? Number(v.toPrecision(4)) : v));
-  return text.length > 80 ? `${text.slice(0, 77)}…` : text;
+  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
 }
 
 // -- the live connection --------------------------------------------------------------------
