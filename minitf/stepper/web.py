@@ -88,6 +88,10 @@ class StepperPage:
         self._overviews: dict[tuple, dict] = {}  # by the held steps it draws
         # How many gradients each accumulator's take_grad needs, once seen waiting.
         self._required: dict[str, int] = {}
+        # Stale gradients dropped: the apply_grad moves that dropped one, by move
+        # number, and each accumulator's count of drops at the last look.
+        self._dropped: dict[int, str] = {}
+        self._drops_seen: dict[tuple[str, str], int] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._threads: list[threading.Thread] = []
@@ -223,6 +227,7 @@ class StepperPage:
         events = self.stepper.events
         first = len(events) - min(len(events), EVENTS_KEPT)
         self._required.update(required_gradients(state))
+        self._note_drops(state, events)
         return {
             **base,
             "global_step": state["global_step"],
@@ -231,6 +236,7 @@ class StepperPage:
             "recording_done": self.stepper.recording_done,
             "tasks": [self._task(task) for task in state["tasks"]],
             "overview": self._overview(state),
+            "dropped": sorted(self._dropped.values()),
             "resources": [
                 {**r, "task": _short(task["task"]), "required": self._required.get(r["name"])}
                 for task in state["tasks"]
@@ -276,6 +282,23 @@ class StepperPage:
             "steps": steps,
             "resources": task["resources"],
         }
+
+    def _note_drops(self, state: dict, events: list) -> None:
+        """Notes the last move as one that dropped a stale gradient, if an accumulator's
+        count of drops rose with it (the page looks after every move)."""
+        drops = {
+            (task["task"], r["name"]): r.get("dropped", 0)
+            for task in state["tasks"]
+            for r in task["resources"]
+            if r["kind"] == "accumulator"
+        }
+        rose = any(n > self._drops_seen.get(key, n) for key, n in drops.items())
+        self._drops_seen = drops
+        moves = len(events)
+        self._dropped = {n: key for n, key in self._dropped.items() if n <= moves}  # after back
+        if rose and events and "ApplyGradient" in events[-1]["type"]:
+            last = events[-1]
+            self._dropped[moves] = f"{_short(last['task'])}|{last['step_id']:x}|{last['op']}"
 
     def _overview(self, state: dict) -> dict | None:
         """The overview picture of the held steps (`Stepper.overview`): its key and its boxes.

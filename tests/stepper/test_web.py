@@ -162,6 +162,12 @@ def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(ste
     )
     changed = {k: v - counts[k] for k, v in _counts(browser).items() if v != counts[k]}
     assert list(changed.values()) == [1]  # one accumulator, one more gradient
+    (name,) = changed
+    row = browser.execute_script(
+        f"return document.querySelector('tr[data-accumulator=\"{name}\"] .what').textContent"
+    )
+    # TF's SyncReplicas with R = 2: the chief's take_grad needs 2 gradients for step 0.
+    assert row == f"{counts[name] + 1} of 2 for step 0"
 
 
 def test_the_main_view_fits_a_projector_and_its_smallest_label_is_12_px(stepped, browser):
@@ -338,3 +344,46 @@ def test_a_page_held_past_the_step_timeout_continues_and_the_script_finishes(bro
         page.close()
         stepper.close()
         stepper.cluster.stop()
+
+
+def test_an_apply_grad_that_drops_a_stale_gradient_is_drawn_dropped():
+    # R = 1 of N = 2: each update takes one gradient, so the other worker's
+    # gradient for the same step arrives stale and is dropped, as in TF (its
+    # push adds to no count and no take happens).
+    from minitf.stepper import SimulatedStepper
+
+    args = ["--steps", "3", "--optimizer", "sgd", "--replicas_to_aggregate", "1"]
+    stepper = SimulatedStepper(
+        sync_mlp.__file__, {"ps": 1, "worker": 2}, args,
+        breaks=["ResourceAccumulatorApplyGradient"], output=io.StringIO(),
+    )  # fmt: skip
+    page = StepperPage(stepper)  # not served: its state is read directly
+    try:
+
+        def looked() -> dict:
+            page.refresh()
+            return json.loads(page.next_snapshot(-1, 0.0)[1])
+
+        def counts(state) -> tuple[int, list]:
+            accumulators = [r for r in state["resources"] if r["kind"] == "accumulator"]
+            return sum(a["count"] for a in accumulators), [a["global_step"] for a in accumulators]
+
+        state, applies, drops = looked(), 0, 0
+        while state["next"] is not None and drops < 2:
+            move = state["next"]
+            stepper.next()
+            after = looked()
+            key = f"{move['task']}|{move['step_id']}|{move['op']}"
+            if move["type"] == "ResourceAccumulatorApplyGradient" and move["move"] == "run":
+                applies += 1
+                (count, steps), (count_after, steps_after) = counts(state), counts(after)
+                accepted = count_after == count + 1 or steps_after != steps
+                assert (key in after["dropped"]) == (not accepted), (move, state, after)
+                drops += not accepted
+            else:
+                assert key not in after["dropped"]
+            state = after
+        assert drops == 2 and applies > drops
+    finally:
+        stepper.continue_()
+        stepper.close()

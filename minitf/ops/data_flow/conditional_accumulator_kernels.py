@@ -97,6 +97,7 @@ class AccumulatorBase(BlockingResource):
         # averaged), ("set_step", step). `events` counts every entry ever made.
         self.history: deque = deque(maxlen=HISTORY_LENGTH)
         self.events = 0
+        self.dropped = 0  # stale gradients dropped, ever (a stepper shows the drops)
         # minitf's synchronisation policies (minitf.cluster.policies) set these
         # through the op's internal attrs; TF's accumulator is the default:
         # stale gradients dropped, nothing cancelled.
@@ -104,9 +105,11 @@ class AccumulatorBase(BlockingResource):
         self.cancels_in_flight = False  # a take cancels the work still computing (simulated)
 
     def record(self, event: tuple) -> None:
-        """Appends to `history` (lock held)."""
+        """Appends to `history` (lock held); counts a push that was not accepted as dropped."""
         self.history.append(event)
         self.events += 1
+        if event[0] == "push" and not event[4]:
+            self.dropped += 1
 
     def check_compatible(self, dtype, shape, reduction_type) -> None:
         """Raises TF's error if a second creator asks for another accumulator under this name."""

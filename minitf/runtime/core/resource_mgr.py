@@ -162,7 +162,8 @@ class ResourceMgr:
         """Every resource of this task as data: what a stepper shows between moves.
 
         Queues give their size, capacity and first ``limit`` elements;
-        accumulators their count and global step; variables their value (or
+        accumulators their count, global step and how many stale gradients
+        they dropped so far; variables their value (or
         only their shape when they hold more than ``limit`` numbers).
 
         Args:
@@ -179,7 +180,7 @@ class ResourceMgr:
                         for e in resource.contents_locked(limit)
                     ]
                 elif hasattr(resource, "history"):
-                    entry.update(resource.state_locked())
+                    entry.update(resource.state_locked(), dropped=resource.dropped)
                 elif hasattr(resource, "is_initialized"):
                     entry.update(kind="variable", initialized=resource.is_initialized)
                     if resource.is_initialized:

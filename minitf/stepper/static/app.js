@@ -147,7 +147,7 @@ function renderSide() {
   const resources = state.resources || [];
   const accumulators = resources.filter((r) => r.kind === "accumulator");
   $("accumulators").replaceChildren(...accumulators.map((r) => el("tr", { "data-accumulator": r.name },
-    el("td", { class: "name", title: `${r.name} on ${r.task}` }, shortName(r.name)),
+    el("td", { class: "name", title: `${r.name} on ${r.task}` }, r.name.replace(/:\d+\/grad_accum$/, "")),
     el("td", { class: "what" }, el("span", { class: "count" }, String(r.count)),
       r.required ? ` of ${r.required}` : "", ` for step ${r.global_step}`))));
   if (!accumulators.length) $("accumulators").append(quietRow("none"));
@@ -330,7 +330,7 @@ $("find").addEventListener("keydown", (event) => {
   }, { passive: false });
 })();
 
-const STATES = ["next", "blocked", "ready", "done", "part", "idle"];
+const STATES = ["next", "blocked", "dropped", "ready", "done", "part", "idle"];
 
 function colourBoxes(box, boxes) {
   const marks = new Map(); // op key -> "done" | "running" | "blocked"
@@ -344,6 +344,7 @@ function colourBoxes(box, boxes) {
   }
   const move = state.next;
   const nextKey = move ? `${move.task}|${move.step_id}|${move.op}` : null;
+  const dropped = new Set(state.dropped || []);
   const members = new Map(); // DOT id -> op keys
   for (const [key, id] of Object.entries(boxes)) {
     if (!members.has(id)) members.set(id, []);
@@ -360,12 +361,14 @@ function colourBoxes(box, boxes) {
     let mark = "idle";
     if (nextKey && keys.includes(nextKey)) mark = "next";
     else if (found.includes("blocked")) mark = "blocked";
+    else if (keys.some((k) => dropped.has(k))) mark = "dropped";
     else if (found.includes("running")) mark = "ready";
     else if (found.every((m) => m === "done")) mark = "done";
     else if (found.includes("done")) mark = "part";
     node.classList.add(mark);
     const waitsFor = keys.map((k) => words.get(k)).find((w) => w);
     if (waitsFor) addBadge(node, waitsFor);
+    else if (mark === "dropped") addBadge(node, "dropped: stale");
   }
 }
 
@@ -377,7 +380,7 @@ function addBadge(node, words) {
   const badge = document.createElementNS("http://www.w3.org/2000/svg", "text");
   badge.setAttribute("class", "badge");
   badge.setAttribute("x", frame.x + frame.width);
-  badge.setAttribute("y", frame.y - 3);
+  badge.setAttribute("y", frame.y - 5);
   badge.setAttribute("text-anchor", "end");
   badge.setAttribute("font-size", label.getAttribute("font-size") || "14");
   badge.textContent = words;
