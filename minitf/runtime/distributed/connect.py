@@ -80,33 +80,18 @@ def secret_file() -> Path | None:
         return None
 
 
+SECRET_READ_SECONDS = 10.0
+"""How long a reader waits for a secret file another process is still writing."""
+
+
 def _user_secret() -> bytes:
     path = secret_file()
     try:
         if path is None:
             raise OSError("no home directory")
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # made earlier, or by another process just now: read it
-        else:
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_hex(16) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-        mode = path.stat().st_mode
-        if mode & 0o077:
-            raise PermissionError(
-                f"{path} holds minitf's cluster secret but other users can read it "
-                f"(mode {mode & 0o777:o}): run 'chmod 600 {path}'"
-            )
-        text = path.read_text().strip()
-        if text:
-            return text.encode()
-        raise OSError(f"{path} is empty")  # a process is writing it: a moment's race
-    except PermissionError:
-        raise
+        if not path.exists():
+            _make_secret_file(path)
     except OSError as exc:
         logger.warning(
             "no cluster secret file (%s): this process makes up its own secret, so only "
@@ -115,6 +100,76 @@ def _user_secret() -> bytes:
             SECRET_ENV,
         )
         return secrets.token_hex(16).encode()
+    return _read_secret_file(path)
+
+
+def _make_secret_file(path: Path) -> None:
+    """Makes the secret file whole and at once: no process ever reads it half written.
+
+    The secret is written to a file of this process's own, then linked to
+    ``path``. A link is atomic and never replaces a file, so when several
+    processes start at once (and on a home shared over NFS, where it is the
+    classic way to create a file exclusively), exactly one secret is made
+    and every process reads that one.
+    """
+    own = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(16) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(own, path)
+        except FileExistsError:
+            pass  # another process made it first: its secret is the one
+        except OSError:
+            # A file system without links: an exclusive create of the whole
+            # file (readers wait for its last line, _read_secret_file).
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                return
+            with os.fdopen(fd, "w") as f:
+                f.write(own.read_text())
+                f.flush()
+                os.fsync(f.fileno())
+    finally:
+        own.unlink(missing_ok=True)
+
+
+def _read_secret_file(path: Path) -> bytes:
+    """The secret in ``path``; waits while it is still being written, never makes another.
+
+    Raises:
+        PermissionError: if other users can read the file (it says how to fix it).
+        RuntimeError: if the file stays empty (it says how to fix it).
+    """
+    mode = path.stat().st_mode
+    if mode & 0o077:
+        raise PermissionError(
+            f"{path} holds minitf's cluster secret but other users can read it "
+            f"(mode {mode & 0o777:o}): run 'chmod 600 {path}'"
+        )
+    deadline = time.monotonic() + SECRET_READ_SECONDS
+    pause = 0.001
+    while True:
+        text = path.read_text()
+        # Whole: a line (every secret minitf writes ends with one), or text
+        # that no longer changes (a secret a person wrote without a newline).
+        if text.endswith("\n") and text.strip():
+            return text.strip().encode()
+        if text.strip() and time.time() - path.stat().st_mtime > 1.0:
+            return text.strip().encode()  # written by hand, without a last newline
+        if time.monotonic() >= deadline:
+            if text.strip():
+                return text.strip().encode()
+            raise RuntimeError(
+                f"{path} (minitf's cluster secret) stayed empty for {SECRET_READ_SECONDS:.0f} s: "
+                f"delete it and start the tasks again, or set {SECRET_ENV}"
+            )
+        time.sleep(pause)  # another process is writing it: read again
+        pause = min(pause * 2, 0.1)
 
 
 def connect_timeout() -> float:

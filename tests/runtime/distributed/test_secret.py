@@ -92,3 +92,55 @@ def test_a_secret_file_others_can_read_is_refused_with_how_to_fix_it(tmp_path):
     )  # fmt: skip
     assert done.returncode != 0
     assert f"chmod 600 {loose}" in done.stderr
+
+
+def _racer(path: str, start, out) -> None:
+    """One of several processes that start at once on a fresh secret file."""
+    from minitf.runtime.distributed import connect
+
+    os.environ["MINITF_SECRET_FILE"] = path
+    start.wait(10)
+    out.put(connect._user_secret())
+
+
+def test_processes_racing_on_a_fresh_secret_file_all_read_the_one_secret(tmp_path):
+    # Each round, three processes released by one barrier read a secret file that
+    # does not exist yet: exactly one secret is made, and all three read it.
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for round_ in range(150):
+        path = str(tmp_path / f"round{round_}" / "cluster-secret")
+        start, out = context.Barrier(3), context.Queue()
+        racers = [context.Process(target=_racer, args=(path, start, out)) for _ in range(3)]
+        for racer in racers:
+            racer.start()
+        try:
+            found = {out.get(timeout=20) for _ in racers}
+        finally:
+            for racer in racers:
+                racer.join(20)
+                if racer.is_alive():
+                    racer.kill()
+        assert len(found) == 1, (round_, found)
+        assert open(path, "rb").read().strip() == found.pop()
+        assert os.listdir(os.path.dirname(path)) == ["cluster-secret"]  # no file left over
+
+
+def test_a_reader_waits_for_a_secret_file_being_written_and_never_makes_its_own(tmp_path):
+    import threading
+
+    from minitf.runtime.distributed import connect
+
+    path = tmp_path / "cluster-secret"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # made, still empty
+    read = {}
+    reader = threading.Thread(target=lambda: read.update(secret=connect._read_secret_file(path)))
+    reader.start()
+    with os.fdopen(fd, "w") as f:
+        f.write("0123456789abcdef")
+        f.flush()
+        assert reader.is_alive() or read == {}  # half a secret is not read as one
+        f.write("0123456789abcdef\n")
+    reader.join(10)
+    assert read["secret"] == b"0123456789abcdef0123456789abcdef"
