@@ -307,8 +307,8 @@ except BaseException:
 # gradient ps 0 receives in that step.
 
 # %%
-PUSH = "sync_replicas/conditional_accumulator_ApplyGradient"  # w's accumulator
-TAKE = "sync_replicas/conditional_accumulator_TakeGradient"
+PUSH = "sync_replicas/ResourceAccumulatorApplyGradient"  # w's accumulator
+TAKE = "sync_replicas/ResourceAccumulatorTakeGradient"
 TOKEN = "_recv/sync_token_q_Dequeue/0"
 
 

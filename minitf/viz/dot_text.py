@@ -407,7 +407,7 @@ def _fold_repeats(
     """Ops repeated with a number in their name, on one task, drawn as one box each.
 
     Two drawn nodes are alike when their names differ only by such numbers
-    (``conditional_accumulator_1_TakeGradient``), they are of one kind, role
+    (``ResourceAccumulatorTakeGradient_1``), they are of one kind, role
     and place, and their edges lead to alike nodes: the four accumulators of
     a two-layer model become one accumulator ``x4`` with one take, one apply
     and one ``SetGlobalStep``. ``Mean`` (the loss) and ``Mean_1`` (the
@@ -701,7 +701,9 @@ class _Label:
     @property
     def kind(self) -> list[str]:
         """The op type, unless the name says it already."""
-        if not self.node.kind or self.name.rsplit("/", 1)[-1] == self.node.kind:
+        # "ResourceAccumulatorTakeGradient_1" says its type too (TF numbers alike names).
+        last = re.sub(r"_(\d+|\*)$", "", self.name.rsplit("/", 1)[-1])
+        if not self.node.kind or last == self.node.kind:
             return []
         return [self.node.kind]
 

@@ -522,7 +522,7 @@ def test_row_35_a_fed_gradient_of_another_shape():
             with raises(
                 tf.errors.InvalidArgumentError,
                 "Shape mismatch: expected [2], got [3]",
-                "[[node acc_ApplyGradient]]",
+                "[[node ResourceAccumulatorApplyGradient]]",
             ):
                 sess.run(apply, {p: [1.0, 2.0, 3.0]})
             assert sess.run(acc.num_accumulated()) == 1
@@ -537,7 +537,7 @@ def test_row_36_take_grad_of_zero_gradients():
             with raises(
                 tf.errors.InvalidArgumentError,
                 "Argument num_required must be positive, but was 0",
-                "[[node acc_TakeGradient]]",
+                "[[node ResourceAccumulatorTakeGradient]]",
             ):
                 sess.run(acc.take_grad(0))
             assert sess.run(acc.num_accumulated()) == 1
@@ -553,7 +553,7 @@ def test_row_37_take_grad_of_more_gradients_than_arrive_with_a_deadline():
                 tf.errors.DeadlineExceededError,
                 "Timed out waiting for notification",
                 "has 1 of 2 gradients",
-                "[[node acc_TakeGradient]]",
+                "[[node ResourceAccumulatorTakeGradient]]",
             ):
                 sess.run(take, options=SHORT)
             assert sess.run(acc.num_accumulated()) == 1
@@ -580,7 +580,7 @@ def test_row_39_a_sparse_gradient_index_past_the_declared_shape():
             with raises(
                 tf.errors.InvalidArgumentError,
                 "index of slice 1 exceeded limits of shape; index is 5 exceeded 3",
-                "[[node sacc_ApplyGradient]]",
+                "[[node SparseAccumulatorApplyGradient]]",
             ):
                 sess.run(acc.apply_grad([0, 5], [[1.0, 1.0], [2.0, 2.0]], grad_shape=[3, 2]))
             assert sess.run(acc.num_accumulated()) == 0
@@ -720,7 +720,7 @@ def test_row_51_sync_replicas_to_aggregate_of_zero():
             with raises(
                 tf.errors.InvalidArgumentError,
                 "Argument num_required must be positive, but was 0",
-                "sync_replicas/conditional_accumulator_TakeGradient",
+                "sync_replicas/ResourceAccumulatorTakeGradient",
             ):
                 sess.run(sync_op, options=tf.RunOptions(timeout_in_ms=5000))
             np.testing.assert_array_equal(sess.run(v), [1.0, 2.0])

@@ -131,15 +131,13 @@ def test_one_sync_replicas_global_step_across_processes_in_the_protocols_order()
     assert changes[:4] == [0, 1, 2, 0]
     two_of_two = counts.index(2)
     apply_ops = [
-        i
-        for i, op in enumerate(ops)
-        if op[2] == "sync_replicas/conditional_accumulator_ApplyGradient"
+        i for i, op in enumerate(ops) if op[2] == "sync_replicas/ResourceAccumulatorApplyGradient"
     ]
     take = ops.index(
         (
             "/job:ps/replica:0/task:0",
             "deliver",
-            "sync_replicas/conditional_accumulator_TakeGradient",
+            "sync_replicas/ResourceAccumulatorTakeGradient",
         )
     )
     # Both workers' gradients, then the take; a worker already on its next step may push again.

@@ -672,7 +672,8 @@ def test_boxes_and_legend_show_each_role_by_shape_and_by_colour():
 def test_a_slide_draws_ops_repeated_with_a_number_once_when_their_edges_are_alike():
     with tf.device("/job:ps/task:0"):
         accumulators = [tf.ConditionalAccumulator(tf.float32, shape=[2], name="acc") for _ in "abc"]
-        takes = [a.take_grad(1) for a in accumulators]  # acc_TakeGradient, acc_1_..., acc_2_...
+        # ResourceAccumulatorTakeGradient, ..._1, ..._2 (TF's names), each with its num_required.
+        takes = [a.take_grad(1) for a in accumulators]
     with tf.device("/job:worker/task:0"):
         total = tf.add_n(takes, name="total")
         tf.reduce_mean(total, name="Mean")
@@ -680,10 +681,12 @@ def test_a_slide_draws_ops_repeated_with_a_number_once_when_their_edges_are_alik
     graph = tf.get_default_graph()
     full, slide = _labels(dot.graph_dot(graph)), _labels(dot.graph_dot(graph, slide=True))
     assert len(full) == len(graph.get_operations())
-    names = {label.split("\n")[0] for label in slide.values()}
+    # Each box by its DOT id: a name, "x3" when it stands for three, and where.
+    names = {box.split(" on /job:")[0] for box in slide}
     # Three accumulators and their num_required, one box each; two of the takes
     # too, the first reads into Mean_1 as well and stays apart; so do the Means.
-    assert {"acc x3", "num_required x3", "acc_TakeGradient x2", "acc_TakeGradient"} <= names
+    take = "ResourceAccumulatorTakeGradient"
+    assert {"acc x3", f"{take}/num_required x3", f"{take} x2", take} <= names
     assert {"Mean", "Mean_1"} <= names
     (box,) = [node for node in slide if node.startswith("acc x3")]
     assert "acc_1" in Picture(dot.graph_dot(graph, slide=True)).attrs[box]["tooltip"]

@@ -83,16 +83,10 @@ class ConditionalAccumulatorBase:
             name: A name for the op.
         """
         op_type = (
-            "ResourceAccumulatorNumAccumulated"
-            if self._resource()
-            else ("AccumulatorNumAccumulated")
+            "ResourceAccumulatorNumAccumulated" if self._resource() else "AccumulatorNumAccumulated"
         )
-        return self._op(
-            op_type,
-            [self._accumulator_ref],
-            [_dtypes.int32],
-            name or f"{self._name}_NumAccumulated",
-        ).outputs[0]
+        op = self._op(op_type, [self._accumulator_ref], [_dtypes.int32], name or op_type)
+        return op.outputs[0]
 
     def set_global_step(
         self, new_global_step: int | ops.Tensor, name: str | None = None
@@ -109,9 +103,7 @@ class ConditionalAccumulatorBase:
             "ResourceAccumulatorSetGlobalStep" if self._resource() else ("AccumulatorSetGlobalStep")
         )
         step = _int64(new_global_step, "new_global_step")
-        return self._op(
-            op_type, [self._accumulator_ref, step], [], name or f"{self._name}_SetGlobalStep"
-        )
+        return self._op(op_type, [self._accumulator_ref, step], [], name or op_type)
 
 
 class ConditionalAccumulator(ConditionalAccumulatorBase):
@@ -183,7 +175,7 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
             "ResourceAccumulatorApplyGradient",
             [self._accumulator_ref, step, grad],
             [],
-            name or f"{self._name}_ApplyGradient",
+            name or "ResourceAccumulatorApplyGradient",
             {"dtype": self._dtype},
         )
 
@@ -197,15 +189,16 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
             num_required: The number of gradients to wait for (an int32 scalar).
             name: A name for the op.
         """
-        n = ops.convert_to_tensor(num_required, _dtypes.int32, name="num_required")
-        return self._op(
-            "ResourceAccumulatorTakeGradient",
-            [self._accumulator_ref, n],
-            [self._dtype],
-            name or f"{self._name}_TakeGradient",
-            {"dtype": self._dtype},
-            shapes=[self._shape],
-        ).outputs[0]
+        with ops.name_scope(name, "ResourceAccumulatorTakeGradient") as scope:
+            n = ops.convert_to_tensor(num_required, _dtypes.int32, name="num_required")
+            return self._op(
+                "ResourceAccumulatorTakeGradient",
+                [self._accumulator_ref, n],
+                [self._dtype],
+                scope,
+                {"dtype": self._dtype},
+                shapes=[self._shape],
+            ).outputs[0]
 
 
 class SparseConditionalAccumulator(ConditionalAccumulatorBase):
@@ -306,7 +299,7 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
                 shape,
             ],
             [],
-            name or f"{self._name}_ApplyGradient",
+            name or "SparseAccumulatorApplyGradient",
             {"dtype": self._dtype, "has_known_shape": grad_shape is not None},
         )
 
@@ -323,16 +316,17 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
             num_required: The number of gradients to wait for (an int32 scalar).
             name: A name for the op.
         """
-        n = ops.convert_to_tensor(num_required, _dtypes.int32, name="num_required")
         unknown = tensor_shape.TensorShape(None)
-        op = self._op(
-            "SparseAccumulatorTakeGradient",
-            [self._accumulator_ref, n],
-            [_dtypes.int64, self._dtype, _dtypes.int64],
-            name or f"{self._name}_TakeGradient",
-            {"dtype": self._dtype},
-            shapes=[unknown, unknown, unknown],
-        )
+        with ops.name_scope(name, "SparseAccumulatorTakeGradient") as scope:
+            n = ops.convert_to_tensor(num_required, _dtypes.int32, name="num_required")
+            op = self._op(
+                "SparseAccumulatorTakeGradient",
+                [self._accumulator_ref, n],
+                [_dtypes.int64, self._dtype, _dtypes.int64],
+                scope,
+                {"dtype": self._dtype},
+                shapes=[unknown, unknown, unknown],
+            )
         return tuple(op.outputs)
 
     def take_indexed_slices_grad(

