@@ -105,18 +105,38 @@ class _ThreadArgv(list):
 
 
 class _ThreadStdout:
-    """``sys.stdout`` while simulated tasks run: a task given an output of its own writes there."""
+    """``sys.stdout`` while simulated tasks run: a task given an output of its own writes there.
+
+    A task's thread writes whole lines: ``print`` writes its text and its
+    newline apart, and two tasks printing at once would otherwise interleave
+    within a line. What a task has not ended with a newline is written when
+    it flushes, or when its script ends.
+    """
 
     def __init__(self, base):
         self._base = base
+        self._lock = threading.Lock()
 
     def _now(self):
         return getattr(_local, "stdout", None) or self._base
 
     def write(self, text: str) -> int:
-        return self._now().write(text)
+        if getattr(_local, "script", None) is None:
+            return self._now().write(text)
+        pending = getattr(_local, "pending", "") + text
+        cut = pending.rfind("\n") + 1
+        _local.pending = pending[cut:]
+        if cut:
+            with self._lock:
+                self._now().write(pending[:cut])
+        return len(text)
 
     def flush(self) -> None:
+        pending = getattr(_local, "pending", "")
+        if pending:
+            _local.pending = ""
+            with self._lock:
+                self._now().write(pending)
         self._now().flush()
 
     def __getattr__(self, name):
@@ -183,6 +203,7 @@ def run_script(
             code = exc.code
             return 0 if code is None else code if isinstance(code, int) else 1
         finally:
+            sys.stdout.flush()  # the task's last line, if it did not end it
             _local.script = _local.stdout = None
     return 0
 

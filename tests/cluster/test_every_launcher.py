@@ -5,8 +5,9 @@ The script parses ``sys.argv`` one of the three ways TF1 scripts do —
 ``tf.app.run`` with a ``main`` — and prints the role it found. Under
 ``minitf launch`` (a process per task), ``minitf launch --simulate`` and
 ``SimulatedCluster.run`` (a thread per task) every task must find its own
-job and index, the same cluster and the script's own flag; what TF's
-launchers give a task is its role on the command line.
+job and index, the same cluster and the script's own flag, and build that
+cluster (a worker runs an op on the ps); what TF's launchers give a task is
+its role on the command line.
 """
 
 import io
@@ -63,6 +64,16 @@ def report(job, index, ps_hosts, worker_hosts, tag):
     hosts = {"ps": len(ps_hosts.split(",")) if ps_hosts else 0,
              "worker": len(worker_hosts.split(","))}
     print("ROLE " + json.dumps([job, index, hosts, tag]), flush=True)
+    # Then the cluster those flags describe, as a TF1 script builds it: a worker
+    # runs an op on the ps (so the ps has reported before any worker ends).
+    cluster = tf.train.ClusterSpec({"ps": ps_hosts.split(","), "worker": worker_hosts.split(",")})
+    server = tf.train.Server(cluster, job_name=job, task_index=index)
+    if job == "ps":
+        server.join()
+    with tf.device("/job:ps/task:0"):
+        one = tf.constant(1.0)
+    with tf.Session(server.target) as sess:
+        assert sess.run(one) == 1.0
 """
 
 

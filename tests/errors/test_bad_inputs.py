@@ -218,6 +218,13 @@ def test_row_13_an_address_without_a_port():
         tf.train.ClusterSpec({"ps": ["localhost"]})
 
 
+def test_row_81_a_session_target_without_a_port():
+    # TF's InvalidArgumentError, when the session is made: no connection is tried.
+    message = 'Could not interpret "localhost:notaport" as a host-port pair.'
+    with raises(tf.errors.InvalidArgumentError, message):
+        tf.Session("grpc://localhost:notaport")
+
+
 def test_row_14_a_task_index_past_the_end_of_its_job():
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"]})
     with raises(ValueError, "No task with index 3 in job 'ps'"):

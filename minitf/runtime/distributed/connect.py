@@ -182,8 +182,15 @@ def parse_address(address: str) -> tuple[str, int]:
 
     Args:
         address: A ``host:port`` address (an empty host means localhost).
+
+    Raises:
+        InvalidArgumentError: TF's, when the address has no port number.
     """
     host, _, port = address.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise errors.InvalidArgumentError(
+            None, None, f'Could not interpret "{address}" as a host-port pair.'
+        )
     return host or "localhost", int(port)
 
 
@@ -199,19 +206,18 @@ def connect_with_retry(address: str, what: str, timeout: float | None = None) ->
         UnavailableError: if the task cannot be reached in time, or refuses the secret.
     """
     timeout = connect_timeout() if timeout is None else timeout
+    host_port = parse_address(address)  # an address with no port is refused at once
     deadline = time.monotonic() + timeout
     delay = 0.01
     while True:
         try:
-            return Wire.connect(
-                parse_address(address), cluster_secret(), timeout=max(timeout, 1.0), peer=what
-            )
+            return Wire.connect(host_port, cluster_secret(), timeout=max(timeout, 1.0), peer=what)
         except socket.gaierror as exc:
             # A name that does not resolve will not resolve in a moment either.
             raise errors.UnavailableError(
                 None,
                 None,
-                f"{what} at {address}: the host name {parse_address(address)[0]!r} does not "
+                f"{what} at {address}: the host name {host_port[0]!r} does not "
                 f"resolve ({exc.strerror}). Check the cluster spec's address.",
             ) from None
         except (ConnectionError, OSError) as exc:

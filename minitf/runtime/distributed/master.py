@@ -35,7 +35,7 @@ import numpy as np
 from minitf.framework import errors, ops
 from minitf.runtime.core import config, step_stats
 from minitf.runtime.distributed import partition as partition_lib
-from minitf.runtime.distributed.connect import error_message
+from minitf.runtime.distributed.connect import error_message, parse_address
 from minitf.runtime.distributed.observers import Observers
 from minitf.runtime.distributed.step_ids import incarnation
 from minitf.runtime.distributed.transport import Call, TcpTransport, rebuild_error, unpack
@@ -54,11 +54,13 @@ def target_address(target: str) -> str:
         target: A session target.
 
     Raises:
-        InvalidArgumentError: for another scheme.
+        InvalidArgumentError: for another scheme, or an address with no port.
     """
     for scheme in ("grpc://", "minitf://"):
         if target.startswith(scheme):
-            return target[len(scheme) :]
+            address = target[len(scheme) :]
+            parse_address(address)  # TF refuses an address with no port when the session is made
+            return address
     raise errors.InvalidArgumentError(
         None,
         None,
