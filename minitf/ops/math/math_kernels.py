@@ -27,6 +27,7 @@ import numpy as np
 
 from minitf.framework import errors, ops, tensor_util
 from minitf.framework.op_registry import get_kernel_def, register_compute, register_kernel
+from minitf.ops.math import blas_threads
 from minitf.ops.math.math_reductions import range_size_or_error
 
 
@@ -250,7 +251,7 @@ def _matmul_kernel(op):
 
     def compute(ctx, a, b):
         try:
-            return np.matmul(a.T if ta else a, b.T if tb else b)
+            return blas_threads.matmul(a.T if ta else a, b.T if tb else b)
         except ValueError:
             raise _matmul_size_error(op, a, b) from None
 
@@ -264,7 +265,7 @@ def _matmul_kernel(op):
             try:
                 if a.ndim == 2 == b.ndim and _has_dtype(a, dtype) and _has_dtype(b, dtype):
                     out = reusable(buffers, 0, (a.shape[rows], b.shape[cols]), dtype)
-                    return np.matmul(a.T if ta else a, b.T if tb else b, out=out)
+                    return blas_threads.matmul(a.T if ta else a, b.T if tb else b, out=out)
             except (AttributeError, ValueError):  # not arrays; or their sizes do not match
                 pass
             return compute(ctx, a, b)
@@ -281,7 +282,7 @@ def _batch_matmul_kernel(op):
 
     def compute(ctx, x, y):
         try:
-            return np.matmul(
+            return blas_threads.matmul(
                 np.swapaxes(x, -1, -2) if adj_x else x, np.swapaxes(y, -1, -2) if adj_y else y
             )
         except ValueError:

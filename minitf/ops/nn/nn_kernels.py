@@ -18,6 +18,7 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.framework.op_registry import register_compute, register_kernel
+from minitf.ops.math import blas_threads
 from minitf.ops.math.math_kernels import reusable
 
 
@@ -371,7 +372,7 @@ def fused_matmul(
                     if value.dtype is not dtype and value.dtype != dtype:
                         raise FusionDeclined
                 out = reusable(buffers, 0, (a.shape[rows], b.shape[cols]), dtype)
-                np.matmul(a.T if transpose_a else a, b.T if transpose_b else b, out=out)
+                blas_threads.matmul(a.T if transpose_a else a, b.T if transpose_b else b, out=out)
                 for step, i in steps:
                     if step == "BiasAdd":
                         np.add(out, extras[i], out=out)

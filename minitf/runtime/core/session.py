@@ -89,7 +89,7 @@ class BaseSession:
         if config is not None and not isinstance(config, ConfigProto):
             raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
         if not simulation.is_simulated(target or ""):
-            intra_op.configure(config)  # a positive intra_op_parallelism_threads
+            intra_op.configure(config, local=not target)
         self._graph = graph
         self._config = config or ConfigProto()
         self._default_timeout_ms = self._timeout_ms(None)  # a run's without options

@@ -29,6 +29,8 @@ def blas_threads():
 
 import minitf as tf
 
+from minitf.ops.math import blas_threads as products
+
 kind, spec, threads = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 config = tf.ConfigProto(intra_op_parallelism_threads=threads) if threads else None
 before = blas_threads()
@@ -36,7 +38,8 @@ if kind == "server":
     tf.train.Server(tf.train.ClusterSpec(spec), "worker", 0, config=config, start=False)
 else:
     tf.Session(config=config).close()
-print(json.dumps({"before": before, "after": blas_threads()}))
+print(json.dumps({"before": before, "after": blas_threads(),
+                  "large": products.large_product_threads()}))
 """
 
 LOCAL_3 = {"ps": ["localhost:2222"], "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]}
@@ -63,31 +66,80 @@ def _threads(kind: str, spec: dict | None = None, threads: int = 0, **env) -> di
     return result
 
 
-def test_tasks_on_one_machine_share_its_cores():
+def _large(share: int):
+    """What a large product gets: its share, or None when that is the pool's one thread."""
+    return share if share > 1 else None
+
+
+def test_tasks_on_one_machine_share_its_cores_for_a_large_product():
     result = _threads("server", LOCAL_3)
     # ps on "localhost" and two workers on 127.0.0.1: three tasks on this machine.
-    assert result["after"] == [max(1, _cores() // 3)]
+    assert result["after"] == [1]  # small products: one thread
+    assert result["large"] == _large(max(1, _cores() // 3))
 
 
-def test_the_only_task_on_its_machine_keeps_numpys_default():
+def test_the_only_task_on_its_machine_gives_a_large_product_every_core():
     result = _threads("server", ELSEWHERE)
-    assert result["after"] == result["before"]
+    assert result["after"] == [1]
+    assert result["large"] == _large(_cores())
 
 
 def test_a_variable_the_user_set_is_left_alone():
     result = _threads("server", LOCAL_3, OPENBLAS_NUM_THREADS="2")
-    assert result["after"] == result["before"]
+    assert result["after"] == result["before"] and result["large"] is None
+    result = _threads("session", OPENBLAS_NUM_THREADS="2")
+    assert result["after"] == result["before"] and result["large"] is None
 
 
-def test_a_config_sets_the_threads_of_a_server_and_of_a_session():
-    assert _threads("server", ELSEWHERE, threads=3)["after"] == [3]
-    assert _threads("server", LOCAL_3, threads=3)["after"] == [3]
-    assert _threads("session", threads=3)["after"] == [3]
+def test_a_config_sets_the_threads_of_every_product_of_a_server_and_of_a_session():
+    for kind, spec in (("server", ELSEWHERE), ("server", LOCAL_3), ("session", None)):
+        result = _threads(kind, spec, threads=3)
+        assert result["after"] == [3] and result["large"] is None
 
 
-def test_a_plain_session_keeps_numpys_default():
+def test_a_plain_session_runs_small_products_on_one_thread_and_large_ones_on_every_core():
     result = _threads("session")
-    assert result["after"] == result["before"]
+    assert result["after"] == [1]
+    assert result["large"] == _large(_cores())
+
+
+PRODUCTS = """
+import json, threading
+import numpy as np
+import threadpoolctl
+import minitf as tf
+from minitf.ops.math import blas_threads as products
+
+def pool():
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+with tf.Session() as sess:
+    pass  # the session set the pool
+seen = []
+real_set = products._set_threads
+products.use(lambda n: (seen.append(n), real_set(n)), products.large_product_threads())
+rng = np.random.default_rng(0)
+small_a, small_b = rng.random((64, 784)), rng.random((784, 128))
+large_a, large_b = rng.random((256, 256)), rng.random((256, 256))
+ok_small = np.allclose(products.matmul(small_a, small_b), small_a @ small_b)
+after_small = list(seen)
+ok_large = np.allclose(products.matmul(large_a, large_b), large_a @ large_b)
+print(json.dumps({"small": after_small, "large": seen[len(after_small):], "pool": pool(),
+                  "ok": ok_small and ok_large}))
+"""
+
+
+def test_a_large_product_takes_the_share_for_its_call_and_gives_it_back():
+    # 64x784 by 784x128 (the MLP's, 6.4M multiply-adds) stays on the pool's one
+    # thread; 256x256 by 256x256 (2^24) takes every core, then one again.
+    base = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", PRODUCTS], capture_output=True, text=True, timeout=50, env=base
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["ok"] and result["small"] == [] and result["pool"] == [1]
+    assert result["large"] == ([_cores(), 1] if _cores() > 1 else [])
 
 
 def test_a_bad_value_is_refused_before_anything_changes():
