@@ -20,15 +20,17 @@ The runtime reads none of these: `install` gives
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import json
 import os
+import signal
 
 from minitf.cluster import delays
 from minitf.runtime.core import config
 from minitf.runtime.core.held_scheduler import HeldScheduler
 from minitf.runtime.core.scheduler import Scheduler
 from minitf.runtime.distributed import task_defaults
-from minitf.runtime.distributed.launcher import RECORD_ENV
+from minitf.runtime.distributed.launcher import RECORD_ENV, STACKS_ENV
 
 STEPPER_ENV = "MINITF_STEPPER"
 """Set by `minitf step`: servers hold every step for the stepper's moves."""
@@ -75,3 +77,7 @@ def install() -> None:
     task_defaults.set_task_defaults(scheduler=scheduler_for, straggler=delays.for_task)
     if os.environ.get(STEPPER_ENV):
         config.hold_the_clock()
+    if os.environ.get(STACKS_ENV):
+        # A task that a launcher started says, on SIGUSR2, where each of its
+        # threads is (`LocalCluster.dump_stacks`): what a hung run waits on.
+        faulthandler.register(signal.SIGUSR2, all_threads=True)

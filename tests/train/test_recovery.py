@@ -60,12 +60,15 @@ def _run_with_a_fault(tmp_path, job: str, index: int, workers=2, replicas=None, 
         try:
             code = cluster.wait(90)
         except subprocess.TimeoutExpired:
-            lines = output.getvalue().splitlines()
+            stacks_from = len(output.getvalue())
+            cluster.dump_stacks()  # where each task's threads wait, for the failure's message
+            lines = output.getvalue()[:stacks_from].splitlines()
             tails = [
                 "\n".join([line for line in lines if line.startswith(f"[{task}]")][-15:])
                 for task in ("ps/0", "worker/0", "worker/1")
             ]
-            pytest.fail("the cluster did not finish:\n" + "\n".join(tails))
+            stacks = output.getvalue()[stacks_from:]
+            pytest.fail("the cluster did not finish:\n" + "\n".join(tails) + "\n" + stacks)
     text = output.getvalue()
     assert code == 0, text[-3000:]
     return train_dir, killed_at, text[mark:], text

@@ -43,6 +43,8 @@ from minitf.runtime.distributed.connect import SECRET_ENV, connect_with_retry
 from minitf.runtime.distributed.step_ids import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.transport import Channel
 
+STACKS_ENV = "MINITF_STACKS_ON_SIGNAL"
+"""Set for every task: it writes each thread's stack to stderr on SIGUSR2 (`dump_stacks`)."""
 RECORD_ENV = "MINITF_RECORD"
 """Where a task of a recorded run writes its moves when it exits (`LocalCluster(record=)`)."""
 
@@ -258,7 +260,7 @@ class LocalCluster:
         command = [sys.executable, "-u"]
         command += [self.script] if self.script else ["-m", "minitf.runtime.distributed.task"]
         command += self.role_arguments(job, index) + self.args
-        env = {**os.environ, **self._env, SECRET_ENV: self.secret}
+        env = {**os.environ, **self._env, SECRET_ENV: self.secret, STACKS_ENV: "1"}
         if self._record_dir is not None:
             env[RECORD_ENV] = self._moves_file(job, index)
         env["TF_CONFIG"] = json.dumps(
@@ -310,6 +312,24 @@ class LocalCluster:
             index: The task's index.
         """
         return self._procs[(job, index)].pid
+
+    def dump_stacks(self, timeout: float = 5.0) -> None:
+        """Has every running task write where each of its threads is to its output.
+
+        The lines come through the task's output as the rest of it does (with
+        its ``[job/index]`` prefix): what a run that does not end waits on.
+
+        Args:
+            timeout: Seconds to wait for the tasks' pumps to pass the lines on.
+        """
+        with self._lock:
+            running = [proc for proc in self._procs.values() if proc.poll() is None]
+        for proc in running:
+            try:
+                os.kill(proc.pid, signal.SIGUSR2)
+            except ProcessLookupError:
+                pass  # it has just ended
+        threading.Event().wait(timeout)  # the lines are on their way through the pumps
 
     def restart(
         self, job: str, index: int, sig: int = signal.SIGKILL, while_down: Callable | None = None

@@ -345,3 +345,29 @@ def test_tasks_started_from_a_thread_that_ends_live_on():
                 cluster._procs[(job, 0)].wait(timeout=1.0)
     finally:
         cluster.stop()
+
+
+def test_a_task_that_waits_says_where_each_of_its_threads_is(tmp_path):
+    # What a run that does not end shows: every thread's stack, in the task's output.
+    lines, started = [], threading.Event()
+
+    class Sink:
+        def write(self, text):
+            lines.append(text)
+            if "waiting" in text:
+                started.set()
+
+        def flush(self):
+            pass
+
+    script = tmp_path / "hung.py"
+    script.write_text(
+        "import threading\nimport minitf\nprint('waiting', flush=True)\n"
+        "threading.Event().wait(60)  # a hung task\n"
+    )
+    with LocalCluster({"worker": 1}, script=str(script), output=Sink()) as cluster:
+        assert started.wait(30)
+        cluster.dump_stacks()
+    text = "".join(lines)
+    assert "[worker/0] Thread" in text or "[worker/0] Current thread" in text, text[-2000:]
+    assert "File " in text and "<module>" in text  # the main thread, in the script's wait

@@ -109,7 +109,7 @@ def test_processes_racing_on_a_fresh_secret_file_all_read_the_one_secret(tmp_pat
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    for round_ in range(150):
+    for round_ in range(60):
         path = str(tmp_path / f"round{round_}" / "cluster-secret")
         start, out = context.Barrier(3), context.Queue()
         racers = [context.Process(target=_racer, args=(path, start, out)) for _ in range(3)]
