@@ -86,6 +86,38 @@ def _tfjob() -> dict:
         return yaml.safe_load(f)
 
 
+TFJOB_SCHEMA = Path(__file__).parent / "data" / "tfjob_v1_schema.json"
+# The replica types the training operator knows (its TFJob validation).
+TFJOB_REPLICA_TYPES = {"Chief", "Master", "PS", "Worker", "Evaluator"}
+
+
+def _tfjob_errors(job: dict) -> list[str]:
+    """What the TFJob CRD's own schema (Kubeflow's) finds wrong with ``job``."""
+    import jsonschema
+
+    schema = json.loads(TFJOB_SCHEMA.read_text())["schema"]
+    validator = jsonschema.Draft7Validator(schema)
+    found = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(job)
+    ]
+    unknown = set(job.get("spec", {}).get("tfReplicaSpecs", {})) - TFJOB_REPLICA_TYPES
+    return found + [f"spec/tfReplicaSpecs: unknown replica type {t!r}" for t in sorted(unknown)]
+
+
+def test_the_tfjob_manifest_is_valid_for_the_tfjob_schema():
+    # The schema is the CRD's (kubeflow/training-operator), kept in tests/data.
+    assert _tfjob_errors(_tfjob()) == []
+    # And it finds what kubectl would refuse: a wrong type, a missing name.
+    broken = copy.deepcopy(_tfjob())
+    broken["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = "two"
+    del broken["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]["name"]
+    broken["spec"]["tfReplicaSpecs"]["Workers"] = broken["spec"]["tfReplicaSpecs"]["Worker"]
+    errors = _tfjob_errors(broken)
+    assert any("replicas: 'two' is not of type 'integer'" in e for e in errors), errors
+    assert any("'name' is a required property" in e for e in errors), errors
+    assert any("unknown replica type 'Workers'" in e for e in errors), errors
+
+
 def _container(replica_spec: dict) -> dict:
     """The container the operator gives TF_CONFIG to: the one named ``tensorflow``."""
     (container,) = [
