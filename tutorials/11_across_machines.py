@@ -16,8 +16,10 @@
 # checkpoint. Two worked examples next to the script run it on real engines:
 # a Kubeflow `TFJob` (`tfjob.yaml`) and a Slurm batch script
 # (`slurm_job.sh`). `tests/test_engines.py` gives the script exactly the
-# environment each engine gives it, on loopback. The tutorial ends with the
-# global step across the chief's restart.
+# environment each engine gives it, on loopback, and checks the TFJob against
+# the TFJob schema; `tests/test_slurm.py` submits the batch script to a real
+# Slurm on this machine. The tutorial ends with the global step across the
+# chief's restart.
 #
 # Run it with `.venv/bin/python tutorials/11_across_machines.py`, or open it as a
 # notebook.
@@ -323,9 +325,28 @@ assert "replicas: 2" in yaml_text[yaml_text.index("    Worker:") :].splitlines()
 # `srun` starts one task per node. Slurm gives each task its rank in
 # `SLURM_PROCID` and the job's nodes in `SLURM_JOB_NODELIST`, a compressed
 # list (`node[01-03]`) that `scontrol show hostnames` expands. Each task builds
-# TF1's flags from them: rank 0 is the ps, ranks 1 and 2 the workers. Nodes
-# on a Slurm cluster usually share `$HOME`, where the checkpoint directory
-# goes; the batch script also makes one secret for the whole job.
+# TF1's flags from them: rank 0 is the ps, ranks 1 and 2 the workers. A
+# node's name is not always a host name, so each task asks Slurm for the
+# node's address (`NodeAddr`, from `scontrol show node`). Nodes on a Slurm
+# cluster usually share `$HOME`, where the checkpoint directory goes; the
+# batch script also makes one secret for the whole job.
+#
+# What a site needs:
+#
+# - **A shared filesystem** for the checkout and the checkpoint directory,
+#   and **the job's secret** in every task: the batch script exports
+#   `MINITF_CLUSTER_SECRET`, and `srun --export=ALL` passes it on even where
+#   the site exports nothing to jobs (`SBATCH_EXPORT=NONE`).
+# - **Addresses the other nodes reach.** A task listens on its node's
+#   `NodeAddr`. Debian's default `/etc/hosts` line `127.0.1.1 <hostname>`
+#   makes a node's own name loopback: where `NodeAddr` is that name, give
+#   nodes their network address in `slurm.conf` (or in `/etc/hosts`).
+# - **Free ports**: each job takes 20 ports from 20000 + 20 × (job id mod
+#   2000), so jobs on shared nodes do not collide; set `PORT` to choose.
+# - **`--kill-on-bad-exit=1`** (the script's): a task that dies ends the
+#   whole job at once, naming the task. Without it, a job whose ps died goes
+#   on as TF's would: the workers' sessions try again ("A task was lost while
+#   the session was being made … again") until the job's time limit.
 
 # %%
 shell = (HERE / "slurm_job.sh").read_text()
