@@ -12,8 +12,9 @@ machines. Here they run on one machine, as real processes on loopback:
 - **Slurm.** Each task runs the batch script's per-task part with the
   variables ``srun`` sets (``SLURM_PROCID``, ``SLURM_NTASKS``,
   ``SLURM_JOB_NODELIST``) and an ``scontrol`` on ``PATH`` that names every
-  node ``localhost``; then the whole batch script runs with an ``srun`` that
-  starts its tasks on this machine.
+  node ``localhost``, at address 127.0.0.1; then the whole batch script runs
+  with an ``srun`` that starts its tasks on this machine. (``test_slurm.py``
+  runs the script on a real Slurm.)
 
 The oracles are outside minitf: every task exits 0 (the ps tasks too, once
 the workers are done), the newest checkpoint is at the step the YAML or the
@@ -289,15 +290,17 @@ def _consecutive_free_ports(n: int) -> int:
 
 
 def _fake_bin(tmp_path: Path) -> Path:
-    """``scontrol`` that expands only this job's node list, every node ``localhost``."""
+    """``scontrol`` for this job's node list only: every node ``localhost``, at 127.0.0.1."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     scontrol = bin_dir / "scontrol"
     scontrol.write_text(
         "#!/bin/sh\n"
-        f'if [ "$*" != "show hostnames {NODELIST}" ]; then\n'
-        '    echo "scontrol: unexpected arguments: $*" >&2; exit 2\n'
-        "fi\n" + "echo localhost\n" * NODES
+        'case "$*" in\n'
+        f'"show hostnames {NODELIST}") for i in $(seq {NODES}); do echo localhost; done ;;\n'
+        '"show node localhost -o") echo "NodeName=localhost NodeAddr=127.0.0.1 State=IDLE" ;;\n'
+        '*) echo "scontrol: unexpected arguments: $*" >&2; exit 2 ;;\n'
+        "esac\n"
     )
     scontrol.chmod(0o755)
     return bin_dir
