@@ -14,6 +14,8 @@ import time
 
 SEED_ENV = "MINITF_FAULT_SEED"
 TRIALS_ENV = "MINITF_FAULT_TRIALS"
+LOAD_ENV = "MINITF_FAULT_LOAD"
+"""Busy processes per core beside the trials (0 by default)."""
 
 
 def base_seed() -> int:

@@ -21,7 +21,9 @@ Every trial must end within a bound with one of two answers:
 and with no process left behind and every task's port free again.
 
 CI runs two trials per combination; ``MINITF_FAULT_TRIALS=200
-MINITF_FAULT_SEED=1000 pytest tests/faults -s`` runs a long series by hand.
+MINITF_FAULT_SEED=1000 pytest tests/faults -s`` runs a long series by hand,
+and ``MINITF_FAULT_LOAD=2`` runs it beside two busy processes per core (a
+laptop is never quiet): the same bounds must hold.
 The summary (trials, faults survived, worst time to an answer) is printed at
 the end and appended as JSON to ``MINITF_FAULT_REPORT`` if it is set.
 """
@@ -33,6 +35,8 @@ import os
 import random
 import re
 import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -44,7 +48,7 @@ from minitf.examples import async_mlp, trainer
 from minitf.runtime.distributed.launcher import LocalCluster
 from tests.processes import port_is_free, process_gone
 
-from .support import TRIALS_ENV, WatchedOutput, base_seed
+from .support import LOAD_ENV, TRIALS_ENV, WatchedOutput, base_seed
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.faults]
 
@@ -76,7 +80,23 @@ _outcomes: list[Outcome] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _report():
+def _load():
+    """``MINITF_FAULT_LOAD=N``: N busy processes per core while the trials run, stopped by PID."""
+    per_core = int(os.environ.get(LOAD_ENV, "0"))
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(per_core * len(os.sched_getaffinity(0)))
+    ]
+    try:
+        yield len(busy)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report(_load):
     yield
     if not _outcomes:
         return
@@ -86,6 +106,7 @@ def _report():
         "tf_error": sum(o.answer == "the TF error" for o in _outcomes),
         "worst_seconds_to_an_answer": round(max(o.seconds for o in _outcomes), 2),
         "seeds": [o.seed for o in _outcomes],
+        "busy_processes": _load,
     }
     print("\nfault trials:", json.dumps(summary))
     path = os.environ.get("MINITF_FAULT_REPORT")
