@@ -16,6 +16,7 @@ from minitf.runtime.core.executor import Executor
 from minitf.runtime.speedups.receiving import receiving
 
 from ..core.held_steps import GATE, GATE_REACHED, HELD, THREADS, start_held
+from ..distributed.test_resumed_steps import _async_sgd
 
 pytestmark = pytest.mark.timeout(60)
 LOOP_THREAD = "minitf-loop /job:test/task:0"
@@ -68,11 +69,7 @@ def test_a_ps_part_goes_on_on_the_thread_that_read_its_gradients_not_the_loops(
     # One client, one step at a time: the thread that reads the request
     # starts the step, the one that reads its gradients takes it up again;
     # the loop's own thread is never woken.
-    with tf.device("/job:ps/task:0"):
-        w = tf.Variable(np.array([1.0, -2.0], np.float32), name="w")
-    with tf.device("/job:worker/task:0"):
-        x = tf.placeholder(tf.float32, [2])
-        train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(w * x))
+    w, x, train = _async_sgd(ps_and_worker["worker"].target)
     x_val = np.array([3.0, 0.5], np.float32)
     with tf.Session(ps_and_worker["worker"].target) as sess:
         sess.run(w.initializer)
