@@ -42,6 +42,9 @@ from minitf.runtime.speedups.shm import is_local_address
 
 logger = logging.getLogger("minitf")
 
+_applied: tuple[int, int | None] | None = None
+"""The pool's threads and a large product's that `configure` set last."""
+
 USER_ENV = (
     "OPENBLAS_NUM_THREADS",
     "GOTO_NUM_THREADS",
@@ -148,26 +151,30 @@ def configure(
             "ConfigProto.intra_op_parallelism_threads must be 0 (minitf picks) or a "
             f"number of threads, not {asked}"
         )
+    global _applied
     threads, why = _chosen(asked, cluster, job, task, local)
     if threads is None:
+        # As they are: the user's variable, or what this process's server chose.
         logger.debug("BLAS threads left as they are: %s", why)
-        blas_threads.use(None, None)
         return None
+    pool = threads if asked else 1
+    large = threads if pool == 1 and threads > 1 else None
+    if _applied == (pool, large):
+        return pool  # every session of a process asks the same: set once
     import threadpoolctl
 
     controller = threadpoolctl.ThreadpoolController().select(user_api="blas")
     if not controller.lib_controllers:
         logger.debug("no BLAS library with a thread pool is loaded: nothing to set")
         return None
-    pool = threads if asked else 1
     controller.limit(limits=pool)
     libraries = controller.lib_controllers
+    _applied = (pool, large)
 
     def set_threads(n: int) -> None:
         for library in libraries:
             library.set_num_threads(n)
 
-    large = threads if pool == 1 and threads > 1 else None
     blas_threads.use(set_threads if large else None, large)
     if large:
         logger.info("BLAS threads: 1, and %d for a large product (%s)", threads, why)

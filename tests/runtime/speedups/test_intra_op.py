@@ -239,3 +239,25 @@ def test_the_tasks_of_minitf_launch_share_the_cores(tmp_path):
     expected = f"blas [{max(1, _cores() // 3)}]"
     assert f"[worker/0] {expected}" in done.stdout, done.stdout
     assert f"[worker/1] {expected}" in done.stdout, done.stdout
+
+
+def test_a_session_of_a_cluster_keeps_what_its_tasks_server_chose():
+    # A worker process: its server chose (one thread, every core for a large
+    # product: the only task on its machine); its session to that server
+    # changes nothing.
+    script = (
+        "import json, minitf as tf\n"
+        "from minitf.runtime.speedups import intra_op\n"
+        "from minitf.ops.math import blas_threads as products\n"
+        f"spec = tf.train.ClusterSpec({ELSEWHERE!r})\n"
+        "intra_op.configure(None, spec, 'worker', 0)\n"
+        "chosen = products.large_product_threads()\n"
+        "intra_op.configure(None, local=False)\n"
+        "print(json.dumps([chosen, products.large_product_threads()]))\n"
+    )
+    base = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=50, env=base
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [_large(_cores())] * 2
