@@ -44,6 +44,8 @@ _STATIC = {
 
 EVENTS_KEPT = 400
 """How many of the latest moves the page's timeline gets."""
+OVERVIEWS_KEPT = 16
+"""How many overview pictures (one per set of held steps) the page keeps drawn."""
 
 
 class StepperPage:
@@ -317,6 +319,10 @@ class StepperPage:
             if key not in self._svgs:
                 self._svgs[key] = render.to_format(text, "svg").decode()
             self._overviews[held] = {"picture": key, "boxes": boxes}
+            while len(self._overviews) > OVERVIEWS_KEPT:  # a lecture goes on for many steps
+                old = self._overviews.pop(next(iter(self._overviews)))
+                if all(o["picture"] != old["picture"] for o in self._overviews.values()):
+                    self._svgs.pop(old["picture"], None)
         return self._overviews[held]
 
     def _picture_key(self, task: str, step_id: int) -> str | None:
