@@ -41,7 +41,6 @@ from minitf.viz.dot_text import (
     Edge,
     Node,
     Slide,
-    drawn_ids,
     emit,
     highlight_from_trace,
     place_name,
@@ -598,7 +597,8 @@ def running_steps_dot(parts: list[dict], slide: bool | Slide = True) -> tuple[st
             recv_key, recv = recvs[tensor]
             out = recv.outputs[0]
             edges.append(_sendrecv_edge(send_key, recv_key, tensor[1], out.dtype, out.get_shape()))
-    return emit(nodes, edges, slide=slide), drawn_ids(nodes, edges, slide=slide)
+    boxes: dict[str, str] = {}
+    return emit(nodes, edges, slide=slide, boxes=boxes), boxes
 
 
 def _transfer_node(op: ops.Operation, key: str, where) -> Node:

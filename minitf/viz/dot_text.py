@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from minitf.viz.graph_data import ROLE_COLORS, ROLE_SHAPES, ROLE_TEXT_COLORS
 
@@ -929,59 +929,13 @@ def _collapse_arg(collapse):
     return [collapse] if isinstance(collapse, str) else list(collapse)
 
 
-def _drawn(
-    nodes: list[Node], edges: list[Edge], highlight, collapse, layout: Slide | None
-) -> tuple[list[Node], dict[str, str], list[Edge], list[tuple[str, str]]]:
-    """The boxes a picture draws: folded, and on a slide its transfers and repeats merged.
-
-    Returns:
-        ``(drawn, drawn_as, edges, pairs)``: the drawn nodes; the id each
-        node key is drawn as; the edges (a slide's relabelled); and the
-        Send/Recv boxes a slide puts side by side.
-    """
-    highlight = _highlight_states(highlight)
-    collapse = _collapse_arg(collapse)
-    drawn, drawn_as = _fold(nodes, highlight, collapse, layout is not None)
-    pairs = []
-    if layout:
-        drawn, drawn_as = _merge_transfers(drawn, drawn_as, edges)
-        drawn, drawn_as = _fold_repeats(drawn, drawn_as, edges)
-        moved = _sizes_into_receivers(drawn, drawn_as, edges)
-        edges = [_slide_edge(edge, moved) for edge in edges]
-        # A Send beside its Recv: one rank for the pair, not two.
-        pairs = [(drawn_as[e.source], drawn_as[e.target]) for e in moved]
-    return drawn, drawn_as, edges, pairs
-
-
-def drawn_ids(
-    nodes: list[Node],
-    edges: list[Edge],
-    collapse: int | str | Collection[str] | None = None,
-    slide: bool | Slide = False,
-) -> dict[str, str]:
-    """The box each node is drawn in by `emit` with these arguments: ``{node key: DOT id}``.
-
-    A folded scope, or on a slide a merged pair or a repeated op, is one box
-    for several nodes; the SVG names each box by its id (its ``<title>``),
-    so a page that colours the boxes live finds each op's box here.
-
-    Args:
-        nodes: The boxes, as `Node` records (as given to `emit`).
-        edges: The edges between their keys.
-        collapse: As in `emit`.
-        slide: As in `emit`.
-    """
-    layout = Slide() if slide is True else slide or None
-    copies = [replace(node) for node in nodes]
-    return _drawn(copies, list(edges), None, collapse, layout)[1]
-
-
 def emit(
     nodes: list[Node],
     edges: list[Edge],
     highlight: dict | Iterable[str] | None = None,
     collapse: int | str | Collection[str] | None = None,
     slide: bool | Slide = False,
+    boxes: dict[str, str] | None = None,
 ) -> str:
     """DOT text: ``nodes`` in their clusters (name scopes folded by ``collapse``) and ``edges``.
 
@@ -995,6 +949,9 @@ def emit(
             structures folded, each variable one box, scopes that only
             compute folded, a Send beside its Recv, dtype labels only on
             edges between tasks, and scaled down to fit if it is still larger.
+        boxes: If given, filled with ``{node key: DOT id}``: the box each node
+            is drawn in (a folded scope, a merged pair or a repeated op is one
+            box for several nodes; an SVG names a box by its id, its ``<title>``).
 
     Returns:
         The DOT text.
@@ -1005,7 +962,19 @@ def emit(
         TypeError: for a ``collapse`` that is neither a depth nor name scopes.
     """
     layout = Slide() if slide is True else slide or None
-    drawn, drawn_as, edges, pairs = _drawn(nodes, edges, highlight, collapse, layout)
+    highlight = _highlight_states(highlight)
+    collapse = _collapse_arg(collapse)
+    drawn, drawn_as = _fold(nodes, highlight, collapse, layout is not None)
+    pairs = []
+    if layout:
+        drawn, drawn_as = _merge_transfers(drawn, drawn_as, edges)
+        drawn, drawn_as = _fold_repeats(drawn, drawn_as, edges)
+        moved = _sizes_into_receivers(drawn, drawn_as, edges)
+        edges = [_slide_edge(edge, moved) for edge in edges]
+        # A Send beside its Recv: one rank for the pair, not two.
+        pairs = [(drawn_as[e.source], drawn_as[e.target]) for e in moved]
+    if boxes is not None:
+        boxes.update(drawn_as)
     root = _cluster_tree(drawn, devices=not layout or _several_devices(drawn))
     _simplify(root)
     labels = _labels(root, nodes)
