@@ -164,3 +164,17 @@ def test_the_overview_draws_every_op_of_every_held_step_in_one_picture():
         assert text.count("->") > len(set(boxes.values())) // 2  # edges, Send to Recv
     finally:
         stepper.close()
+
+
+def test_event_on_a_task_says_what_is_wrong_in_one_line_and_moves_nothing():
+    from minitf.stepper.commands import execute
+
+    stepper = lessons.start(lessons.load("sync_replicas"), output=io.StringIO())
+    try:
+        moves = stepper.state()["moves"]
+        answer = execute(stepper, "event worker:1")  # a simulation moves in virtual-time order
+        assert "virtual-time order" in answer["error"] and "\n" not in answer["error"]
+        assert "unknown command" in execute(stepper, "events")["error"]
+        assert stepper.state()["moves"] == moves
+    finally:
+        stepper.close()
