@@ -114,7 +114,7 @@ class Executor:
         try:
             while True:
                 self.moves(execution)
-                if execution.finished:
+                if not (execution.ready or execution.waiting):  # finished
                     break
                 self._wait(execution)
         except BaseException:
@@ -136,21 +136,23 @@ class Executor:
         Raises:
             OpError: the error of the move that failed.
         """
-        scheduler, ctx = self.scheduler, execution.ctx
+        ctx = execution.ctx
+        next_move, run_op = self.scheduler.next_move, execution.run_op
         batching = not execution.by_op and ctx.transport is not None
         if batching:
             ctx.outbox = {}
         try:
-            while not execution.finished:
+            # ``execution.finished``, spelt out: this loop is every step's.
+            while execution.ready or execution.waiting:
                 if execution.has_news:
                     execution.collect()
-                move = scheduler.next_move(execution)
+                move = next_move(execution)
                 if move is None:
                     break
                 if move[0] == DELIVER:
                     execution.deliver(move[1])
                 else:
-                    execution.run_op(move[1])
+                    run_op(move[1])
             if batching:
                 if ctx.carry_to is not None and execution.finished:
                     # The reply goes to that task anyway: its tensors go with it.
