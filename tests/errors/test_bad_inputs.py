@@ -1122,3 +1122,70 @@ def test_row_80_next_on_a_task_that_cannot_move():
             assert stepper.state()["moves"] == moves
             sess.close()
             runner.join(10)
+
+
+def test_row_82_an_assert_that_fails_stops_what_depends_on_it():
+    with tf.Graph().as_default():
+        v = tf.Variable(5.0)
+        x = tf.placeholder(tf.float32, [])
+        with tf.control_dependencies([tf.Assert(x > 0, [x])]):
+            update = v.assign(x)
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"assertion failed: \[-1\]"):
+                sess.run(update, {x: -1.0})
+            assert sess.run(v) == 5.0
+
+
+def test_row_83_assert_equal_of_known_unequal_values():
+    with tf.Graph().as_default() as g:
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            tf.assert_equal(tf.constant([1, 2]), [1, 3])
+        assert str(info.value).startswith(
+            "Condition x == y did not hold element-wise:\nx (Const:0) = \n[1 2]"
+        )
+        assert not [op for op in g.get_operations() if op.type == "Assert"]
+
+
+def test_row_84_assert_rank_of_a_known_wrong_rank():
+    with tf.Graph().as_default() as g:
+        with pytest.raises(ValueError) as info:
+            tf.assert_rank(tf.constant([1.0, 2.0]), 2)
+        assert str(info.value) == ".  Tensor Const:0 must have rank 2.  Received rank 1, shape (2,)"
+        assert not [op for op in g.get_operations() if op.type == "Assert"]
+
+
+def test_row_85_a_py_func_result_of_the_wrong_dtype():
+    with tf.Graph().as_default():
+        out = tf.py_func(lambda: 3.5, [], tf.float32)
+        with tf.Session() as sess:
+            with pytest.raises(
+                tf.errors.InvalidArgumentError,
+                match=r"0-th value returned by pyfunc_\d+ is double, but expects float",
+            ):
+                sess.run(out)
+            assert sess.run(tf.constant(1.0)) == 1.0
+
+
+@pytest.mark.timeout(60)
+def test_row_86_a_py_func_on_a_task_of_another_process():
+    from minitf.runtime.distributed.launcher import LocalCluster
+
+    with tf.Graph().as_default(), LocalCluster({"ps": 1}, output=None) as cluster:
+        with tf.device("/job:ps/task:0"):
+            out = tf.py_func(lambda: np.float32(1), [], tf.float32)
+            other = tf.constant(2.0)
+        with tf.Session(cluster.target("ps", 0)) as sess:
+            with pytest.raises(
+                tf.errors.InvalidArgumentError, match=r"callback pyfunc_\d+ is not found"
+            ):
+                sess.run(out)
+            assert sess.run(other + 1.0) == 3.0
+
+
+def test_row_87_a_case_predicate_that_is_not_bool():
+    with tf.Graph().as_default():
+        built = []
+        with pytest.raises(TypeError, match=r"pred must be Tensor of type bool: Const:0"):
+            tf.case([(tf.constant(1), lambda: built.append(1) or tf.constant(1))])
+        assert built == []
