@@ -51,6 +51,7 @@ from minitf.ops.array.array_ops import *
 from minitf.ops.array.constant_op import *
 from minitf.ops.control_flow.control_flow_ops import *
 from minitf.ops.data_flow.data_flow_ops import *
+from minitf.ops.data_flow.tensor_array_ops import TensorArray
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.math.math_ops import *
 from minitf.ops.random.random_ops import *
