@@ -29,16 +29,33 @@ import contextlib
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.array.array_identity import identity
 from minitf.ops.array.array_shaping import shape as _shape
+from minitf.ops.common_shapes import check_rank
 from minitf.ops.math.math_reductions import range as _range
 from minitf.ops.math.math_unary import cast
 
 __all__ = ["TensorArray"]
 
 _SCALAR = tensor_shape.TensorShape([])
+# The (input position, rank) pairs TF's shape functions insist on, per op.
+_RANKS = {
+    "TensorArrayV3": [(0, 0)],
+    "TensorArrayReadV3": [(1, 0), (2, 0)],
+    "TensorArrayWriteV3": [(1, 0), (3, 0)],
+    "TensorArrayGatherV3": [(1, 1), (2, 0)],
+    "TensorArrayScatterV3": [(1, 1), (3, 0)],
+    "TensorArraySplitV3": [(2, 1), (3, 0)],
+}
 
 
 def _create_op(op_type: str, inputs: list, out_dtypes: list, name, attrs=None, shapes=None):
-    """Adds one TensorArray op to the default graph."""
+    """Adds one TensorArray op to the default graph (after TF's rank checks of its inputs).
+
+    Raises:
+        ValueError: TF's shape-inference error, for a size or an index that is
+            not a scalar, or indices or lengths that are not a vector.
+    """
+    for position, rank in _RANKS.get(op_type, ()):
+        check_rank(inputs[position], rank, name, op_type, inputs)
     if shapes is None:
         shapes = [_SCALAR] * len(out_dtypes)
     return ops.get_default_graph().create_op(
