@@ -8,6 +8,8 @@ case follows TensorFlow as it runs. Gradients are checked against values
 derived by hand and against finite differences.
 """
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -480,3 +482,33 @@ def test_tensor_array_ops_have_tf_names():
         ta.handle.op.name == "TensorArray"
         and w.flow.op.name == "TensorArrayWrite/TensorArrayWriteV3"
     )
+
+
+def test_a_tensor_array_step_moves_op_by_op_under_the_stepper():
+    from minitf.stepper import HeldScheduler, Stepper
+
+    w = tf.TensorArray(tf.float32, size=2, name="ta").write(0, 3.0).write(1, 4.0)
+    total = tf.reduce_sum(w.stack(), name="total")
+    with tf.Session(scheduler=HeldScheduler()) as sess:
+        stepper = Stepper.for_session(sess)
+        result = {}
+        runner = threading.Thread(target=lambda: result.update(v=sess.run(total)), daemon=True)
+        runner.start()
+        while stepper.next(wait=0.5) is not None:
+            assert stepper.state()["tasks"]
+        runner.join(10)
+    assert result["v"] == 7.0
+    ran = [e["op"] for e in stepper.events]
+    assert ran.index("ta") < ran.index("TensorArrayWrite/TensorArrayWriteV3") < ran.index("total")
+
+
+def test_the_renderer_draws_a_graph_of_tensor_array_ops(_graph):
+    from minitf.viz import dot
+
+    x = tf.placeholder(tf.float32, [3], name="x")
+    w = tf.TensorArray(tf.float32, size=3).unstack(x)
+    tf.gradients(w.read(1), x)
+    text = dot.graph_dot(_graph)
+    for op_type in ("TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3"):
+        assert op_type in text
+    assert "resource []" in text  # the handle's edges are labelled like any tensor
