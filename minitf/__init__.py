@@ -55,6 +55,7 @@ from minitf.ops.data_flow.data_flow_ops import *
 from minitf.ops.debugging.check_ops import *
 from minitf.ops.debugging.logging_ops import *
 from minitf.ops.debugging.script_ops import *
+from minitf.ops.data_flow.tensor_array_ops import TensorArray
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.math.math_ops import *
 from minitf.ops.random.random_ops import *

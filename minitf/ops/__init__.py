@@ -26,6 +26,8 @@ from minitf.ops.data_flow import (  # noqa: F401
     conditional_accumulator_kernels,
     queue_kernels,
     sparse_conditional_accumulator_kernels,
+    tensor_array_grad,
+    tensor_array_kernels,
 )
 from minitf.ops.io import io_kernels  # noqa: F401
 from minitf.ops.math import math_grad, math_kernels  # noqa: F401

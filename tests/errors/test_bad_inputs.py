@@ -1189,3 +1189,118 @@ def test_row_87_a_case_predicate_that_is_not_bool():
         with pytest.raises(TypeError, match=r"pred must be Tensor of type bool: Const:0"):
             tf.case([(tf.constant(1), lambda: built.append(1) or tf.constant(1))])
         assert built == []
+# -- TensorArray ------------------------------------------------------------------------------
+
+
+def _foo(**kwargs):
+    kwargs.setdefault("size", 3)
+    return tf.TensorArray(tf.float32, tensor_array_name="foo", **kwargs)
+
+
+def test_row_88_writing_a_tensor_array_index_twice():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        ta = _foo()
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "TensorArray foo_",
+            ": Could not write to TensorArray index 2 because it has already been written to.",
+            "[[node TensorArrayWrite_1/TensorArrayWriteV3]]",
+        ):
+            sess.run(ta.write(2, 3.0).write(2, 3.0).flow)
+        once = ta.write(2, 3.0)
+        assert sess.run(once.read(2)) == 3.0
+        assert sess.run(once.read(2)) == 3.0  # a new step, a new array
+
+
+def test_row_89_reading_a_tensor_array_index_twice():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        for clear in (True, False):
+            w = _foo(clear_after_read=clear).write(0, 5.0)
+            first = w.read(0)
+            with tf.control_dependencies([first]):
+                again = w.read(0)
+            if clear:
+                with raises(
+                    tf.errors.InvalidArgumentError,
+                    ": Could not read index 0 twice because it was cleared after a previous "
+                    "read (perhaps try setting clear_after_read = false?).",
+                ):
+                    sess.run(again)
+            else:
+                assert sess.run([first, again]) == [5.0, 5.0]
+
+
+def test_row_90_reading_a_tensor_array_index_never_written():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            ": Could not read from TensorArray index 1.  Furthermore, the element shape is not "
+            "fully defined: <unknown>.",
+        ):
+            sess.run(_foo(infer_shape=False).write(0, [[4.0, 5.0]]).read(1))
+        np.testing.assert_array_equal(sess.run(_foo().write(0, [[4.0, 5.0]]).read(1)), [[0, 0]])
+
+
+def test_row_91_writing_past_the_end_of_a_tensor_array():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            ": Tried to write to index 3 but array is not resizeable and size is: 3",
+        ):
+            sess.run(_foo().write(3, 3.0).flow)
+        assert sess.run(_foo(dynamic_size=True).write(3, 3.0).size()) == 4
+
+
+def test_row_92_writing_a_string_to_a_float_tensor_array():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "TensorArray dtype is float but Op is trying to write dtype string.",
+        ):
+            sess.run(_foo().write(0, "wrong").flow)
+
+
+def test_row_93_a_write_whose_static_shape_differs_from_the_first():
+    with tf.Graph().as_default() as g:
+        w = _foo().write(0, 3.0)
+        with raises(ValueError, "Inconsistent shapes: saw (1,) but expected ()"):
+            w.write(1, [3.0])
+        assert [op.type for op in g.get_operations()].count("TensorArrayWriteV3") == 1
+
+
+def test_row_94_a_fed_write_whose_shape_differs_from_the_first():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        a = tf.placeholder_with_default([1.0], [None])
+        b = tf.placeholder_with_default([1.0, 2.0], [None])
+        with raises(
+            tf.errors.InvalidArgumentError,
+            ": Could not write to TensorArray index 1 because the value shape is [2] which is "
+            "incompatible with the TensorArray's inferred element shape: [1] (consider setting "
+            "infer_shape=False).",
+        ):
+            sess.run(_foo().write(0, a).write(1, b).flow)
+        sess.run(_foo(infer_shape=False).write(0, a).write(1, b).flow)
+
+
+def test_row_95_stacking_elements_of_different_shapes():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        w = _foo(infer_shape=False).write(0, [3.0]).write(1, [4.0, 1.0]).write(2, [])
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "TensorArray has inconsistent shapes.  Index 0 has shape: [1] but index 1 has shape: "
+            "[2]",
+        ):
+            sess.run(w.stack())
+        np.testing.assert_array_equal(sess.run(w.concat()), [3.0, 4.0, 1.0])
+
+
+def test_row_96_gradients_through_a_tensor_array_under_another_name():
+    with tf.Graph().as_default() as g:
+        x = tf.constant([1.0, 2.0, 3.0])
+        r = _foo().unstack(x).read(0)
+        with raises(ValueError, "Expected op/tensor name to start with gradients", "grads/"):
+            tf.gradients(r, x, name="grads")
+        assert "TensorArrayGradV3" not in op_types(g)
+        (grad,) = tf.gradients(r, x, name="gradients_mine")
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(grad), [1.0, 0.0, 0.0])

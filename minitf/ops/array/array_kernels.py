@@ -24,7 +24,7 @@ def as_outputs(values) -> np.ndarray | tuple:
     return values[0] if len(values) == 1 else values
 
 
-def _kernel_type_name(dtype: dtypes.DType) -> str:
+def kernel_type_name(dtype: dtypes.DType) -> str:
     """The dtype as TF's kernels spell it in messages ("float", "double", "int32")."""
     return {"float32": "float", "float64": "double", "float16": "half"}.get(
         dtype.base_dtype.name, dtype.base_dtype.name
@@ -35,7 +35,7 @@ def _kernel_type_name(dtype: dtypes.DType) -> str:
 def _placeholder_kernel(op):
     message = (
         f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-        f"{_kernel_type_name(op.get_attr('dtype'))}"
+        f"{kernel_type_name(op.get_attr('dtype'))}"
     )
     if op.get_attr("shape").ndims is not None:
         message += f" and shape {shape_str(op.get_attr('shape'))}"

@@ -16,8 +16,10 @@ from typing import Any
 from minitf.framework.ops import Operation
 from minitf.runtime.core.clock import WALL_CLOCK, WallClock
 from minitf.runtime.core.execution import as_op_error
+from minitf.runtime.core.resource_mgr import ResourceMgr
 
 _step_ids = itertools.count(1)
+_container_lock = threading.Lock()  # makes a step's container once (see `step_container`)
 
 
 class CancellationManager:
@@ -97,6 +99,7 @@ class StepContext:
             wait for the step's reply instead of leaving in a message of
             their own (`Worker.start_graph`), or None.
         carried: Those tensors, ``(key, value)`` pairs, once the step has ended.
+        step_container: The resources that live for this step only (see the property).
 
     Args:
         cancellable: False for a step that walks straight: it gets no
@@ -106,6 +109,7 @@ class StepContext:
     __slots__ = (
         "step_id", "resource_mgr", "cancellation", "deadline", "rendezvous", "transport",
         "client", "clock", "defer_attempts", "trace", "notes", "outbox", "carry_to", "carried",
+        "_step_container",
     )  # fmt: skip
 
     def __init__(
@@ -135,6 +139,25 @@ class StepContext:
         self.outbox: dict[str, list] | None = None
         self.carry_to: str | None = None
         self.carried: list[tuple[str, Any]] | None = None
+        self._step_container: ResourceMgr | None = None
+
+    @property
+    def step_container(self) -> ResourceMgr:
+        """The step's own resources (TF's ``ScopedStepContainer``), made on first use.
+
+        A ``TensorArray`` lives here (`minitf.ops.data_flow.tensor_array_kernels`):
+        TF keeps it in the container ``__per_step_<step id>`` of the device's
+        resource manager and drops that container when the step ends. Here the
+        container is the step's own, so it goes with the step's context: nothing
+        another step runs can find it, and nothing is left behind.
+        """
+        container = self._step_container
+        if container is None:
+            with _container_lock:
+                if self._step_container is None:
+                    self._step_container = ResourceMgr(f"__per_step_{self.step_id}")
+                container = self._step_container
+        return container
 
     def post(self, task: str, key: str, value: Any, op: Operation) -> None:
         """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
