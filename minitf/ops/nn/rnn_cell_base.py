@@ -475,17 +475,20 @@ class LayerRNNCell(RNNCell):
         return self._call_in_scope(inputs, state, scope)
 
 
-def inputs_depth(inputs_shape) -> int:
-    """The last dimension of a cell's input shape, which ``build`` needs.
+def build_depth(cell: RNNCell, inputs_shape) -> int:
+    """The input depth a cell's ``build`` needs, once its dtype is checked (TF's checks).
 
     Args:
+        cell: The cell being built.
         inputs_shape: The `TensorShape` of the inputs.
 
     Raises:
-        ValueError: if it is not known.
+        ValueError: if the depth is not known, or the cell's dtype is not a
+            float or complex type.
     """
     shape = tensor_shape.as_shape(inputs_shape)
     depth = None if shape.ndims is None else tensor_shape.dimension_value(shape[-1])
     if depth is None:
         raise ValueError(f"Expected inputs.shape[-1] to be known, saw shape: {shape}")
+    check_supported_dtypes(cell.dtype)
     return depth

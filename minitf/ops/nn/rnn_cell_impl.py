@@ -34,9 +34,9 @@ from minitf.ops.nn import nn_ops
 from minitf.ops.nn.rnn_cell_base import (
     LayerRNNCell,
     RNNCell,
+    build_depth,
     check_rnn_cell_input_dtypes,
     check_supported_dtypes,
-    inputs_depth,
 )
 from minitf.ops.state import init_ops
 from minitf.ops.state import variable_scope as vs
@@ -167,7 +167,7 @@ class BasicRNNCell(_NumUnitsCell):
         Args:
             inputs_shape: The inputs' shape; its last dimension must be known.
         """
-        rows = inputs_depth(inputs_shape) + self._num_units
+        rows = build_depth(self, inputs_shape) + self._num_units
         self._kernel, self._bias = _add_kernel_and_bias(self, rows, self._num_units)
 
     def call(self, inputs, state):
@@ -228,7 +228,7 @@ class GRUCell(_NumUnitsCell):
         Args:
             inputs_shape: The inputs' shape; its last dimension must be known.
         """
-        rows = inputs_depth(inputs_shape) + self._num_units
+        rows = build_depth(self, inputs_shape) + self._num_units
         self._gate_kernel = self.add_variable(
             f"gates/{_WEIGHTS_VARIABLE_NAME}",
             shape=[rows, 2 * self._num_units],
@@ -347,7 +347,7 @@ class BasicLSTMCell(LayerRNNCell):
         Args:
             inputs_shape: The inputs' shape; its last dimension must be known.
         """
-        rows = inputs_depth(inputs_shape) + self._num_units
+        rows = build_depth(self, inputs_shape) + self._num_units
         self._kernel, self._bias = _add_kernel_and_bias(self, rows, 4 * self._num_units)
 
     def call(self, inputs, state):
@@ -476,7 +476,7 @@ class LSTMCell(LayerRNNCell):
         units = self._num_units
         self._kernel, self._bias = _add_kernel_and_bias(
             self,
-            inputs_depth(inputs_shape) + self._output_size,
+            build_depth(self, inputs_shape) + self._output_size,
             4 * units,
             self._initializer,
             self._sharded(self._num_unit_shards),
