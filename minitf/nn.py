@@ -1,5 +1,7 @@
 """The ``tf.nn`` namespace: neural-network ops (re-exports only)."""
 
 # ruff: noqa: F401, F403
+from minitf.ops.nn import rnn_cell
 from minitf.ops.nn.embedding_ops import embedding_lookup
 from minitf.ops.nn.nn_ops import *
+from minitf.ops.nn.rnn import static_bidirectional_rnn, static_rnn

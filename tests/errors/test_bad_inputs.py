@@ -1304,3 +1304,64 @@ def test_row_96_gradients_through_a_tensor_array_under_another_name():
         (grad,) = tf.gradients(r, x, name="gradients_mine")
         with tf.Session() as sess:
             np.testing.assert_array_equal(sess.run(grad), [1.0, 0.0, 0.0])
+# -- recurrent networks ----------------------------------------------------------------------
+
+
+def test_row_97_static_rnn_without_initial_state_or_dtype():
+    with tf.Graph().as_default():
+        with raises(ValueError, "If no initial_state is provided, dtype must be specified"):
+            tf.nn.static_rnn(tf.nn.rnn_cell.BasicLSTMCell(2), [tf.zeros([1, 3])])
+        assert tf.global_variables() == []
+
+
+def test_row_98_static_rnn_given_one_tensor_instead_of_a_list():
+    with tf.Graph().as_default():
+        with raises(TypeError, "inputs must be a sequence"):
+            tf.nn.static_rnn(tf.nn.rnn_cell.GRUCell(2), tf.zeros([4, 1, 3]), dtype=tf.float32)
+        assert tf.global_variables() == []
+
+
+def test_row_99_static_rnn_with_an_unknown_input_depth():
+    with tf.Graph().as_default():
+        with raises(
+            ValueError,
+            "Input size (dimension 0 of inputs) must be accessible via shape inference, "
+            "but saw value None.",
+        ):
+            tf.nn.static_rnn(
+                tf.nn.rnn_cell.GRUCell(2),
+                [tf.placeholder(tf.float32, [2, None])],
+                dtype=tf.float32,
+            )
+        assert tf.global_variables() == []
+
+
+def test_row_100_an_rnn_cell_fed_integers():
+    with tf.Graph().as_default():
+        cell = tf.nn.rnn_cell.BasicLSTMCell(4)
+        state = cell.zero_state(2, tf.float32)
+        with raises(
+            ValueError,
+            "RNN cell only supports floating point inputs, but saw dtype: <dtype: 'int32'>",
+        ):
+            cell(tf.zeros([2, 3], tf.int32), state)
+        assert tf.global_variables() == []
+
+
+def test_row_101_multi_rnn_cell_of_tuple_states_without_state_is_tuple():
+    with raises(
+        ValueError,
+        "Some cells return tuples of states, but the flag state_is_tuple is not set.  "
+        "State sizes are: [LSTMStateTuple(c=2, h=2)]",
+    ):
+        tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.BasicLSTMCell(2)], state_is_tuple=False)
+
+
+def test_row_102_reverse_sequence_with_a_length_past_the_sequence():
+    with tf.Graph().as_default():
+        lengths = tf.placeholder(tf.int32, [2])
+        y = tf.reverse_sequence([[1, 2, 3], [4, 5, 6]], lengths, seq_axis=1)
+        with tf.Session() as sess:
+            with raises(tf.errors.InvalidArgumentError, "seq_lens(1) > input.dims(1)"):
+                sess.run(y, {lengths: [1, 4]})
+            np.testing.assert_array_equal(sess.run(y, {lengths: [1, 3]}), [[1, 2, 3], [6, 5, 4]])

@@ -268,3 +268,17 @@ def _stitch_grad(op, grad):
 
 RegisterGradient("DynamicStitch")(_stitch_grad)
 RegisterGradient("ParallelDynamicStitch")(_stitch_grad)
+
+
+@RegisterGradient("ReverseSequence")
+def _reverse_sequence_grad(op, grad):
+    # Reversing the first n entries is its own inverse.
+    return [
+        array_ops.reverse_sequence(
+            grad,
+            op.inputs[1],
+            seq_axis=op.get_attr("seq_dim"),
+            batch_axis=op.get_attr("batch_dim"),
+        ),
+        None,
+    ]

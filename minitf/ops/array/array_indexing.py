@@ -437,3 +437,82 @@ def unique(x, out_idx=dtypes.int32, name=None) -> UniqueOutput:
             [tensor_shape.TensorShape([None]), shape.with_rank(1)],
         )
     return UniqueOutput(*op.outputs)
+
+
+def _reverse_sequence_shape(value, lengths, seq_dim: int, batch_dim: int, scope: str):
+    """The output shape (the input's, with the batch dimension merged with the lengths')."""
+    suffix = shape_error_suffix(scope, "ReverseSequence", [value, lengths])
+    if lengths.get_shape().ndims not in (None, 1):
+        raise ValueError(f"Shape must be rank 1 but is rank {lengths.get_shape().ndims}" + suffix)
+    shape = value.get_shape()
+    if shape.ndims is None:
+        return shape
+    for what, dim in (("batch_dim", batch_dim), ("seq_dim", seq_dim)):
+        if dim >= shape.ndims:
+            raise ValueError(f"{what} must be < input rank: {dim} vs. {shape.ndims}" + suffix)
+    dims = list(shape.dims)
+    try:
+        dims[batch_dim] = dims[batch_dim].merge_with(lengths.get_shape().with_rank(1)[0])
+    except ValueError:
+        raise ValueError(
+            f"Dimensions must be equal, but are {dims[batch_dim].value} and "
+            f"{lengths.get_shape()[0].value}" + suffix
+        ) from None
+    return tensor_shape.TensorShape(dims)
+
+
+def _axis_alias(axis, dim, axis_name: str, dim_name: str):
+    if axis is not None and dim is not None:
+        raise ValueError(f"Cannot specify both '{axis_name}' and '{dim_name}'")
+    return axis if axis is not None else dim
+
+
+def reverse_sequence(
+    input,  # noqa: A002 - TF's name
+    seq_lengths,
+    seq_axis=None,
+    batch_axis=None,
+    name=None,
+    seq_dim=None,
+    batch_dim=None,
+) -> ops.Tensor:
+    """Reverses each example's first ``seq_lengths[b]`` entries (op ``ReverseSequence``).
+
+    For every ``b`` along ``batch_axis``, the slices ``0 .. seq_lengths[b]-1``
+    along ``seq_axis`` come out in reverse order and the slices after them
+    stay where they are. A bidirectional RNN reads its inputs backwards this
+    way, each sequence up to its own length.
+
+    Args:
+        input: A tensor.
+        seq_lengths: A 1-D int32 or int64 tensor, one length per batch entry,
+            each at most ``input``'s size along ``seq_axis``.
+        seq_axis: The axis to reverse (``seq_dim`` is its old name).
+        batch_axis: The batch axis, default 0 (``batch_dim`` is its old name).
+        name: A name for the operation (optional).
+        seq_dim: Deprecated alias of ``seq_axis``.
+        batch_dim: Deprecated alias of ``batch_axis``.
+
+    Raises:
+        ValueError: if an axis is given twice, the axes are out of range, or
+            the lengths are not a vector of the batch size.
+        TypeError: if no sequence axis is given.
+    """
+    seq_axis = _axis_alias(seq_axis, seq_dim, "seq_axis", "seq_dim")
+    batch_axis = _axis_alias(batch_axis, batch_dim, "batch_axis", "batch_dim") or 0
+    if seq_axis is None:
+        raise TypeError("Expected int for argument 'seq_dim' not None.")
+    with ops.name_scope(name, "ReverseSequence", [input, seq_lengths]) as scope:
+        value = ops.convert_to_tensor(input, name="input")
+        lengths = index_tensor(seq_lengths, "seq_lengths", "ReverseSequence")
+        shape = _reverse_sequence_shape(value, lengths, int(seq_axis), int(batch_axis), scope)
+        attrs = {
+            "T": value.dtype.base_dtype,
+            "Tlen": lengths.dtype.base_dtype,
+            "seq_dim": int(seq_axis),
+            "batch_dim": int(batch_axis),
+        }
+        op = create_op(
+            "ReverseSequence", [value, lengths], [value.dtype.base_dtype], scope, attrs, [shape]
+        )
+    return op.outputs[0]

@@ -276,3 +276,41 @@ def _unique_kernel(op):
         return x[np.sort(first)], rank[inverse].astype(np_type, copy=False)
 
     return compute
+
+
+def _reverse_sequence_check(x, lengths, seq_dim: int, batch_dim: int) -> str | None:
+    """The message of TF's ReverseSequence kernel for bad axes or lengths, or None."""
+    if batch_dim == seq_dim:
+        return f"batch_dim == seq_dim == {seq_dim}"
+    if seq_dim >= np.ndim(x):
+        return f"seq_dim must be < input rank ( {seq_dim} vs. {np.ndim(x)})"
+    if batch_dim >= np.ndim(x):
+        return f"batch_dim must be < input rank ( {batch_dim} vs. {np.ndim(x)})"
+    if np.size(lengths) != np.shape(x)[batch_dim]:
+        return (
+            f"Length of seq_lens != input.dims({batch_dim}), "
+            f"({np.size(lengths)} vs. {np.shape(x)[batch_dim]})"
+        )
+    for b, length in enumerate(np.ravel(lengths)):
+        if length < 0:
+            return f"seq_lens({b}) < 0"
+        if length > np.shape(x)[seq_dim]:
+            return f"seq_lens({b}) > input.dims({seq_dim})"
+    return None
+
+
+@register_kernel("ReverseSequence")
+def _reverse_sequence_kernel(op):
+    seq_dim, batch_dim = op.get_attr("seq_dim"), op.get_attr("batch_dim")
+
+    def compute(ctx, x, lengths):
+        message = _reverse_sequence_check(x, lengths, seq_dim, batch_dim)
+        if message:
+            raise errors.InvalidArgumentError(op.node_def, op, message)
+        # Move the batch and sequence axes to the front, reverse row by row, move back.
+        out = np.array(np.moveaxis(x, (batch_dim, seq_dim), (0, 1)), copy=True)
+        for b, length in enumerate(np.ravel(lengths)):
+            out[b, :length] = out[b, :length][::-1]
+        return np.moveaxis(out, (0, 1), (batch_dim, seq_dim))
+
+    return compute

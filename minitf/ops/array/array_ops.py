@@ -46,6 +46,7 @@ from minitf.ops.array.array_indexing import (
     dynamic_stitch,
     gather,
     one_hot,
+    reverse_sequence,
     unique,
     unsorted_segment_sum,
     where,
@@ -105,6 +106,7 @@ __all__ = [
     "dynamic_partition",
     "dynamic_stitch",
     "unique",
+    "reverse_sequence",
 ]
 
 logger = logging.getLogger("minitf")

@@ -1,0 +1,1 @@
+"""Helpers TF keeps in ``tensorflow/python/util``: ``nest`` (nested structures of tensors)."""
