@@ -27,6 +27,6 @@ from minitf.ops.data_flow import (  # noqa: F401
     queue_kernels,
     sparse_conditional_accumulator_kernels,
 )
-from minitf.ops.io import io_kernels  # noqa: F401
+from minitf.ops.io import io_kernels, reader_kernels  # noqa: F401
 from minitf.ops.math import math_grad, math_kernels  # noqa: F401
 from minitf.ops.nn import nn_grad, nn_kernels  # noqa: F401
