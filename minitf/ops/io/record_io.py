@@ -12,14 +12,23 @@ A TFRecord file is a sequence of records, each (TF's
 compressed as a whole, as one zlib (``"ZLIB"``) or gzip (``"GZIP"``) stream;
 the offsets of records are then offsets in the decompressed stream.
 
-Reading follows ``record_reader.cc``: an end of file exactly between two
-records is the end; a record cut short is ``DataLossError("truncated record
-at <offset>")``, a checksum that does not match ``DataLossError("corrupted
-record at <offset>")``, where ``<offset>`` is where the record starts.
+Reading follows ``record_reader.cc``, surprises included:
+
+* the file ends where a record's 12-byte header cannot be read whole — a
+  file cut inside a header reads as if it ended before it, without error;
+* a record whose data (or its CRC) is cut short is ``DataLossError("truncated
+  record at <offset>")``, ``<offset>`` where the record starts;
+* a length whose CRC does not match is ``DataLossError("corrupted record at
+  <offset>")`` with the record's offset, but data whose CRC does not match
+  names the offset of the data, 12 bytes further.
+
+A compressed stream that does not inflate is ``DataLossError("inflate()
+failed with error -3: incorrect header check")``, zlib's words as TF prints them.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from collections.abc import Iterator
@@ -52,6 +61,13 @@ def check_compression_type(compression_type: str) -> str:
     return compression_type
 
 
+def _inflate_error(exc: zlib.error) -> errors.DataLossError:
+    """TF's words for a stream zlib cannot inflate (Python says "Error -3 while ...: why")."""
+    found = re.match(r"Error (-?\d+) while decompressing data: (.*)", str(exc))
+    code, why = found.groups() if found else ("?", str(exc))
+    return errors.DataLossError(None, None, f"inflate() failed with error {code}: {why}")
+
+
 class _Inflating:
     """A readable stream of the decompressed bytes of a zlib or gzip file."""
 
@@ -72,9 +88,7 @@ class _Inflating:
             try:
                 self._buffer += self._inflater.decompress(chunk)
             except zlib.error as e:
-                raise errors.DataLossError(
-                    None, None, f"{self._path}: not a valid compressed record file ({e})"
-                ) from None
+                raise _inflate_error(e) from None
             if self._inflater.eof:
                 self._eof = True
         out = bytes(self._buffer[:n])
@@ -132,30 +146,23 @@ class RecordReader:
             raise
 
     def _read_record(self) -> bytes | None:
-        header = self._checksummed(8)
-        if header is None:
-            return None
-        (length,) = struct.unpack("<Q", header)
-        data = self._checksummed(length)
-        if data is None:
-            raise self._loss("truncated")
+        header = self._stream.read(_HEADER)
+        if len(header) < _HEADER:
+            return None  # TF: a header cut short is the end of the file
+        self._check(header[:8], header[8:], self.offset)
+        (length,) = struct.unpack("<Q", header[:8])
+        body = self._stream.read(length + _FOOTER)
+        if len(body) < length + _FOOTER:
+            raise _loss("truncated", self.offset)
+        data = memoryview(body)[:length]
+        self._check(data, body[length:], self.offset + _HEADER)
         self.offset += _HEADER + length + _FOOTER
-        return data
+        return bytes(data)
 
-    def _checksummed(self, n: int) -> bytes | None:
-        """``n`` bytes and the masked CRC after them; None if the stream has ended."""
-        chunk = self._stream.read(n + 4)
-        if not chunk:
-            return None
-        if len(chunk) != n + 4:
-            raise self._loss("truncated")
-        data = chunk[:n]
-        if crc32c.unmask(struct.unpack("<I", chunk[n:])[0]) != crc32c.value(data):
-            raise self._loss("corrupted")
-        return data
-
-    def _loss(self, what: str) -> errors.DataLossError:
-        return errors.DataLossError(None, None, f"{what} record at {self.offset}")
+    @staticmethod
+    def _check(data, masked_crc: bytes, offset: int) -> None:
+        if crc32c.unmask(struct.unpack("<I", masked_crc)[0]) != crc32c.value(data):
+            raise _loss("corrupted", offset)
 
     def __iter__(self) -> Iterator[bytes]:
         while (record := self.read_record()) is not None:
@@ -164,6 +171,10 @@ class RecordReader:
     def close(self) -> None:
         """Closes the stream."""
         self._stream.close()
+
+
+def _loss(what: str, offset: int) -> errors.DataLossError:
+    return errors.DataLossError(None, None, f"{what} record at {offset}")
 
 
 def open_records(path, compression_type: str = "") -> RecordReader:

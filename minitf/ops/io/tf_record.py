@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import zlib
 
+from minitf.framework import errors
 from minitf.ops.io import record_io
 
 __all__ = [
@@ -139,9 +140,9 @@ class TFRecordWriter:
         self._path = os.fsdecode(path)
         self._writer = record_io.RecordWriter(self._path, **_options(options)._writer_arguments())
 
-    def _open_writer(self, verb: str) -> record_io.RecordWriter:
+    def _open_writer(self) -> record_io.RecordWriter:
         if self._writer is None:
-            raise ValueError(f"Cannot {verb} a TFRecordWriter for {self._path}: it is closed")
+            raise errors.FailedPreconditionError(None, None, "Writer is closed.")
         return self._writer
 
     def write(self, record) -> None:
@@ -151,19 +152,19 @@ class TFRecordWriter:
             record: ``bytes`` (a ``str`` is written as UTF-8).
 
         Raises:
-            ValueError: if the writer is closed.
+            FailedPreconditionError: if the writer is closed ("Writer is closed.").
         """
         if isinstance(record, str):
             record = record.encode()
-        self._open_writer("write to").write(bytes(record))
+        self._open_writer().write(bytes(record))
 
     def flush(self) -> None:
         """Writes out the buffered records, so that a reader sees them.
 
         Raises:
-            ValueError: if the writer is closed.
+            FailedPreconditionError: if the writer is closed ("Writer is closed.").
         """
-        self._open_writer("flush").flush()
+        self._open_writer().flush()
 
     def close(self) -> None:
         """Finishes the file (a compressed stream's end) and closes it; closing twice is fine."""
