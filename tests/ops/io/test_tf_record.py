@@ -186,9 +186,8 @@ def test_a_truncated_gzip_file_is_data_loss_after_the_records_it_holds(tmp_path)
 
 def test_a_file_that_is_not_gzip(tmp_path):
     (tmp_path / "g").write_bytes(b"this is not gzip at all" * 3)
-    with pytest.raises(
-        tf.errors.DataLossError, match="^inflate\\(\\) failed with error -3: incorrect header check$"
-    ):
+    message = "^inflate\\(\\) failed with error -3: incorrect header check$"
+    with pytest.raises(tf.errors.DataLossError, match=message):
         read(tmp_path / "g", "GZIP")
 
 
