@@ -24,6 +24,7 @@ pytestmark = pytest.mark.timeout(60)
 CLOSED = r"is closed and has insufficient elements \(requested 1, current size 0\)"
 DATA = Path(__file__).resolve().parents[2] / "data" / "tfrecord"
 WAIT = 20
+UNPARSED = "Could not parse state for IdentityReader 'test_reader'"
 
 
 @pytest.fixture
@@ -104,10 +105,7 @@ def test_identity_serialize_and_restore(sess):
         reader.restore_state([state, state])
     for bad in (state[1:], state[:-1], state + b"ExtraJunk", b"PREFIX" + state,
                 b"BOGUS" + state[5:]):  # fmt: skip
-        with pytest.raises(
-            tf.errors.InvalidArgumentError,
-            match="Could not parse state for IdentityReader 'test_reader'",
-        ):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=UNPARSED):
             sess.run(reader.restore_state(bad))
 
 
@@ -239,42 +237,41 @@ def test_text_lines_keep_a_lone_carriage_return(sess, tmp_path):
 # -- FixedLengthRecordReader ----------------------------------------------------------------------
 
 
-def test_fixed_length_one_epoch(sess, tmp_path):
-    names = []
-    for i in range(2):
-        names.append(str(tmp_path / f"fixed_length_record.{i}.txt"))
-        records = b"".join(str(i * 2 + j).encode() * 3 for j in range(7))
-        Path(names[-1]).write_bytes(b"H" * 5 + records + b"F" * 2)
+def read_fixed_length(sess, names, hop_bytes: int) -> list:
+    """Every (key, value) of 3-byte records after 5 bytes of header, before 2 of footer."""
     reader = tf.FixedLengthRecordReader(
-        header_bytes=5, record_bytes=3, footer_bytes=2, hop_bytes=0, name="test_reader"
+        header_bytes=5, record_bytes=3, footer_bytes=2, hop_bytes=hop_bytes, name="test_reader"
     )
     queue = string_queue()
     key, value = reader.read(queue)
     fill(sess, queue, names)
-    for i, name in enumerate(names):
-        for j in range(7):
-            assert sess.run([key, value]) == [f"{name}:{j}".encode(), str(i * 2 + j).encode() * 3]
+    out = []
     with pytest.raises(tf.errors.OutOfRangeError, match=CLOSED):
-        sess.run([key, value])
+        while True:
+            out.append(sess.run([key, value]))
+    return out
+
+
+def test_fixed_length_one_epoch(sess, tmp_path):
+    names, expected = [], []
+    for i in range(2):
+        names.append(str(tmp_path / f"fixed_length_record.{i}.txt"))
+        records = [str(i * 2 + j).encode() * 3 for j in range(7)]
+        Path(names[-1]).write_bytes(b"H" * 5 + b"".join(records) + b"F" * 2)
+        expected += [[f"{names[-1]}:{j}".encode(), r] for j, r in enumerate(records)]
+    assert read_fixed_length(sess, names, hop_bytes=0) == expected
 
 
 def test_fixed_length_with_hop_bytes(sess, tmp_path):
-    names = []
+    names, expected = [], []
     for i in range(2):
         names.append(str(tmp_path / f"fixed_length_overlapped_record.{i}.txt"))
         body = "".join(str(k)[0] for k in range(3 + 2 * 2)).encode()  # b"0123456"
         Path(names[-1]).write_bytes(b"H" * 5 + body + b"F" * 2)
-    reader = tf.FixedLengthRecordReader(
-        header_bytes=5, record_bytes=3, footer_bytes=2, hop_bytes=2, name="test_reader"
-    )
-    queue = string_queue()
-    key, value = reader.read(queue)
-    fill(sess, queue, names)
-    for name in names:
-        for j, expected in enumerate([b"012", b"234", b"456"]):
-            assert sess.run([key, value]) == [f"{name}:{j}".encode(), expected]
-    with pytest.raises(tf.errors.OutOfRangeError, match=CLOSED):
-        sess.run([key, value])
+        expected += [
+            [f"{names[-1]}:{j}".encode(), r] for j, r in enumerate([b"012", b"234", b"456"])
+        ]
+    assert read_fixed_length(sess, names, hop_bytes=2) == expected
 
 
 def test_fixed_length_ignores_a_partial_last_record(sess, tmp_path):
@@ -457,7 +454,7 @@ def test_readers_do_not_block_each_other(sess, tmp_path):
         thread = threading.Thread(target=lambda line=line, out=out: out.append(sess.run(line)))
         runs.append((thread, queue, out))
         thread.start()
-    for thread, queue, _ in runs:
+    for _, queue, _ in runs:
         assert queue_resource(sess, queue).wait_for_waiting(DEQUEUE, 1, WAIT)
     for i, (thread, queue, out) in enumerate(reversed(runs)):
         path = tmp_path / f"deadlock.{i}.txt"
