@@ -12,12 +12,15 @@ import gzip
 import threading
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops.data_flow.queue_kernels import DEQUEUE, FIFOQueue
+from minitf.ops.data_flow.blocking import Offer
+from minitf.ops.data_flow.queue_kernels import DEQUEUE, ENQUEUE, FIFOQueue
+from minitf.ops.io.readers import IdentityReader
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -504,3 +507,29 @@ def test_read_file_and_write_file(sess, tmp_path):
         sess.run(tf.read_file(str(tmp_path)))
     with pytest.raises(ValueError, match="Shape must be rank 0 but is rank 1 for 'ReadFile"):
         tf.read_file([str(path)])
+
+
+# -- a held step (the stepper) ------------------------------------------------------------------
+
+
+class HeldStep:  # what a stepper's held step looks like to a resource
+    defer_attempts = True
+    cancellation = None
+
+
+def enqueue_now(queue: FIFOQueue, name: bytes) -> None:
+    pending = SimpleNamespace(items=[(np.array(name, dtype=object),)], next=0, first_id=0)
+    queue.try_attempt(ENQUEUE, None, lambda result: None, queue.run_enqueue, "cancelled", pending)
+
+
+def test_a_held_step_is_offered_the_file_name_and_reads_when_it_takes_it():
+    queue = FIFOQueue("names", -1, [tf.string], [()])
+    reader = IdentityReader("r")
+    arrived = []
+    reader.read(HeldStep(), queue, arrived.append, 1, up_to=False)
+    assert arrived == [] and queue.num_waiting(DEQUEUE) == 1  # waits for a name
+    enqueue_now(queue, b"A")
+    assert len(arrived) == 1 and isinstance(arrived[0], Offer)  # offered, nothing taken yet
+    assert reader.work_started == 0
+    arrived.pop().run_offered_attempt()  # the step takes the name on its own thread
+    assert arrived == [(b"A", b"A")] and reader.num_records_produced == 1
