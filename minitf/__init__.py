@@ -10,7 +10,19 @@ launch`` put in the environment (`minitf.cluster.task_env`).
 # ruff: noqa: F401, F403
 import sys as _sys
 
-from minitf import compat, contrib, debugging, initializers, nn, queue, random, test, train
+from minitf import (
+    compat,
+    contrib,
+    debugging,
+    initializers,
+    io,
+    nn,
+    python_io,
+    queue,
+    random,
+    test,
+    train,
+)
 from minitf.cluster import task_env as _task_env
 from minitf.compat import (
     disable_eager_execution,
@@ -52,11 +64,12 @@ from minitf.ops.array.constant_op import *
 from minitf.ops.control_flow.case import case
 from minitf.ops.control_flow.control_flow_ops import *
 from minitf.ops.data_flow.data_flow_ops import *
+from minitf.ops.data_flow.tensor_array_ops import TensorArray
 from minitf.ops.debugging.check_ops import *
 from minitf.ops.debugging.logging_ops import *
 from minitf.ops.debugging.script_ops import *
-from minitf.ops.data_flow.tensor_array_ops import TensorArray
 from minitf.ops.gradients.gradients_impl import *
+from minitf.ops.io.reader_ops import *
 from minitf.ops.math.math_ops import *
 from minitf.ops.random.random_ops import *
 from minitf.ops.state.init_ops import *

@@ -1365,3 +1365,113 @@ def test_row_102_reverse_sequence_with_a_length_past_the_sequence():
             with raises(tf.errors.InvalidArgumentError, "seq_lens(1) > input.dims(1)"):
                 sess.run(y, {lengths: [1, 4]})
             np.testing.assert_array_equal(sess.run(y, {lengths: [1, 3]}), [[1, 2, 3], [6, 5, 4]])
+# -- record files and readers ------------------------------------------------------------------
+
+
+def two_records(tmp_path, flip: int | None = None, keep: int | None = None) -> str:
+    """A TFRecord file of b"123" (bytes 0-18, data at 12) and b"4567", maybe damaged."""
+    path = str(tmp_path / "records")
+    with tf.python_io.TFRecordWriter(path) as writer:
+        writer.write(b"123")
+        writer.write(b"4567")
+    data = bytearray(Path(path).read_bytes()[:keep])
+    if flip is not None:
+        data[flip] ^= 1
+    Path(path).write_bytes(data)
+    return path
+
+
+def iterate(path) -> list[bytes]:
+    got = []
+    with contextlib.suppress(tf.errors.DataLossError):
+        for record in tf.python_io.tf_record_iterator(path):
+            got.append(record)
+    return got
+
+
+def test_row_103_a_corrupted_record(tmp_path):
+    with raises(tf.errors.DataLossError, "corrupted record at 12"):
+        list(tf.python_io.tf_record_iterator(two_records(tmp_path, flip=12)))
+    with raises(tf.errors.DataLossError, "corrupted record at 31"):
+        list(tf.python_io.tf_record_iterator(two_records(tmp_path, flip=31)))
+    assert iterate(two_records(tmp_path, flip=31)) == [b"123"]
+
+
+def test_row_104_a_truncated_record(tmp_path):
+    with raises(tf.errors.DataLossError, "truncated record at 0"):
+        list(tf.python_io.tf_record_iterator(two_records(tmp_path, keep=14)))
+    assert iterate(two_records(tmp_path, keep=19 + 14)) == [b"123"]
+    assert list(tf.python_io.tf_record_iterator(two_records(tmp_path, keep=19 + 5))) == [b"123"]
+
+
+def reader_and_queue(sess, reader, names):
+    queue = tf.FIFOQueue(9, tf.string, shapes=())
+    sess.run(queue.enqueue_many([names]))
+    sess.run(queue.close())
+    return reader.read(queue)
+
+
+def test_row_105_a_reader_on_a_corrupted_record(tmp_path):
+    path = str(tmp_path / "f")
+    with tf.python_io.TFRecordWriter(path) as writer:
+        writer.write(b"Record 0 of file 0")  # 16 + 18 bytes
+        writer.write(b"Record 1 of file 0")
+    data = bytearray(Path(path).read_bytes())
+    data[34 + 12] ^= 1
+    Path(path).write_bytes(data)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        reader = tf.TFRecordReader()
+        _, value = reader_and_queue(sess, reader, [path])
+        assert sess.run(value) == b"Record 0 of file 0"
+        for _ in range(2):
+            with raises(tf.errors.DataLossError, "corrupted record at 46"):
+                sess.run(value)
+        assert sess.run(reader.num_records_produced()) == 1
+
+
+def test_row_106_a_reader_on_a_missing_file(tmp_path):
+    good = str(tmp_path / "good")
+    with tf.python_io.TFRecordWriter(good) as writer:
+        writer.write(b"kept")
+    missing = str(tmp_path / "nope")
+    with tf.Graph().as_default(), tf.Session() as sess:
+        _, value = reader_and_queue(sess, tf.TFRecordReader(), [missing, good])
+        with raises(tf.errors.NotFoundError, f"{missing}; No such file or directory"):
+            sess.run(value)
+        assert sess.run(value) == b"kept"  # the next file
+        _, whole = reader_and_queue(sess, tf.WholeFileReader(), [missing, good])
+        for _ in range(2):  # the missing file stays in progress
+            with raises(tf.errors.NotFoundError, "nope; No such file or directory"):
+                sess.run(whole)
+
+
+def test_row_107_writing_to_a_closed_writer(tmp_path):
+    path = str(tmp_path / "f")
+    writer = tf.python_io.TFRecordWriter(path)
+    writer.write(b"kept")
+    writer.close()
+    with raises(tf.errors.FailedPreconditionError, "Writer is closed."):
+        writer.write(b"x")
+    assert list(tf.python_io.tf_record_iterator(path)) == [b"kept"]
+
+
+def test_row_108_restoring_a_state_that_does_not_parse():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        reader = tf.IdentityReader(name="name")
+        key, _ = reader_and_queue(sess, reader, ["X", "Y"])
+        assert sess.run(key) == b"X"
+        state = sess.run(reader.serialize_state())
+        message = "Could not parse state for IdentityReader 'name'"
+        with raises(tf.errors.InvalidArgumentError, message):
+            sess.run(reader.restore_state(state[1:]))
+        assert sess.run(reader.num_records_produced()) == 0  # reset
+        assert sess.run(key) == b"Y"
+
+
+def test_row_109_a_queue_of_numbers():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        numbers = tf.FIFOQueue(9, tf.int32, shapes=())
+        sess.run(numbers.enqueue_many([[1, 2]]))
+        with raises(tf.errors.InvalidArgumentError, "Expected queue with single string component"):
+            sess.run(tf.IdentityReader().read(numbers))
+        assert sess.run(numbers.size()) == 1
