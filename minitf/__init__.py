@@ -10,7 +10,7 @@ launch`` put in the environment (`minitf.cluster.task_env`).
 # ruff: noqa: F401, F403
 import sys as _sys
 
-from minitf import compat, contrib, initializers, nn, queue, random, test, train
+from minitf import compat, contrib, initializers, io, nn, queue, random, sparse, test, train
 from minitf.cluster import task_env as _task_env
 from minitf.compat import (
     disable_eager_execution,
@@ -45,6 +45,7 @@ from minitf.framework.ops import (
     reset_default_graph,
 )
 from minitf.framework.random_seed import get_seed, set_random_seed
+from minitf.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from minitf.framework.tensor_shape import Dimension, TensorShape, broadcast_static_shape
 from minitf.framework.versions import __version__
 from minitf.ops.array.array_ops import *
@@ -53,7 +54,10 @@ from minitf.ops.control_flow.control_flow_ops import *
 from minitf.ops.data_flow.data_flow_ops import *
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.math.math_ops import *
+from minitf.ops.parsing.parsing_config import *
+from minitf.ops.parsing.parsing_ops import *
 from minitf.ops.random.random_ops import *
+from minitf.ops.sparse.sparse_ops import *
 from minitf.ops.state.init_ops import *
 from minitf.ops.state.partitioned_variables import (
     fixed_size_partitioner,
