@@ -54,6 +54,7 @@ class SparseTensor:
         indices_shape[0].merge_with(values_shape[0])
         indices_shape[1].merge_with(dense_shape_shape[0])
         self._indices, self._values, self._dense_shape = indices, values, dense_shape
+        self._static_shape = tensor_util.constant_value_as_shape(dense_shape)
 
     @classmethod
     def from_value(cls, sparse_tensor_value) -> SparseTensor:
@@ -98,8 +99,19 @@ class SparseTensor:
 
     @property
     def shape(self) -> tensor_shape.TensorShape:
-        """The static dense shape: known where ``dense_shape`` is a constant."""
-        return tensor_util.constant_value_as_shape(self._dense_shape)
+        """The static dense shape: known where ``dense_shape`` is a constant or was set."""
+        return self._static_shape
+
+    def set_shape(self, shape) -> None:
+        """Narrows the static dense shape to ``shape`` (it must be compatible).
+
+        Args:
+            shape: A (partial) shape.
+
+        Raises:
+            ValueError: if ``shape`` is not compatible with the current static shape.
+        """
+        self._static_shape = self._static_shape.merge_with(tensor_shape.as_shape(shape))
 
     def get_shape(self) -> tensor_shape.TensorShape:
         """The static dense shape (`shape`)."""

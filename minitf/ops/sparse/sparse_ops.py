@@ -100,7 +100,10 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
         )
     values = array_ops.placeholder(dtype, [None], name=suffixed("values"))
     indices = array_ops.placeholder(dtypes.int64, [None, rank], name=suffixed("indices"))
-    return SparseTensor(indices, values, dense_shape)
+    result = SparseTensor(indices, values, dense_shape)
+    if shape is not None:
+        result.set_shape(shape)  # the default of ``name/shape``, which may be fed another
+    return result
 
 
 def _index_text(index) -> str:
