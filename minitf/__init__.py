@@ -20,6 +20,7 @@ from minitf import (
     python_io,
     queue,
     random,
+    sparse,
     test,
     train,
 )
@@ -57,6 +58,7 @@ from minitf.framework.ops import (
     reset_default_graph,
 )
 from minitf.framework.random_seed import get_seed, set_random_seed
+from minitf.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from minitf.framework.tensor_shape import Dimension, TensorShape, broadcast_static_shape
 from minitf.framework.versions import __version__
 from minitf.ops.array.array_ops import *
@@ -71,7 +73,10 @@ from minitf.ops.debugging.script_ops import *
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.io.reader_ops import *
 from minitf.ops.math.math_ops import *
+from minitf.ops.parsing.parsing_config import *
+from minitf.ops.parsing.parsing_ops import *
 from minitf.ops.random.random_ops import *
+from minitf.ops.sparse.sparse_ops import *
 from minitf.ops.state.init_ops import *
 from minitf.ops.state.partitioned_variables import (
     fixed_size_partitioner,

@@ -49,6 +49,7 @@ TF_NAMESPACES = (
     "tf.python_io",
     "tf.queue",
     "tf.random",
+    "tf.sparse",
     "tf.test",
     "tf.train",
     "tf.train.queue_runner",

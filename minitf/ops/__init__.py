@@ -32,3 +32,5 @@ from minitf.ops.data_flow import (  # noqa: F401
 from minitf.ops.io import io_kernels, reader_kernels  # noqa: F401
 from minitf.ops.math import math_grad, math_kernels  # noqa: F401
 from minitf.ops.nn import nn_grad, nn_kernels  # noqa: F401
+from minitf.ops.parsing import parsing_kernels  # noqa: F401
+from minitf.ops.sparse import sparse_ops  # noqa: F401

@@ -1,6 +1,17 @@
 """``tf.train``: optimizers, the global step, moving averages, queue runners and the coordinator."""
 # ruff: noqa: F401
 
+from minitf.framework.example_pb2 import (
+    BytesList,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    SequenceExample,
+)
 from minitf.framework.meta_graph import export_meta_graph
 from minitf.runtime.distributed.cluster_spec import ClusterDef, ClusterSpec, JobDef
 from minitf.runtime.distributed.server import Server

@@ -1189,6 +1189,8 @@ def test_row_87_a_case_predicate_that_is_not_bool():
         with pytest.raises(TypeError, match=r"pred must be Tensor of type bool: Const:0"):
             tf.case([(tf.constant(1), lambda: built.append(1) or tf.constant(1))])
         assert built == []
+
+
 # -- TensorArray ------------------------------------------------------------------------------
 
 
@@ -1304,6 +1306,8 @@ def test_row_96_gradients_through_a_tensor_array_under_another_name():
         (grad,) = tf.gradients(r, x, name="gradients_mine")
         with tf.Session() as sess:
             np.testing.assert_array_equal(sess.run(grad), [1.0, 0.0, 0.0])
+
+
 # -- recurrent networks ----------------------------------------------------------------------
 
 
@@ -1365,6 +1369,8 @@ def test_row_102_reverse_sequence_with_a_length_past_the_sequence():
             with raises(tf.errors.InvalidArgumentError, "seq_lens(1) > input.dims(1)"):
                 sess.run(y, {lengths: [1, 4]})
             np.testing.assert_array_equal(sess.run(y, {lengths: [1, 3]}), [[1, 2, 3], [6, 5, 4]])
+
+
 # -- record files and readers ------------------------------------------------------------------
 
 
@@ -1475,3 +1481,99 @@ def test_row_109_a_queue_of_numbers():
         with raises(tf.errors.InvalidArgumentError, "Expected queue with single string component"):
             sess.run(tf.IdentityReader().read(numbers))
         assert sess.run(numbers.size()) == 1
+
+
+def _example(**features) -> bytes:
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def _floats(*values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def test_row_110_a_required_feature_missing_from_a_single_example():
+    with tf.Graph().as_default():
+        record = tf.placeholder(tf.string, [])
+        out = tf.parse_single_example(record, {"x": tf.FixedLenFeature([], tf.float32)})
+        with tf.Session() as sess:
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "Feature: x (data type: float) is required but could not be found.",
+            ):
+                sess.run(out["x"], {record: _example()})
+            assert sess.run(out["x"], {record: _example(x=_floats(2.5))}) == 2.5
+
+
+def _parse_two_floats(batch):
+    with tf.Graph().as_default():
+        records = tf.placeholder(tf.string, [None])
+        out = tf.parse_example(records, {"x": tf.FixedLenFeature([2], tf.float32)})
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                sess.run(out["x"], {records: batch})
+            good = sess.run(out["x"], {records: [_example(x=_floats(1, 2))]})
+    np.testing.assert_array_equal(good, [[1, 2]])
+    return str(info.value)
+
+
+def test_row_111_a_feature_of_another_type():
+    ints = tf.train.Feature(int64_list=tf.train.Int64List(value=[1, 2]))
+    message = _parse_two_floats([_example(x=_floats(1, 2)), _example(x=ints)])
+    assert (
+        "Name: <unknown>, Key: x, Index: 1.  Data types don't match. Data type: int64 but "
+        "expected type: float" in message
+    )
+
+
+def test_row_112_a_feature_of_another_length():
+    message = _parse_two_floats([_example(x=_floats(1, 2, 3))])
+    assert (
+        "Name: <unknown>, Key: x, Index: 0.  Number of float values != expected.  Values size: 3 "
+        "but output shape: [2]" in message
+    )
+
+
+def test_row_113_a_fixed_len_feature_without_a_shape():
+    with tf.Graph().as_default() as g:
+        with raises(ValueError, "Missing shape for feature x. Received feature=FixedLenFeature("):
+            tf.parse_example([b""], {"x": tf.FixedLenFeature(None, tf.float32)})
+        assert "ParseExample" not in op_types(g)
+
+
+def test_row_114_a_csv_record_with_too_few_fields():
+    with tf.Graph().as_default():
+        records = tf.placeholder(tf.string, [None])
+        columns = tf.decode_csv(records, [[1], [2]])
+        with tf.Session() as sess:
+            with raises(tf.errors.InvalidArgumentError, "Expect 2 fields but have 1 in record 1"):
+                sess.run(columns, {records: ["1,2", "3"]})
+            assert [c.tolist() for c in sess.run(columns, {records: ["1,2", "3,"]})] == [
+                [1, 3],
+                [2, 2],
+            ]
+
+
+def test_row_115_a_csv_field_that_is_not_a_number():
+    with tf.Graph().as_default():
+        records = tf.placeholder(tf.string, [None])
+        columns = tf.decode_csv(records, [[1.0], [0]])
+        with tf.Session() as sess:
+            with raises(
+                tf.errors.InvalidArgumentError, "Field 1 in record 0 is not a valid int32: 234a"
+            ):
+                sess.run(columns, {records: ["0.2,234a"]})
+            assert sess.run(columns, {records: ["0.5,7"]})[1].tolist() == [7]
+
+
+def test_row_116_decode_raw_of_strings_of_different_lengths():
+    with tf.Graph().as_default():
+        data = tf.placeholder(tf.string, [None])
+        numbers = tf.decode_raw(data, tf.int16)
+        with tf.Session() as sess:
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "DecodeRaw requires input strings to all be the same size, but element 1 has "
+                "size 3 != 4",
+            ):
+                sess.run(numbers, {data: [b"\x01\x02\x03", b"\x05\x06\x07\x08"]})
+            assert sess.run(numbers, {data: [b"\x01\x02"]}).tolist() == [[0x0201]]

@@ -18,7 +18,8 @@ def _infer_array(value) -> np.ndarray:
         return _strings_as_bytes(value)
     if isinstance(value, np.generic):
         return _strings_as_bytes(np.asarray(value))
-    array = _strings_as_bytes(_dense_array(value))
+    array = _dense_array(value)
+    array = _python_strings(value) if array.dtype.kind in "US" else array
     if array.dtype == np.float64:
         array = array.astype(np.float32)
     elif array.dtype == np.int64:
@@ -43,16 +44,25 @@ def _dense_array(value) -> np.ndarray:
         ) from None
 
 
+def _python_strings(value) -> np.ndarray:
+    """Python strings (nested lists of them) as an object array of ``bytes``.
+
+    Not through numpy's ``"S"`` dtype, which drops trailing NUL bytes: a
+    serialized record may end in ``b"\\x00"``.
+    """
+    return _bytes_objects(np.array(value, dtype=object))
+
+
+def _bytes_objects(array: np.ndarray) -> np.ndarray:
+    """An array of strings as an object array of ``bytes`` (``str`` encoded as UTF-8)."""
+    if not array.size:
+        return array.astype(object)
+    encode = np.vectorize(lambda s: s.encode() if isinstance(s, str) else bytes(s), otypes=[object])
+    return encode(array)
+
+
 def _strings_as_bytes(array: np.ndarray) -> np.ndarray:
-    if array.dtype.kind in "US":
-        return (
-            np.vectorize(lambda s: s.encode() if isinstance(s, str) else bytes(s), otypes=[object])(
-                array
-            )
-            if array.size
-            else array.astype(object)
-        )
-    return array
+    return _bytes_objects(array) if array.dtype.kind in "US" else array
 
 
 def _check_compatible(value, dtype: dtypes.DType) -> None:
@@ -83,7 +93,9 @@ def _as_array(value, dtype: dtypes.DType | None) -> np.ndarray:
     if not isinstance(value, (np.ndarray, np.generic)):
         _check_compatible(value, dtype)
     if dtype == dtypes.string:
-        return _strings_as_bytes(np.asarray(value)).astype(object)
+        if isinstance(value, (np.ndarray, np.generic)):
+            return _strings_as_bytes(np.asarray(value)).astype(object)
+        return _python_strings(value)
     array = np.asarray(value)
     target = np.dtype(dtype.as_numpy_dtype)
     if dtype.is_integer and array.size and array.dtype.kind in "iu":

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from minitf.framework import ops
+from minitf.framework.sparse_tensor import SparseTensor
 
 
 class Feeds:
@@ -32,7 +33,7 @@ class Feeds:
             return [], []
         tensors, values = [], []
         seen = set()
-        for key, value in feed_dict.items():
+        for key, value in _expand_sparse(feed_dict):
             tensor = self.tensor(key)
             converted = self.value(tensor, value, key)
             if tensor in seen:  # the last value fed to a tensor wins, as in TF
@@ -98,6 +99,25 @@ class Feeds:
         if dims is None or dims == shape:
             return True
         return len(dims) == len(shape) and all(d is None or d == s for d, s in zip(dims, shape))
+
+
+def _expand_sparse(feed_dict):
+    """The ``(key, value)`` pairs of ``feed_dict``, a `SparseTensor` key as its three tensors.
+
+    As in TF, a SparseTensor is fed a ``SparseTensorValue`` or an
+    ``(indices, values, dense_shape)`` tuple.
+    """
+    for key, value in feed_dict.items():
+        if isinstance(key, SparseTensor):
+            parts = (key.indices, key.values, key.dense_shape)
+            if len(value) != 3:
+                raise ValueError(
+                    f"The feed of SparseTensor {key} must be a SparseTensorValue or a tuple "
+                    f"(indices, values, dense_shape), got {value!r}"
+                )
+            yield from zip(parts, value)
+        else:
+            yield key, value
 
 
 def not_feedable(tensor: ops.Tensor) -> ValueError:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from minitf.framework import ops
+from minitf.framework.sparse_tensor import SparseTensor, SparseTensorValue
 
 IndexedSlicesValue = collections.namedtuple(
     "IndexedSlicesValue", ["values", "indices", "dense_shape"]
@@ -76,6 +77,9 @@ class FetchMapper:
             return lambda vals: IndexedSlicesValue(
                 *[b(vals) for b in builders], *([None] if len(builders) == 2 else [])
             )
+        if isinstance(fetch, SparseTensor):
+            builders = [self._map(p) for p in (fetch.indices, fetch.values, fetch.dense_shape)]
+            return lambda vals: SparseTensorValue(*[b(vals) for b in builders])
         return self._map_element(fetch)
 
     def _map_element(self, fetch) -> Callable[[list], Any]:
