@@ -10,7 +10,7 @@ launch`` put in the environment (`minitf.cluster.task_env`).
 # ruff: noqa: F401, F403
 import sys as _sys
 
-from minitf import compat, contrib, initializers, nn, queue, random, test, train
+from minitf import compat, contrib, debugging, initializers, nn, queue, random, test, train
 from minitf.cluster import task_env as _task_env
 from minitf.compat import (
     disable_eager_execution,
@@ -49,8 +49,12 @@ from minitf.framework.tensor_shape import Dimension, TensorShape, broadcast_stat
 from minitf.framework.versions import __version__
 from minitf.ops.array.array_ops import *
 from minitf.ops.array.constant_op import *
+from minitf.ops.control_flow.case import case
 from minitf.ops.control_flow.control_flow_ops import *
 from minitf.ops.data_flow.data_flow_ops import *
+from minitf.ops.debugging.check_ops import *
+from minitf.ops.debugging.logging_ops import *
+from minitf.ops.debugging.script_ops import *
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.math.math_ops import *
 from minitf.ops.random.random_ops import *

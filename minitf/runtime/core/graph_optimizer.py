@@ -39,12 +39,19 @@ folds, as in TF: Grappler keeps it, and the graph optimizer TF's session runs
 after Grappler folds it (``common_runtime/constant_folding.cc``); a run that
 feeds it has a plan of its own."""
 
+_FOLDED_WITHOUT_INPUTS = frozenset({"Const", "PyFuncStateless"})
+"""Pure ops folded though they have no inputs: TF folds a pure op whose inputs
+are all constant, none included, so a ``py_func(..., stateful=False)`` of no
+inputs is called once per plan (TF's ``py_func_test.testStateless``)."""
+
 
 def _try_fold(op: Operation, info: KernelInfo, known: dict[Tensor, object]) -> list | None:
     """Returns the op's output values if it can be computed now, else None."""
     if info.stateful or info.is_async or op.control_inputs or op.type in _NEVER_FOLDED:
         return None
-    if op.type != "Const" and (not op.inputs or any(t not in known for t in op.inputs)):
+    if op.type not in _FOLDED_WITHOUT_INPUTS and (
+        not op.inputs or any(t not in known for t in op.inputs)
+    ):
         return None
     try:
         result = info.compute(_FoldingContext(), *[known[t] for t in op.inputs])
