@@ -24,6 +24,7 @@ from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops.array import array_ops
 from minitf.ops.data_flow import data_flow_ops
+from minitf.ops.debugging import logging_ops
 from minitf.ops.math import math_ops
 from minitf.ops.random import random_ops
 from minitf.ops.state import variables
@@ -160,13 +161,18 @@ def string_input_producer(
         The `FIFOQueue` of strings.
 
     Raises:
-        ValueError: if ``string_tensor`` is an empty Python list.
+        ValueError: if ``string_tensor`` is an empty Python list. An empty
+            tensor fails when the runner runs: its ``Assert`` raises
+            ``InvalidArgumentError``, which stops the coordinator and closes the queue.
     """
     not_null_err = "string_input_producer requires a non-null input tensor"
     if not isinstance(string_tensor, ops.Tensor) and not string_tensor:
         raise ValueError(not_null_err)
     with ops.name_scope(name, "input_producer", [string_tensor]) as name:
         string_tensor = ops.convert_to_tensor(string_tensor, dtype=dtypes.string)
+        not_empty = math_ops.greater(array_ops.size(string_tensor), 0)
+        with ops.control_dependencies([logging_ops.Assert(not_empty, [not_null_err])]):
+            string_tensor = array_ops.identity(string_tensor)
         return input_producer(
             input_tensor=string_tensor,
             element_shape=[],

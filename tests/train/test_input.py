@@ -180,11 +180,28 @@ def test_string_input_producer_refuses_an_empty_python_list():
         tf.train.string_input_producer([])
 
 
+def test_string_input_producer_of_an_empty_tensor_fails_its_runner_and_closes_the_queue():
+    # TF's testNullString: the Assert fails in the runner's thread, the
+    # coordinator stops, the cancel op closes the queue, the dequeue is out of range.
+    queue = tf.train.string_input_producer(tf.constant([], dtype=tf.string))
+    dequeue = queue.dequeue()
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = start(sess, coord)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(dequeue)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="requires a non-null input"):
+            coord.join(threads, stop_grace_period_secs=WAIT)
+
+
 def test_string_input_producer_names_its_queue_input_producer_and_shares_it():
     queue = tf.train.string_input_producer([b"a"], shared_name="SHARED_NAME_XYZ", name="Q")
     assert queue.name == "Q"
     assert queue.queue_ref.op.get_attr("shared_name") == "SHARED_NAME_XYZ"
     assert tf.train.string_input_producer([b"a"]).name == "input_producer"
+    types = {op.name: op.type for op in tf.get_default_graph().get_operations()}
+    assert types["input_producer/Assert/Assert"] == "Assert"  # TF's run-time check
+    assert types["input_producer/Identity"] == "Identity"
     assert tf.train.string_input_producer([b"a"], capacity=7).queue_ref.op.get_attr("capacity") == 7
 
 
