@@ -130,19 +130,22 @@ def test_input_producer_ops_have_tf_names_and_its_runner_is_collected():
 
 
 def test_input_producer_runs_its_cancel_op_on_a_stop_request():
-    cancel = tf.Variable(0, name="cancelled")
-    queue = tf.train.input_producer([[1]], cancel_op=tf.assign_add(cancel, 1).op)
+    # The cancel op given counts its runs and closes the queue (found by its
+    # shared name), so that an enqueue waiting on the full queue ends too.
+    cancelled = tf.Variable(0, name="cancelled")
+    twin = tf.FIFOQueue(32, tf.int32, shapes=[[1]], shared_name="rows")
+    cancel_op = tf.group(tf.assign_add(cancelled, 1), twin.close(cancel_pending_enqueues=True))
+    queue = tf.train.input_producer([[1]], shared_name="rows", cancel_op=cancel_op)
     (runner,) = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
-    assert runner.cancel_op.name == "AssignAdd"
+    assert runner.cancel_op is cancel_op
     with tf.Session() as sess:
         coord = tf.train.Coordinator()
         threads = start(sess, coord)
         assert sess.run(queue.dequeue()).tolist() == [1]
         coord.request_stop()
-        # The enqueue thread may wait on the full queue: a dequeue lets it see the stop.
-        sess.run(queue.dequeue_many(2))
         coord.join(threads, stop_grace_period_secs=WAIT)
-        assert sess.run(cancel) == 1
+        assert sess.run(cancelled) == 1
+        assert sess.run(queue.is_closed())
 
 
 # -- string_input_producer ------------------------------------------------------------------
@@ -263,7 +266,6 @@ def test_the_same_seed_gives_the_same_epochs_in_two_graphs():
                 threads = tf.train.start_queue_runners(sess, coord)
                 got = sess.run(queue.dequeue_many(30)).tolist()
                 coord.request_stop()
-                sess.run(queue.dequeue_many(queue.size()))  # let a waiting enqueue see the stop
                 coord.join(threads, stop_grace_period_secs=WAIT)
         for epoch in range(3):
             assert sorted(got[10 * epoch : 10 * epoch + 10]) == list(range(10))

@@ -61,7 +61,6 @@ def test_batch_of_unsigned_integers(dtype):
         got = sess.run(batched)
         assert got.dtype == dtype.as_numpy_dtype and got.tolist() == [[0, 1, 2, 3, 4, 5]] * 2
         coord.request_stop()
-        sess.run(batched)  # frees the waiting enqueue so that its thread sees the stop
         coord.join(threads, stop_grace_period_secs=10)
 
 
@@ -236,7 +235,6 @@ def test_maybe_batch_with_a_keep_vector_enqueues_the_kept_rows():
         assert sess.run(batched).tolist() == [[5, 4]]
         assert sess.run(batched).tolist() == [[5, 4]]  # the runner enqueues the row again
         coord.request_stop()
-        sess.run(batched)
         coord.join(threads, stop_grace_period_secs=10)
 
 
@@ -366,6 +364,5 @@ def test_maybe_batch_join_keeps_only_what_keep_input_keeps():
         threads = tf.train.start_queue_runners(sess, coord)
         got = sess.run(batched).tolist() + sess.run(batched).tolist()
         coord.request_stop()
-        sess.run(batched)
         coord.join(threads, stop_grace_period_secs=10)
     assert set(got) <= {1, 5, 0, 4}  # rows 0 and 2 of each input
