@@ -8,6 +8,9 @@ The second test places the batch queue on a ps task of a two-process
 cluster and reads it from the worker.
 """
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -86,3 +89,10 @@ def test_a_worker_reads_batches_from_a_queue_on_the_ps_task():
             coord.request_stop()
             coord.join(threads, stop_grace_period_secs=10)
     assert sorted(seen) == sorted(list(range(ROWS)) * EPOCHS)
+
+
+def test_the_example_of_the_docs_page_reads_100_records(capsys):
+    page = Path(__file__).resolve().parents[2] / "docs" / "input-pipelines-queues.md"
+    (example,) = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    exec(compile(example, str(page), "exec"), {})
+    assert capsys.readouterr().out == "done: 100 records\n"
