@@ -45,6 +45,26 @@ def assert_queue_gives_then_ends(queue, expected) -> None:
         join_all(threads)
 
 
+def assert_each_epoch_is_a_permutation_and_all_are_equally_likely(
+    epoch_key, last_fetch, permutations, num_epochs
+) -> None:
+    """Runs the runners; ``epoch_key(sess)`` reads one epoch, which must be one of ``permutations``.
+
+    Then the next ``last_fetch`` is out of range, and TF's uniformity check holds.
+    """
+    frequency = collections.Counter({key: 0 for key in permutations})
+    with tf.Session() as sess:
+        threads = start(sess)
+        for _ in range(num_epochs):
+            key = epoch_key(sess)
+            assert key in frequency  # the order changes within an epoch only
+            frequency[key] += 1
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(last_fetch)
+        join_all(threads)
+    assert_about_uniform(frequency, num_epochs)
+
+
 def assert_about_uniform(frequency, trials):
     """TF's check: every outcome within 40% of its expected count."""
     expected = trials / len(frequency)
@@ -164,18 +184,12 @@ def test_string_input_producer_shuffles_within_each_epoch_evenly():
         strings, num_epochs=num_epochs, shuffle=True, seed=271828
     )
     dequeue_many = queue.dequeue_many(len(strings))
-    dequeue = queue.dequeue()
-    frequency = collections.Counter({b"".join(p): 0 for p in itertools.permutations(strings)})
-    with tf.Session() as sess:
-        threads = start(sess)
-        for _ in range(num_epochs):
-            key = b"".join(sess.run(dequeue_many))
-            assert key in frequency  # each epoch is a permutation of the strings
-            frequency[key] += 1
-        with pytest.raises(tf.errors.OutOfRangeError):
-            sess.run(dequeue)
-        join_all(threads)
-    assert_about_uniform(frequency, num_epochs)
+    assert_each_epoch_is_a_permutation_and_all_are_equally_likely(
+        lambda sess: b"".join(sess.run(dequeue_many)),
+        queue.dequeue(),
+        [b"".join(p) for p in itertools.permutations(strings)],
+        num_epochs,
+    )
 
 
 def test_string_input_producer_refuses_an_empty_python_list():
@@ -234,18 +248,12 @@ def test_range_input_producer_shuffles_within_each_epoch_evenly():
     num_epochs = 200
     queue = tf.train.range_input_producer(2, num_epochs=num_epochs, shuffle=True, seed=314159)
     dequeue_many = queue.dequeue_many(2)
-    dequeue = queue.dequeue()
-    frequency = collections.Counter({(0, 1): 0, (1, 0): 0})
-    with tf.Session() as sess:
-        threads = start(sess)
-        for _ in range(num_epochs):
-            key = tuple(sess.run(dequeue_many).tolist())
-            assert key in frequency
-            frequency[key] += 1
-        with pytest.raises(tf.errors.OutOfRangeError):
-            sess.run(dequeue)
-        join_all(threads)
-    assert_about_uniform(frequency, num_epochs)
+    assert_each_epoch_is_a_permutation_and_all_are_equally_likely(
+        lambda sess: tuple(sess.run(dequeue_many).tolist()),
+        queue.dequeue(),
+        [(0, 1), (1, 0)],
+        num_epochs,
+    )
 
 
 def test_range_input_producer_shared_name_and_tf_names():
@@ -300,20 +308,16 @@ def test_slice_input_producer_shuffles_whole_slices_within_each_epoch_evenly():
     slices = tf.train.slice_input_producer(
         [["A", "B", "D", "G"], [7, 3, 5, 2]], num_epochs=num_epochs, shuffle=True, seed=161803
     )
-    frequency = collections.Counter(
-        {b",".join(p): 0 for p in itertools.permutations([b"A7", b"B3", b"D5", b"G2"])}
+
+    def one_epoch(sess):
+        return b",".join(s + str(i).encode() for s, i in (sess.run(slices) for _ in range(4)))
+
+    assert_each_epoch_is_a_permutation_and_all_are_equally_likely(
+        one_epoch,
+        slices,
+        [b",".join(p) for p in itertools.permutations([b"A7", b"B3", b"D5", b"G2"])],
+        num_epochs,
     )
-    with tf.Session() as sess:
-        threads = start(sess)
-        for _ in range(num_epochs):
-            output = [sess.run(slices) for _ in range(4)]
-            key = b",".join(s + str(i).encode() for s, i in output)
-            assert key in frequency
-            frequency[key] += 1
-        with pytest.raises(tf.errors.OutOfRangeError):
-            sess.run(slices)
-        join_all(threads)
-    assert_about_uniform(frequency, num_epochs)
 
 
 def test_slice_input_producer_names_shapes_and_shared_name():
