@@ -53,6 +53,14 @@ from minitf.train.device_setter import (
     replica_device_setter,
 )
 from minitf.train.gradient_descent import GradientDescentOptimizer
+from minitf.train.input import (
+    input_producer,
+    limit_epochs,
+    range_input_producer,
+    slice_input_producer,
+    string_input_producer,
+)
+from minitf.train.input_batching import batch, batch_join, maybe_batch, maybe_batch_join
 from minitf.train.momentum import MomentumOptimizer
 from minitf.train.monitored_session import (
     ChiefSessionCreator,

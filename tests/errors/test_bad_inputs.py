@@ -1577,3 +1577,102 @@ def test_row_116_decode_raw_of_strings_of_different_lengths():
             ):
                 sess.run(numbers, {data: [b"\x01\x02\x03", b"\x05\x06\x07\x08"]})
             assert sess.run(numbers, {data: [b"\x01\x02"]}).tolist() == [[0x0201]]
+
+
+# -- input pipelines ------------------------------------------------------------------------
+
+
+def test_row_117_count_up_to_past_its_limit():
+    w = tf.Variable(0, name="w")
+    count = w.count_up_to(3)
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        assert [sess.run(count) for _ in range(3)] == [0, 1, 2]
+        with raises(tf.errors.OutOfRangeError, "Reached limit of 3", "[[node CountUpTo]]"):
+            sess.run(count)
+        assert sess.run(w) == 3
+
+
+def test_row_118_count_up_to_of_a_vector():
+    v = tf.Variable([1, 2])
+    with raises(
+        ValueError,
+        "Shape must be rank 0 but is rank 1 for 'CountUpTo' (op: 'CountUpTo') with input "
+        "shapes: [2].",
+    ):
+        tf.count_up_to(v, 3)
+    assert "CountUpTo" not in op_types(tf.get_default_graph())
+
+
+@pytest.mark.parametrize("build", [tf.train.limit_epochs, tf.train.input_producer])
+def test_row_119_zero_epochs(build):
+    with raises(ValueError, "num_epochs must be > 0 not 0."):
+        build(tf.constant([1, 2]), num_epochs=0)
+    assert not tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS) and not tf.local_variables()
+
+
+def test_row_120_input_producer_of_an_unknown_shape():
+    with raises(
+        ValueError,
+        "Either `input_tensor` must have a fully defined shape or `element_shape` must be "
+        "specified",
+    ):
+        tf.train.input_producer(tf.placeholder(tf.float32, None))
+    assert not tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    queue = tf.train.input_producer(tf.placeholder(tf.float32, None), element_shape=[4])
+    assert queue.shapes == [tf.TensorShape([4])]
+
+
+def test_row_121_string_input_producer_of_an_empty_list():
+    with raises(ValueError, "string_input_producer requires a non-null input tensor"):
+        tf.train.string_input_producer([])
+    assert "FIFOQueueV2" not in op_types(tf.get_default_graph())
+
+
+def test_row_122_a_pipeline_without_its_local_variables_initialized():
+    queue = tf.train.range_input_producer(4, num_epochs=1, shuffle=False)
+    dequeue = queue.dequeue()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        with raises(tf.errors.OutOfRangeError):
+            sess.run(dequeue)
+        with raises(
+            tf.errors.FailedPreconditionError,
+            "Attempting to use uninitialized value input_producer/limit_epochs/epochs",
+        ):
+            coord.join(threads, stop_grace_period_secs=10)
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        assert sess.run(queue.dequeue_many(4)).tolist() == [0, 1, 2, 3]
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+
+
+def test_row_123_batch_of_a_tensor_of_unknown_rank():
+    with raises(ValueError, "Cannot infer Tensor's rank"):
+        tf.train.batch([tf.placeholder(tf.float32)], batch_size=2)
+    assert "FIFOQueueV2" not in op_types(tf.get_default_graph())
+
+
+def test_row_124_batch_of_a_tensor_of_unknown_size():
+    with raises(ValueError, "All shapes must be fully defined"):
+        tf.train.batch([tf.placeholder(tf.float32, [None])], batch_size=2)
+    assert "FIFOQueueV2" not in op_types(tf.get_default_graph())
+    batched = tf.train.batch([tf.placeholder(tf.float32, [None])], batch_size=2, shapes=[[3]])
+    assert batched.shape.as_list() == [2, 3]
+
+
+def test_row_125_a_keep_input_vector_without_enqueue_many():
+    with raises(ValueError, "`keep_input` cannot be a vector when `enqueue_many=False`."):
+        tf.train.maybe_batch([tf.zeros(5)], keep_input=tf.constant([True, False]), batch_size=1)
+    assert "FIFOQueueV2" not in op_types(tf.get_default_graph())
+
+
+def test_row_126_batch_join_of_inputs_of_two_dtypes():
+    with raises(TypeError, "Expected types to be consistent: int32 vs. int64."):
+        tf.train.batch_join([[tf.constant(1)], [tf.constant(1, tf.int64)]], batch_size=8)
+    assert "FIFOQueueV2" not in op_types(tf.get_default_graph())

@@ -32,11 +32,14 @@ from minitf.framework.op_registry import (
     RegisterGradient,
     register_kernel,
 )
+from minitf.ops.common_shapes import shape_str
+from minitf.ops.op_def_library import INT32_64, check_dtype
 
 __all__ = [
     "assign",
     "assign_add",
     "assign_sub",
+    "count_up_to",
     "is_variable_initialized",
     "scatter_update",
     "scatter_add",
@@ -394,6 +397,76 @@ def _assign_grad(op, grad):
 
 NotDifferentiable("AssignAdd")
 NotDifferentiable("AssignSub")
+
+
+def count_up_to(ref, limit: int, name: str | None = None) -> ops.Tensor:
+    """Increments the integer variable ``ref`` until it reaches ``limit`` (op ``CountUpTo``).
+
+    Each run returns the value *before* the increment; the run that finds the
+    variable already at ``limit`` changes nothing and raises
+    ``OutOfRangeError`` ("Reached limit of N"). `tf.train.limit_epochs` and
+    the input producers count epochs with it.
+
+    Args:
+        ref: A scalar ``int32`` or ``int64`` variable (or its ``Ref`` tensor).
+        limit: The value at which the counting stops.
+        name: A name for the operation (optional).
+
+    Returns:
+        A scalar tensor of the variable's dtype: its value before the increment.
+
+    Raises:
+        TypeError: if ``ref`` is not a mutable integer tensor.
+        ValueError: if ``ref`` is not a scalar.
+    """
+    if _is_ref_tensor_like(ref):
+        ref_t = ops.internal_convert_to_tensor(ref, as_ref=True)
+        op_type, dtype, static = "CountUpTo", ref_t.dtype, ref_t.get_shape()
+    elif hasattr(ref, "handle"):  # a resource variable: the same count on its handle
+        ref_t = ref.handle
+        op_type, dtype, static = "ResourceCountUpTo", ref.dtype, ref.shape
+    else:
+        raise TypeError(f"'CountUpTo' Op requires that input 'ref' be a mutable tensor: {ref}")
+    dtype = check_dtype("ref", dtype, INT32_64)
+    with ops.name_scope(name, op_type, [ref_t]) as scope:
+        if static.ndims not in (None, 0):
+            raise ValueError(
+                f"Shape must be rank 0 but is rank {static.ndims} for '{scope.rstrip('/')}' "
+                f"(op: '{op_type}') with input shapes: {shape_str(static)}."
+            )
+        op = ops.get_default_graph().create_op(
+            op_type,
+            [ref_t],
+            [dtype],
+            name=scope,
+            attrs={"T": dtype, "limit": int(limit)},
+            shapes=[tensor_shape.TensorShape([])],
+        )
+    return op.outputs[0]
+
+
+@register_kernel("CountUpTo", ref_inputs=(0,), stateful=True)
+@register_kernel("ResourceCountUpTo", stateful=True)
+def _count_up_to_kernel(op):
+    limit = op.get_attr("limit")
+
+    def compute(ctx, ref):
+        with ref.lock:
+            before = ref.read()
+            if before.shape != ():
+                raise errors.InvalidArgumentError(
+                    op.node_def, op, f"input is not a scalar: {list(before.shape)}"
+                )
+            if before >= limit:
+                raise errors.OutOfRangeError(op.node_def, op, f"Reached limit of {limit}")
+            ref.update(before + 1)
+        return before
+
+    return compute
+
+
+NotDifferentiable("CountUpTo")
+NotDifferentiable("ResourceCountUpTo")
 
 
 def is_variable_initialized(variable) -> ops.Tensor:

@@ -476,6 +476,17 @@ class Variable:
             self._variable, sparse_delta.indices, sparse_delta.values, use_locking, name
         )
 
+    def count_up_to(self, limit: int):
+        """Increments the variable until it reaches ``limit``; see `tf.count_up_to`.
+
+        Args:
+            limit: The value at which running the op raises ``OutOfRangeError``.
+
+        Returns:
+            A tensor that, when run, is the variable's value before the increment.
+        """
+        return state_ops.count_up_to(self, limit)
+
     def load(self, value: Any, session: SessionInterface | None = None) -> None:
         """Writes ``value`` into the variable by feeding its initializer's value.
 

@@ -264,3 +264,53 @@ def test_resource_assign_add_sequence():
         out = sess.run(v)
     assert out.dtype == np.float32
     np.testing.assert_array_equal(out, [2.0, 3.0])
+
+
+# -- CountUpTo ------------------------------------------------------------------------------
+
+
+def test_count_up_to_returns_the_value_before_each_increment_then_reached_limit():
+    # TF's CountUpToOp: output = old value; at the limit OutOfRange "Reached limit of N",
+    # the variable keeps the limit.
+    w = tf.Variable(0, name="w")
+    count = w.count_up_to(3)
+    assert count.op.type == "CountUpTo" and count.op.get_attr("limit") == 3
+    assert count.dtype == tf.int32 and count.shape.as_list() == []
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        assert [sess.run(count) for _ in range(3)] == [0, 1, 2]
+        for _ in range(2):
+            with pytest.raises(tf.errors.OutOfRangeError, match="Reached limit of 3") as e:
+                sess.run(count)
+            assert e.value.op is count.op
+        assert sess.run(w) == 3
+
+
+def test_count_up_to_on_an_int64_variable_and_a_resource_variable():
+    w64 = tf.Variable(tf.constant(5, tf.int64))
+    r = tf.Variable(0, use_resource=True)
+    c64, cr = tf.count_up_to(w64, 6), r.count_up_to(1)
+    assert c64.dtype == tf.int64 and cr.op.type == "ResourceCountUpTo"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run([c64, cr]) == [5, 0]
+        with pytest.raises(tf.errors.OutOfRangeError, match="Reached limit of 1"):
+            sess.run(cr)
+
+
+def test_count_up_to_needs_a_scalar_integer_variable():
+    with pytest.raises(
+        ValueError, match="Shape must be rank 0 but is rank 1 .*input shapes: \\[2\\]"
+    ):
+        tf.count_up_to(tf.Variable([1, 2]), 3)
+    with pytest.raises(TypeError, match="has DataType float32 not in list of allowed values"):
+        tf.count_up_to(tf.Variable(1.0), 3)
+    with pytest.raises(TypeError, match="mutable tensor"):
+        tf.count_up_to(tf.constant(1), 3)
+
+
+def test_count_up_to_of_an_uninitialized_variable_fails_precondition():
+    w = tf.Variable(0, name="never_initialized")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
+            sess.run(w.count_up_to(2))
