@@ -220,9 +220,17 @@ def _answer(mode, victim, restarted, cluster, output, mark, killed, outcome) -> 
         output.wait_for(rf"\[worker/{survivor}\] worker {survivor}: global step", mark, left)
         outcome.answer = "training went on"
     else:
-        found = output.wait_for(r"Saving checkpoints for (\d+) into", mark, timeout=left)
-        while int(found.group(1)) <= outcome.killed_at:  # the restored step, saved again
-            found = output.wait_for(r"Saving checkpoints for (\d+) into", found.end(), left)
+        # A checkpoint past the kill point, or a worker that stopped at the last
+        # step: on a loaded machine the kill may land after the last checkpoint,
+        # and a worker restarted then finds training done and stops.
+        pattern = r"Saving checkpoints for (\d+) into|worker \d+: stopped at global step (\d+)"
+        found = output.wait_for(pattern, mark, timeout=left)
+        while (found.group(1) and int(found.group(1)) <= outcome.killed_at) or (
+            found.group(2) and int(found.group(2)) < STEPS
+        ):  # the restored step, saved again
+            found = output.wait_for(pattern, found.end(), left)
+        if found.group(2):
+            outcome.notes.append("the kill came after the last checkpoint")
         outcome.answer = "training went on"
     return time.monotonic()
 
