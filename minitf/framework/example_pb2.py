@@ -51,7 +51,7 @@ __all__ = [
 class BytesList(Message):
     """A list of byte strings (``value``): images, tokens, anything stored as bytes.
 
-    Args:
+    Attributes:
         value: The byte strings (``bytes``; a ``str`` is refused, as in protobuf).
     """
 
@@ -62,7 +62,7 @@ class BytesList(Message):
 class FloatList(Message):
     """A list of float32 values (``value``), packed on the wire.
 
-    Args:
+    Attributes:
         value: The numbers; each is stored as a float32.
     """
 
@@ -73,7 +73,7 @@ class FloatList(Message):
 class Int64List(Message):
     """A list of int64 values (``value``), packed on the wire.
 
-    Args:
+    Attributes:
         value: The integers, each in the int64 range.
     """
 
@@ -84,7 +84,7 @@ class Int64List(Message):
 class Feature(Message):
     """One feature: one of ``bytes_list``, ``float_list``, ``int64_list`` (the oneof ``kind``).
 
-    Args:
+    Attributes:
         bytes_list: A `BytesList`.
         float_list: A `FloatList`.
         int64_list: An `Int64List`.
@@ -101,8 +101,8 @@ class Feature(Message):
 class Features(Message):
     """Features by name: ``feature`` maps a string to a `Feature`.
 
-    Args:
-        feature: A dict from names to `Feature` messages.
+    Attributes:
+        feature: A map from names to `Feature` messages.
     """
 
     FULL_NAME = "tensorflow.Features"
@@ -112,7 +112,7 @@ class Features(Message):
 class FeatureList(Message):
     """A sequence of features (``feature``), e.g. one per time step.
 
-    Args:
+    Attributes:
         feature: A list of `Feature` messages.
     """
 
@@ -123,8 +123,8 @@ class FeatureList(Message):
 class FeatureLists(Message):
     """Feature lists by name: ``feature_list`` maps a string to a `FeatureList`.
 
-    Args:
-        feature_list: A dict from names to `FeatureList` messages.
+    Attributes:
+        feature_list: A map from names to `FeatureList` messages.
     """
 
     FULL_NAME = "tensorflow.FeatureLists"
@@ -134,7 +134,7 @@ class FeatureLists(Message):
 class Example(Message):
     """One record of data: its ``features``.
 
-    Args:
+    Attributes:
         features: A `Features` message.
     """
 
@@ -145,7 +145,7 @@ class Example(Message):
 class SequenceExample(Message):
     """A record with a ``context`` (`Features`) and ``feature_lists`` (one list per time step).
 
-    Args:
+    Attributes:
         context: A `Features` message: what holds for the whole sequence.
         feature_lists: A `FeatureLists` message.
     """

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numbers
 import operator
-from collections.abc import Callable, MutableMapping, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSequence, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -151,24 +152,24 @@ class RepeatedScalarContainer(_Child, MutableSequence):
         self._kind = kind
         self._values: list = []
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> Any:
         return self._values[index]
 
-    def __setitem__(self, index, value) -> None:
+    def __setitem__(self, index: int | slice, value: Any) -> None:
         if isinstance(index, slice):
             self._values[index] = [self._kind.check(v) for v in value]
         else:
             self._values[index] = self._kind.check(value)
         self._changed()
 
-    def __delitem__(self, index) -> None:
+    def __delitem__(self, index: int | slice) -> None:
         del self._values[index]
         self._changed()
 
     def __len__(self) -> int:
         return len(self._values)
 
-    def insert(self, index: int, value) -> None:
+    def insert(self, index: int, value: Any) -> None:
         """Inserts ``value`` before ``index``.
 
         Args:
@@ -178,7 +179,7 @@ class RepeatedScalarContainer(_Child, MutableSequence):
         self._values.insert(index, self._kind.check(value))
         self._changed()
 
-    def append(self, value) -> None:
+    def append(self, value: Any) -> None:
         """Appends ``value``.
 
         Args:
@@ -187,7 +188,7 @@ class RepeatedScalarContainer(_Child, MutableSequence):
         self._values.append(self._kind.check(value))
         self._changed()
 
-    def extend(self, values) -> None:
+    def extend(self, values: Iterable) -> None:
         """Appends every value of ``values`` (all are checked before any is added).
 
         Args:
@@ -197,7 +198,7 @@ class RepeatedScalarContainer(_Child, MutableSequence):
         self._values.extend(checked)
         self._changed()
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, RepeatedScalarContainer):
             return self._values == other._values
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
@@ -235,17 +236,17 @@ class MessageMap(_Child, MutableMapping):
         self._entries[key] = value
         return value
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: str, value: Message) -> None:
         raise ValueError("Direct assignment of submessage not allowed")
 
-    def __delitem__(self, key) -> None:
+    def __delitem__(self, key: str) -> None:
         del self._entries[key]
         self._changed()
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._entries
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         """The entry for ``key``, or ``default`` (no entry is added).
 
         Args:
@@ -254,13 +255,13 @@ class MessageMap(_Child, MutableMapping):
         """
         return self._entries.get(key, default)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, MessageMap):
             return self._entries == other._entries
         return dict(self._entries) == other if isinstance(other, dict) else NotImplemented
@@ -287,7 +288,7 @@ class RepeatedCompositeContainer(_Child, Sequence):
         self._messages.append(message)
         return message
 
-    def add(self, **fields) -> Message:
+    def add(self, **fields: Any) -> Message:
         """Appends a new message built from ``fields`` and returns it.
 
         Args:
@@ -313,7 +314,7 @@ class RepeatedCompositeContainer(_Child, Sequence):
         self._put(self._type()).MergeFrom(message)
         self._changed()
 
-    def extend(self, messages) -> None:
+    def extend(self, messages: Iterable[Message]) -> None:
         """Appends a copy of each message of ``messages``.
 
         Args:
@@ -322,17 +323,17 @@ class RepeatedCompositeContainer(_Child, Sequence):
         for message in messages:
             self.append(message)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
         return self._messages[index]
 
-    def __delitem__(self, index) -> None:
+    def __delitem__(self, index: int | slice) -> None:
         del self._messages[index]
         self._changed()
 
     def __len__(self) -> int:
         return len(self._messages)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, RepeatedCompositeContainer):
             return self._messages == other._messages
         return self._messages == list(other) if isinstance(other, Sequence) else NotImplemented
@@ -374,31 +375,31 @@ class RepeatedScalar(_Field):
         super().__init__(name, number)
         self.kind = kind
 
-    def new(self, message):
+    def new(self, message: Message) -> RepeatedScalarContainer:
         return RepeatedScalarContainer(self.kind)
 
-    def init(self, message, value) -> None:
+    def init(self, message: Message, value: Any) -> None:
         self.__get__(message).extend(value)
 
-    def merge(self, message, other) -> None:
+    def merge(self, message: Message, other: Message) -> None:
         if other._data.get(self.name):
             self.__get__(message).extend(other._data[self.name])
 
-    def encode(self, message) -> bytes:
+    def encode(self, message: Message) -> bytes:
         values = message._data.get(self.name)
         return self.kind.encode(self.number, values._values) if values else b""
 
-    def decode(self, message, wire_type, payload) -> None:
+    def decode(self, message: Message, wire_type: int, payload: int | bytes) -> None:
         self.__get__(message)._values.extend(self.kind.decode(wire_type, payload))
 
     def wire_types(self) -> tuple:
         return self.kind.wire_types
 
-    def text(self, message, pad: str) -> list[str]:
+    def text(self, message: Message, pad: str) -> list[str]:
         values = message._data.get(self.name) or ()
         return [f"{pad}{self.name}: {self.kind.text(v)}" for v in values]
 
-    def compared(self, message):
+    def compared(self, message: Message) -> list:
         values = message._data.get(self.name)
         return values._values if values else []
 
@@ -434,36 +435,36 @@ class SubMessage(_Field):
         super().__init__(name, number)
         self.message_type, self.oneof = message_type, oneof
 
-    def new(self, message):
+    def new(self, message: Message) -> Message:
         return self.message_type()
 
-    def init(self, message, value) -> None:
+    def init(self, message: Message, value: Any) -> None:
         child = self.__get__(message)
         child.MergeFrom(_as_message(self.message_type, value))
         message._child_set(self)
 
-    def merge(self, message, other) -> None:
+    def merge(self, message: Message, other: Message) -> None:
         if self.name in other._present:
             self.__get__(message).MergeFrom(other._data[self.name])
 
-    def encode(self, message) -> bytes:
+    def encode(self, message: Message) -> bytes:
         if self.name not in message._present:
             return b""
         return wire.encode_length_delimited(self.number, message._data[self.name]._encode())
 
-    def decode(self, message, wire_type, payload) -> None:
+    def decode(self, message: Message, wire_type: int, payload: int | bytes) -> None:
         self.__get__(message)._merge_bytes(payload)
         message._child_set(self)
 
     def wire_types(self) -> tuple:
         return (wire.LENGTH_DELIMITED,)
 
-    def text(self, message, pad: str) -> list[str]:
+    def text(self, message: Message, pad: str) -> list[str]:
         if self.name not in message._present:
             return []
         return _message_lines(self.name, message._data[self.name], pad)
 
-    def compared(self, message):
+    def compared(self, message: Message) -> Message | None:
         return message._data[self.name] if self.name in message._present else None
 
 
@@ -480,20 +481,20 @@ class MessageMapField(_Field):
         super().__init__(name, number)
         self.value_type = value_type
 
-    def new(self, message):
+    def new(self, message: Message) -> MessageMap:
         return MessageMap(self.value_type)
 
-    def init(self, message, value) -> None:
+    def init(self, message: Message, value: Any) -> None:
         entries = self.__get__(message)
         for key, entry in value.items():
             entries[key].MergeFrom(_as_message(self.value_type, entry))
 
-    def merge(self, message, other) -> None:
+    def merge(self, message: Message, other: Message) -> None:
         entries = self.__get__(message)
         for key, entry in (other._data.get(self.name) or {}).items():
             entries[key].CopyFrom(entry)  # a merged map entry replaces the old one
 
-    def encode(self, message) -> bytes:
+    def encode(self, message: Message) -> bytes:
         entries = message._data.get(self.name) or {}
         return b"".join(
             wire.encode_length_delimited(
@@ -504,7 +505,7 @@ class MessageMapField(_Field):
             for key in sorted(entries)
         )
 
-    def decode(self, message, wire_type, payload) -> None:
+    def decode(self, message: Message, wire_type: int, payload: int | bytes) -> None:
         key, value = b"", b""
         for number, entry_wire_type, part in wire.iter_fields(payload):
             if entry_wire_type != wire.LENGTH_DELIMITED:
@@ -524,7 +525,7 @@ class MessageMapField(_Field):
     def wire_types(self) -> tuple:
         return (wire.LENGTH_DELIMITED,)
 
-    def text(self, message, pad: str) -> list[str]:
+    def text(self, message: Message, pad: str) -> list[str]:
         entries = message._data.get(self.name) or {}
         lines = []
         for key in sorted(entries):
@@ -532,7 +533,7 @@ class MessageMapField(_Field):
             lines += _message_lines("value", entries[key], pad + "  ") + [f"{pad}}}"]
         return lines
 
-    def compared(self, message):
+    def compared(self, message: Message) -> dict:
         entries = message._data.get(self.name)
         return dict(entries._entries) if entries else {}
 
@@ -550,23 +551,23 @@ class RepeatedMessage(_Field):
         super().__init__(name, number)
         self.message_type = message_type
 
-    def new(self, message):
+    def new(self, message: Message) -> RepeatedCompositeContainer:
         return RepeatedCompositeContainer(self.message_type)
 
-    def init(self, message, value) -> None:
+    def init(self, message: Message, value: Any) -> None:
         elements = self.__get__(message)
         for element in value:
             elements.append(_as_message(self.message_type, element))
 
-    def merge(self, message, other) -> None:
+    def merge(self, message: Message, other: Message) -> None:
         if other._data.get(self.name):
             self.__get__(message).extend(other._data[self.name])
 
-    def encode(self, message) -> bytes:
+    def encode(self, message: Message) -> bytes:
         elements = message._data.get(self.name) or ()
         return b"".join(wire.encode_length_delimited(self.number, m._encode()) for m in elements)
 
-    def decode(self, message, wire_type, payload) -> None:
+    def decode(self, message: Message, wire_type: int, payload: int | bytes) -> None:
         element = self.message_type()
         element._merge_bytes(payload)
         self.__get__(message)._put(element)
@@ -574,13 +575,13 @@ class RepeatedMessage(_Field):
     def wire_types(self) -> tuple:
         return (wire.LENGTH_DELIMITED,)
 
-    def text(self, message, pad: str) -> list[str]:
+    def text(self, message: Message, pad: str) -> list[str]:
         lines = []
         for element in message._data.get(self.name) or ():
             lines += _message_lines(self.name, element, pad)
         return lines
 
-    def compared(self, message):
+    def compared(self, message: Message) -> list:
         elements = message._data.get(self.name)
         return list(elements._messages) if elements else []
 
@@ -605,7 +606,7 @@ class Message(_Child):
     FIELDS: tuple[_Field, ...] = ()
     __hash__ = None
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._by_name = {f.name: f for f in cls.FIELDS}
         cls._by_number = {f.number: f for f in cls.FIELDS}
@@ -615,7 +616,7 @@ class Message(_Child):
             if getattr(field, "oneof", None):
                 cls._oneofs.setdefault(field.oneof, []).append(field)
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: Any):
         self._data: dict = {}  # field name -> its container or sub-message, made when first read
         self._present: set[str] = set()  # the sub-message fields that are set
         self._oneof_case: dict[str, str] = {}
@@ -626,7 +627,7 @@ class Message(_Child):
             if value is not None:
                 field.init(self, value)
 
-    def __setattr__(self, name: str, value) -> None:
+    def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_") or name in self._by_name:
             object.__setattr__(self, name, value)  # a field's descriptor refuses assignment
             return
@@ -781,7 +782,7 @@ class Message(_Child):
                 raise wire.DecodeError(f"field {field.name} with wire type {wire_type}")
             field.decode(self, wire_type, payload)
 
-    def MergeFromString(self, serialized) -> int:  # noqa: N802 - protobuf's name
+    def MergeFromString(self, serialized: bytes) -> int:  # noqa: N802 - protobuf's name
         """Merges a serialized message in (as `MergeFrom`); returns how many bytes were read.
 
         Args:
@@ -805,7 +806,7 @@ class Message(_Child):
         self.MergeFrom(parsed)
         return len(serialized)
 
-    def ParseFromString(self, serialized) -> int:  # noqa: N802 - protobuf's name
+    def ParseFromString(self, serialized: bytes) -> int:  # noqa: N802 - protobuf's name
         """Replaces the message by the one ``serialized`` holds; returns the bytes read.
 
         Args:
@@ -821,7 +822,7 @@ class Message(_Child):
         return size
 
     @classmethod
-    def FromString(cls, serialized) -> Message:  # noqa: N802 - protobuf's name
+    def FromString(cls, serialized: bytes) -> Message:  # noqa: N802 - protobuf's name
         """A new message parsed from ``serialized``.
 
         Args:
@@ -849,19 +850,19 @@ class Message(_Child):
 
     __repr__ = __str__
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Message):
             return NotImplemented
         if type(other) is not type(self):
             return False
         return all(f.compared(self) == f.compared(other) for f in self.FIELDS)
 
-    def __deepcopy__(self, memo=None) -> Message:
+    def __deepcopy__(self, memo: dict | None = None) -> Message:
         copy = type(self)()
         copy.MergeFrom(self)
         return copy
 
     __copy__ = __deepcopy__
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         return type(self).FromString, (self.SerializeToString(),)

@@ -14,6 +14,7 @@ a ``feed_dict`` may feed a SparseTensor a `SparseTensorValue` or an
 from __future__ import annotations
 
 import collections
+from typing import Any
 
 from minitf.framework import default_session, dtypes, ops, tensor_shape, tensor_util
 
@@ -43,7 +44,7 @@ class SparseTensor:
         ValueError: if the static shapes of the three do not fit together.
     """
 
-    def __init__(self, indices, values, dense_shape):
+    def __init__(self, indices: Any, values: Any, dense_shape: Any):
         with ops.name_scope(None, "SparseTensor", [indices, values, dense_shape]):
             indices = ops.convert_to_tensor(indices, name="indices", dtype=dtypes.int64)
             values = ops.convert_to_tensor(values, name="values")
@@ -57,11 +58,14 @@ class SparseTensor:
         self._static_shape = tensor_util.constant_value_as_shape(dense_shape)
 
     @classmethod
-    def from_value(cls, sparse_tensor_value) -> SparseTensor:
+    def from_value(cls, sparse_tensor_value: SparseTensorValue | SparseTensor) -> SparseTensor:
         """A SparseTensor of constants from a `SparseTensorValue` (or returns a SparseTensor).
 
         Args:
             sparse_tensor_value: A `SparseTensorValue` or a `SparseTensor`.
+
+        Returns:
+            A `SparseTensor`.
         """
         if isinstance(sparse_tensor_value, SparseTensor):
             return sparse_tensor_value
@@ -102,7 +106,7 @@ class SparseTensor:
         """The static dense shape: known where ``dense_shape`` is a constant or was set."""
         return self._static_shape
 
-    def set_shape(self, shape) -> None:
+    def set_shape(self, shape: tensor_shape.TensorShape | list | tuple | None) -> None:
         """Narrows the static dense shape to ``shape`` (it must be compatible).
 
         Args:
@@ -117,7 +121,9 @@ class SparseTensor:
         """The static dense shape (`shape`)."""
         return self.shape
 
-    def eval(self, feed_dict=None, session=None) -> SparseTensorValue:
+    def eval(
+        self, feed_dict: dict | None = None, session: default_session.SessionInterface | None = None
+    ) -> SparseTensorValue:
         """Runs the three tensors in ``session`` (default: the default session).
 
         Args:

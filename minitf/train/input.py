@@ -20,6 +20,8 @@ those ops are not added.
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops.array import array_ops
@@ -39,7 +41,9 @@ __all__ = [
 ]
 
 
-def limit_epochs(tensor, num_epochs: int | None = None, name: str | None = None):
+def limit_epochs(
+    tensor: ops.Tensor, num_epochs: int | None = None, name: str | None = None
+) -> ops.Tensor:
     """Returns ``tensor`` for ``num_epochs`` evaluations, then raises ``OutOfRangeError``.
 
     The count is kept in a local variable ``epochs`` (collection
@@ -71,8 +75,8 @@ def limit_epochs(tensor, num_epochs: int | None = None, name: str | None = None)
 
 
 def input_producer(
-    input_tensor,
-    element_shape=None,
+    input_tensor: Any,
+    element_shape: tensor_shape.TensorShape | list | None = None,
     num_epochs: int | None = None,
     shuffle: bool = True,
     seed: int | None = None,
@@ -136,7 +140,7 @@ def input_producer(
 
 
 def string_input_producer(
-    string_tensor,
+    string_tensor: Any,
     num_epochs: int | None = None,
     shuffle: bool = True,
     seed: int | None = None,
@@ -188,7 +192,7 @@ def string_input_producer(
 
 
 def range_input_producer(
-    limit,
+    limit: Any,
     num_epochs: int | None = None,
     shuffle: bool = True,
     seed: int | None = None,
@@ -226,7 +230,7 @@ def range_input_producer(
 
 
 def slice_input_producer(
-    tensor_list,
+    tensor_list: list,
     num_epochs: int | None = None,
     shuffle: bool = True,
     seed: int | None = None,

@@ -19,6 +19,8 @@ summary per queue; minitf has no summaries, so those ops are not added.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.array import array_ops
 from minitf.ops.control_flow import control_flow_ops
@@ -159,16 +161,16 @@ def _enqueue_op(queue, tensor_list, enqueue_many: bool, keep_input: ops.Tensor):
 
 
 def _fill_and_dequeue(
-    make_queue,
-    tensor_list_list,
+    make_queue: Callable,
+    tensor_list_list: list[list[ops.Tensor]],
     threads_per_list: int,
-    batch_size,
-    keep_input,
+    batch_size: int | ops.Tensor,
+    keep_input: bool | ops.Tensor,
     enqueue_many: bool,
-    shapes,
+    shapes: list | None,
     allow_smaller_final_batch: bool,
     name: str,
-):
+) -> ops.Tensor | list[ops.Tensor]:
     """The core of every batcher: the queue, its runner, and the dequeue of a batch.
 
     Args:
@@ -301,17 +303,17 @@ def _batch_join(
 
 
 def batch(
-    tensors,
-    batch_size,
+    tensors: list | dict,
+    batch_size: int | ops.Tensor,
     num_threads: int = 1,
     capacity: int = 32,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     dynamic_pad: bool = False,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """Batches ``tensors`` through a FIFO queue filled by ``num_threads`` threads.
 
     A `QueueRunner` whose enqueue op enqueues ``tensors`` (one example, or
@@ -361,18 +363,18 @@ def batch(
 
 
 def maybe_batch(
-    tensors,
-    keep_input,
-    batch_size,
+    tensors: list | dict,
+    keep_input: bool | ops.Tensor,
+    batch_size: int | ops.Tensor,
     num_threads: int = 1,
     capacity: int = 32,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     dynamic_pad: bool = False,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """`batch`, enqueuing only the examples for which ``keep_input`` is true.
 
     Args:
@@ -412,16 +414,16 @@ def maybe_batch(
 
 
 def batch_join(
-    tensors_list,
-    batch_size,
+    tensors_list: list[list | dict],
+    batch_size: int | ops.Tensor,
     capacity: int = 32,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     dynamic_pad: bool = False,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """Batches examples from several inputs, one thread per input, into one FIFO queue.
 
     Each ``tensors_list[i]`` (a list, or a dict with the same keys as the
@@ -462,17 +464,17 @@ def batch_join(
 
 
 def maybe_batch_join(
-    tensors_list,
-    keep_input,
-    batch_size,
+    tensors_list: list[list | dict],
+    keep_input: bool | ops.Tensor,
+    batch_size: int | ops.Tensor,
     capacity: int = 32,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     dynamic_pad: bool = False,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """`batch_join`, enqueuing only the examples for which ``keep_input`` is true.
 
     Args:
@@ -505,18 +507,18 @@ def maybe_batch_join(
 
 
 def shuffle_batch(
-    tensors,
-    batch_size,
-    capacity,
-    min_after_dequeue,
+    tensors: list | dict,
+    batch_size: int | ops.Tensor,
+    capacity: int,
+    min_after_dequeue: int,
     num_threads: int = 1,
     seed: int | None = None,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """Batches ``tensors`` in a random order, through a ``RandomShuffleQueue``.
 
     As `batch`, but the queue hands out random elements and, while open,
@@ -558,19 +560,19 @@ def shuffle_batch(
 
 
 def maybe_shuffle_batch(
-    tensors,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    keep_input,
+    tensors: list | dict,
+    batch_size: int | ops.Tensor,
+    capacity: int,
+    min_after_dequeue: int,
+    keep_input: bool | ops.Tensor,
     num_threads: int = 1,
     seed: int | None = None,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """`shuffle_batch`, enqueuing only the examples for which ``keep_input`` is true.
 
     Args:
@@ -607,17 +609,17 @@ def maybe_shuffle_batch(
 
 
 def shuffle_batch_join(
-    tensors_list,
-    batch_size,
-    capacity,
-    min_after_dequeue,
+    tensors_list: list[list | dict],
+    batch_size: int | ops.Tensor,
+    capacity: int,
+    min_after_dequeue: int,
     seed: int | None = None,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """Batches examples from several inputs, one thread each, in a random order.
 
     As `batch_join` with a ``RandomShuffleQueue`` (see `shuffle_batch`).
@@ -653,18 +655,18 @@ def shuffle_batch_join(
 
 
 def maybe_shuffle_batch_join(
-    tensors_list,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    keep_input,
+    tensors_list: list[list | dict],
+    batch_size: int | ops.Tensor,
+    capacity: int,
+    min_after_dequeue: int,
+    keep_input: bool | ops.Tensor,
     seed: int | None = None,
     enqueue_many: bool = False,
-    shapes=None,
+    shapes: list | None = None,
     allow_smaller_final_batch: bool = False,
     shared_name: str | None = None,
     name: str | None = None,
-):
+) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """`shuffle_batch_join`, enqueuing only the examples for which ``keep_input`` is true.
 
     Args:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import collections
 import functools
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from minitf.framework import dtypes, ops
 from minitf.ops.array import array_ops
@@ -27,7 +29,13 @@ __all__ = ["case"]
 logger = logging.getLogger("minitf")
 
 
-def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
+def case(
+    pred_fn_pairs: list | tuple | dict,
+    default: Callable[[], Any] | None = None,
+    exclusive: bool = False,
+    strict: bool = False,
+    name: str = "case",
+) -> Any:
     """The results of the first ``fn`` whose ``pred`` is true, else of ``default``.
 
     Args:

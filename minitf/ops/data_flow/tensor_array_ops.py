@@ -25,6 +25,7 @@ This is TF1's graph-mode ``_GraphTensorArray``
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.array.array_identity import identity
@@ -97,15 +98,15 @@ class TensorArray:
 
     def __init__(
         self,
-        dtype,
-        size=None,
+        dtype: dtypes.DType,
+        size: Any = None,
         dynamic_size: bool | None = None,
         clear_after_read: bool | None = None,
         tensor_array_name: str | None = None,
         handle: ops.Tensor | None = None,
         flow: ops.Tensor | None = None,
         infer_shape: bool = True,
-        element_shape=None,
+        element_shape: tensor_shape.TensorShape | list | None = None,
         colocate_with_first_write_call: bool = True,
         name: str | None = None,
     ):
@@ -230,7 +231,9 @@ class TensorArray:
         """
         return self._with_flow(identity(self._flow))
 
-    def grad(self, source: str, flow: ops.Tensor | None = None, name: str | None = None):
+    def grad(
+        self, source: str, flow: ops.Tensor | None = None, name: str | None = None
+    ) -> TensorArray:
         """The gradient array of this array for the gradient computation ``source``.
 
         Adds a ``TensorArrayGradV3`` op: run, it finds or makes, in the
@@ -270,7 +273,7 @@ class TensorArray:
                 g._element_shape = self._element_shape
                 return g
 
-    def read(self, index, name: str | None = None) -> ops.Tensor:
+    def read(self, index: Any, name: str | None = None) -> ops.Tensor:
         """The element at ``index`` (a ``TensorArrayReadV3``).
 
         Args:
@@ -290,7 +293,7 @@ class TensorArray:
         )
         return op.outputs[0]
 
-    def write(self, index, value, name: str | None = None) -> TensorArray:
+    def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
         """Writes ``value`` at ``index`` (a ``TensorArrayWriteV3``).
 
         Args:
@@ -334,7 +337,7 @@ class TensorArray:
                     value.set_shape([None if size is None else int(size)] + self.element_shape.dims)
                 return value
 
-    def gather(self, indices, name: str | None = None) -> ops.Tensor:
+    def gather(self, indices: Any, name: str | None = None) -> ops.Tensor:
         """The elements at ``indices``, stacked (a ``TensorArrayGatherV3``).
 
         Args:
@@ -383,7 +386,7 @@ class TensorArray:
             value.set_shape([dim0] + element_shape.dims[1:])
         return value
 
-    def unstack(self, value, name: str | None = None) -> TensorArray:
+    def unstack(self, value: Any, name: str | None = None) -> TensorArray:
         """Writes the slices of ``value`` along axis 0 at indices 0, 1, ... (a scatter).
 
         Args:
@@ -397,7 +400,7 @@ class TensorArray:
             num_elements = _shape(value)[0]
             return self.scatter(indices=_range(0, num_elements), value=value, name=name)
 
-    def scatter(self, indices, value, name: str | None = None) -> TensorArray:
+    def scatter(self, indices: Any, value: Any, name: str | None = None) -> TensorArray:
         """Writes ``value[i]`` at ``indices[i]`` (a ``TensorArrayScatterV3``).
 
         Args:
@@ -424,7 +427,7 @@ class TensorArray:
                 )
             return self._with_flow(op.outputs[0])
 
-    def split(self, value, lengths, name: str | None = None) -> TensorArray:
+    def split(self, value: Any, lengths: Any, name: str | None = None) -> TensorArray:
         """Splits ``value`` along axis 0 into pieces of ``lengths`` and writes them in order.
 
         Args:

@@ -11,6 +11,8 @@ The messages follow TF 1.15's ``tensorflow/python/ops/check_ops.py``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from minitf.framework import dtypes, errors, ops, tensor_util
@@ -93,7 +95,14 @@ _BINARY_DOC = """Asserts ``x {sym} y`` element-wise (broadcast); empty inputs pa
 def _binary(opname: str, sym: str, op_func, static_func):
     """The public check ``opname``: ``x {sym} y``, by ``op_func`` (now: ``static_func``)."""
 
-    def check(x, y, data=None, summarize=None, message=None, name=None):
+    def check(
+        x: Any,
+        y: Any,
+        data: list | None = None,
+        summarize: int | None = None,
+        message: str | None = None,
+        name: str | None = None,
+    ) -> ops.Operation:
         return _binary_assert(
             sym, opname, op_func, static_func, x, y, data, summarize, message, name
         )
@@ -138,7 +147,13 @@ def _sign(opname: str, sym: str, zero_first: bool, compare):
     leaves the comparison to ``assert_less`` or ``assert_less_equal``.
     """
 
-    def check(x, data=None, summarize=None, message=None, name=None):
+    def check(
+        x: Any,
+        data: list | None = None,
+        summarize: int | None = None,
+        message: str | None = None,
+        name: str | None = None,
+    ) -> ops.Operation:
         message = message or ""
         with ops.name_scope(name, opname, [x, data]):
             x = ops.convert_to_tensor(x, name="x")
@@ -160,7 +175,14 @@ assert_non_negative = _sign("assert_non_negative", ">=", True, assert_less_equal
 assert_non_positive = _sign("assert_non_positive", "<=", False, assert_less_equal)
 
 
-def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
+def assert_rank(
+    x: Any,
+    rank: Any,
+    data: list | None = None,
+    summarize: int | None = None,
+    message: str | None = None,
+    name: str | None = None,
+) -> ops.Operation:
     """Asserts that ``x`` has rank ``rank``.
 
     Args:
@@ -208,7 +230,9 @@ def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
         return Assert(condition, data, summarize=summarize)
 
 
-def assert_type(tensor, tf_type, message=None, name=None):
+def assert_type(
+    tensor: Any, tf_type: dtypes.DType, message: str | None = None, name: str | None = None
+) -> ops.Operation:
     """Asserts, at graph construction, that ``tensor`` has dtype ``tf_type``.
 
     Args:

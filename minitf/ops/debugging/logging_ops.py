@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,14 @@ from minitf.ops.debugging.summarize import summarize_value
 __all__ = ["Print", "Assert"]
 
 
-def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802
+def Print(  # noqa: N802
+    input_: Any,
+    data: list,
+    message: str | None = None,
+    first_n: int | None = None,
+    summarize: int | None = None,
+    name: str | None = None,
+) -> ops.Tensor:
     """Returns ``input_``, writing ``message`` and ``data`` to stderr when it runs.
 
     Each time the op runs (at most ``first_n`` times, if that is not negative)
@@ -97,7 +105,9 @@ def _print_grad(op, *grads):
     return list(grads) + [None] * (len(op.inputs) - 1)
 
 
-def Assert(condition, data, summarize=None, name=None):  # noqa: N802
+def Assert(  # noqa: N802
+    condition: Any, data: list, summarize: int | None = None, name: str | None = None
+) -> ops.Operation:
     """An op that fails the step with ``InvalidArgumentError`` when ``condition`` is false.
 
     The error says ``assertion failed:`` and each tensor of ``data`` in

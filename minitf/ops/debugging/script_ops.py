@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import traceback
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -37,10 +38,10 @@ class FuncRegistry:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._funcs: dict[str, object] = {}
+        self._funcs: dict[str, Callable] = {}
         self._next = 0
 
-    def insert(self, func) -> str:
+    def insert(self, func: Callable) -> str:
         """Registers ``func`` and returns its new token."""
         with self._lock:
             token = f"pyfunc_{self._next}"
@@ -53,7 +54,7 @@ class FuncRegistry:
         with self._lock:
             self._funcs.pop(token, None)
 
-    def lookup(self, token: str):
+    def lookup(self, token: str) -> Callable:
         """The function of ``token``.
 
         Raises:
@@ -72,7 +73,13 @@ class FuncRegistry:
 _py_funcs = FuncRegistry()
 
 
-def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 - TF's name
+def py_func(  # noqa: N803 - TF's name
+    func: Callable,
+    inp: list,
+    Tout: dtypes.DType | list[dtypes.DType],
+    stateful: bool = True,
+    name: str | None = None,
+) -> ops.Tensor | list[ops.Tensor] | ops.Operation:
     """Wraps ``func``, a function of numpy arrays, as an op.
 
     ``func`` is called with one numpy value per input (a 0-d input as a
@@ -116,7 +123,12 @@ def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 - TF's nam
     return list(op.outputs) if is_list else op.outputs[0]
 
 
-def numpy_function(func, inp, Tout, name=None):  # noqa: N803 - TF's name
+def numpy_function(  # noqa: N803 - TF's name
+    func: Callable,
+    inp: list,
+    Tout: dtypes.DType | list[dtypes.DType],
+    name: str | None = None,
+) -> ops.Tensor | list[ops.Tensor] | ops.Operation:
     """``py_func`` with ``stateful=True`` (TF's ``tf.numpy_function``).
 
     Args:
@@ -124,6 +136,9 @@ def numpy_function(func, inp, Tout, name=None):  # noqa: N803 - TF's name
         inp: A list of input tensors.
         Tout: A dtype, or a list of dtypes.
         name: A name for the operation (optional).
+
+    Returns:
+        As ``py_func``: a tensor, or a list of tensors if ``Tout`` is a list.
     """
     return py_func(func, inp, Tout, stateful=True, name=name)
 

@@ -21,6 +21,8 @@ every file has been read. The resources and kernels are in
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.ops.common_shapes import check_rank
 from minitf.ops.io.tf_record import TFRecordOptions
@@ -80,7 +82,7 @@ class ReaderBase:
         """Whether the reader can serialize and restore its state."""
         return self._supports_serialize
 
-    def read(self, queue, name=None) -> tuple[ops.Tensor, ops.Tensor]:
+    def read(self, queue: Any, name: str | None = None) -> tuple[ops.Tensor, ops.Tensor]:
         """The next record ``(key, value)``, two string scalars.
 
         When run it takes the next work unit from ``queue`` if it has none in
@@ -95,7 +97,9 @@ class ReaderBase:
                      [dtypes.string, dtypes.string], name, [_SCALAR, _SCALAR])  # fmt: skip
         return op.outputs[0], op.outputs[1]
 
-    def read_up_to(self, queue, num_records, name=None) -> tuple[ops.Tensor, ops.Tensor]:
+    def read_up_to(
+        self, queue: Any, num_records: Any, name: str | None = None
+    ) -> tuple[ops.Tensor, ops.Tensor]:
         """Up to ``num_records`` records ``(keys, values)``, two string vectors.
 
         It may return fewer even before the last file: it stops at the end of
@@ -114,7 +118,7 @@ class ReaderBase:
                          [_VECTOR, _VECTOR])  # fmt: skip
         return op.outputs[0], op.outputs[1]
 
-    def num_records_produced(self, name=None) -> ops.Tensor:
+    def num_records_produced(self, name: str | None = None) -> ops.Tensor:
         """An int64 scalar: how many records the reader has produced (successful reads).
 
         Args:
@@ -122,7 +126,7 @@ class ReaderBase:
         """
         return self._int64_op("ReaderNumRecordsProducedV2", name)
 
-    def num_work_units_completed(self, name=None) -> ops.Tensor:
+    def num_work_units_completed(self, name: str | None = None) -> ops.Tensor:
         """An int64 scalar: how many work units (files) the reader has finished.
 
         Args:
@@ -133,7 +137,7 @@ class ReaderBase:
     def _int64_op(self, op_type: str, name) -> ops.Tensor:
         return _create(op_type, [self._reader_ref], [dtypes.int64], name, [_SCALAR]).outputs[0]
 
-    def serialize_state(self, name=None) -> ops.Tensor:
+    def serialize_state(self, name: str | None = None) -> ops.Tensor:
         """A string scalar encoding the reader's state (``UnimplementedError`` if it cannot).
 
         Args:
@@ -143,7 +147,7 @@ class ReaderBase:
             "ReaderSerializeStateV2", [self._reader_ref], [dtypes.string], name, [_SCALAR]
         ).outputs[0]
 
-    def restore_state(self, state, name=None) -> ops.Operation:
+    def restore_state(self, state: Any, name: str | None = None) -> ops.Operation:
         """Restores a state from `serialize_state` of a reader of the same type.
 
         Args:
@@ -159,7 +163,7 @@ class ReaderBase:
             check_rank(state, 0, scope, "ReaderRestoreStateV2", inputs)
             return _create("ReaderRestoreStateV2", inputs, [], scope, [])
 
-    def reset(self, name=None) -> ops.Operation:
+    def reset(self, name: str | None = None) -> ops.Operation:
         """Returns the reader to its initial state: no work in progress, counts at 0.
 
         Args:
@@ -175,7 +179,7 @@ class WholeFileReader(ReaderBase):
         name: The reader op's name.
     """
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None):
         super().__init__(_reader_op("WholeFileReaderV2", name, {}), supports_serialize=True)
 
 
@@ -189,7 +193,7 @@ class TextLineReader(ReaderBase):
         name: The reader op's name.
     """
 
-    def __init__(self, skip_header_lines=None, name=None):
+    def __init__(self, skip_header_lines: int | None = None, name: str | None = None):
         attrs = {"skip_header_lines": 0 if skip_header_lines is None else int(skip_header_lines)}
         super().__init__(_reader_op("TextLineReaderV2", name, attrs))
 
@@ -210,9 +214,14 @@ class FixedLengthRecordReader(ReaderBase):
     """
 
     def __init__(
-        self, record_bytes, header_bytes=None, footer_bytes=None, hop_bytes=None, name=None,
-        encoding=None,
-    ):  # fmt: skip
+        self,
+        record_bytes: int,
+        header_bytes: int | None = None,
+        footer_bytes: int | None = None,
+        hop_bytes: int | None = None,
+        name: str | None = None,
+        encoding: str | None = None,
+    ):
         def given(value):
             return 0 if value is None else int(value)
 
@@ -241,7 +250,7 @@ class TFRecordReader(ReaderBase):
         ValueError: for an unknown compression type.
     """
 
-    def __init__(self, name=None, options=None):
+    def __init__(self, name: str | None = None, options: TFRecordOptions | int | str | None = None):
         compression_type = TFRecordOptions.get_compression_type_string(options)
         attrs = {"compression_type": compression_type}
         super().__init__(_reader_op("TFRecordReaderV2", name, attrs))
@@ -254,11 +263,11 @@ class IdentityReader(ReaderBase):
         name: The reader op's name.
     """
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None):
         super().__init__(_reader_op("IdentityReaderV2", name, {}), supports_serialize=True)
 
 
-def read_file(filename, name=None) -> ops.Tensor:
+def read_file(filename: Any, name: str | None = None) -> ops.Tensor:
     """The contents of the file ``filename``, a string scalar (TF's ``tf.read_file``).
 
     Args:
@@ -274,7 +283,7 @@ def read_file(filename, name=None) -> ops.Tensor:
         return _create("ReadFile", [filename], [dtypes.string], scope, [_SCALAR]).outputs[0]
 
 
-def write_file(filename, contents, name=None) -> ops.Operation:
+def write_file(filename: Any, contents: Any, name: str | None = None) -> ops.Operation:
     """Writes ``contents`` to ``filename``, creating its directory (TF's ``tf.write_file``).
 
     Args:

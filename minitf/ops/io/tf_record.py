@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Iterator
 
 from minitf.framework import errors
 from minitf.ops.io import record_io
@@ -62,15 +63,15 @@ class TFRecordOptions:
 
     def __init__(
         self,
-        compression_type=None,
-        flush_mode=None,
-        input_buffer_size=None,
-        output_buffer_size=None,
-        window_bits=None,
-        compression_level=None,
-        compression_method=None,
-        mem_level=None,
-        compression_strategy=None,
+        compression_type: int | str | None = None,
+        flush_mode: int | None = None,
+        input_buffer_size: int | None = None,
+        output_buffer_size: int | None = None,
+        window_bits: int | None = None,
+        compression_level: int | None = None,
+        compression_method: int | None = None,
+        mem_level: int | None = None,
+        compression_strategy: int | None = None,
     ):
         self.get_compression_type_string(compression_type)
         self.compression_type = compression_type
@@ -84,7 +85,7 @@ class TFRecordOptions:
         self.compression_strategy = compression_strategy
 
     @classmethod
-    def get_compression_type_string(cls, options) -> str:
+    def get_compression_type_string(cls, options: TFRecordOptions | int | str | None) -> str:
         """The compression type of ``options`` as ``"ZLIB"``, ``"GZIP"`` or ``""``.
 
         Args:
@@ -136,7 +137,9 @@ class TFRecordWriter:
         ValueError: for an unknown compression type.
     """
 
-    def __init__(self, path, options=None):
+    def __init__(
+        self, path: str | bytes | os.PathLike, options: TFRecordOptions | int | str | None = None
+    ):
         self._path = os.fsdecode(path)
         self._writer = record_io.RecordWriter(self._path, **_options(options)._writer_arguments())
 
@@ -145,7 +148,7 @@ class TFRecordWriter:
             raise errors.FailedPreconditionError(None, None, "Writer is closed.")
         return self._writer
 
-    def write(self, record) -> None:
+    def write(self, record: bytes | str) -> None:
         """Appends one record.
 
         Args:
@@ -175,11 +178,13 @@ class TFRecordWriter:
     def __enter__(self) -> TFRecordWriter:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-def tf_record_iterator(path, options=None):
+def tf_record_iterator(
+    path: str | bytes | os.PathLike, options: TFRecordOptions | int | str | None = None
+) -> Iterator[bytes]:
     """An iterator over the records of a TFRecord file (TF's ``tf.python_io.tf_record_iterator``).
 
     The file is opened at once; the records are read as the iterator advances.

@@ -20,10 +20,13 @@ this module beside them and can share `_rnn_step` and the input checks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.ops.array import array_ops
 from minitf.ops.math import math_ops
-from minitf.ops.nn.rnn_cell_base import assert_like_rnncell, concat_sizes
+from minitf.ops.nn.rnn_cell_base import RNNCell, assert_like_rnncell, concat_sizes
 from minitf.ops.state import variable_scope as vs
 from minitf.util import nest
 
@@ -105,7 +108,13 @@ def _zero_output(cell, batch_size, static_batch, dtype):
     return nest.map_structure(zeros, cell.output_size)
 
 
-def _rnn_step(time, sequence_length, zero_output, state, call_cell):
+def _rnn_step(
+    time: int,
+    sequence_length: ops.Tensor,
+    zero_output: Any,
+    state: Any,
+    call_cell: Callable[[], tuple],
+) -> tuple:
     """One step that stops at each example's length: zero output, state copied through.
 
     Row ``b`` of the result is the cell's new output and state while
@@ -148,7 +157,14 @@ def _sequence_length_vector(sequence_length) -> ops.Tensor:
     return math_ops.cast(sequence_length, dtypes.int32)
 
 
-def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+def static_rnn(
+    cell: RNNCell,
+    inputs: list,
+    initial_state: Any = None,
+    dtype: dtypes.DType | None = None,
+    sequence_length: Any = None,
+    scope: str | vs.VariableScope | None = None,
+) -> tuple[list, Any]:
     """Unrolls ``cell`` over the list ``inputs``: one copy of the cell per time step.
 
     The same as::
@@ -241,15 +257,15 @@ def _reverse_seq(input_seq: list, lengths) -> list:
 
 
 def static_bidirectional_rnn(
-    cell_fw,
-    cell_bw,
-    inputs,
-    initial_state_fw=None,
-    initial_state_bw=None,
-    dtype=None,
-    sequence_length=None,
-    scope=None,
-):
+    cell_fw: RNNCell,
+    cell_bw: RNNCell,
+    inputs: list,
+    initial_state_fw: Any = None,
+    initial_state_bw: Any = None,
+    dtype: dtypes.DType | None = None,
+    sequence_length: Any = None,
+    scope: str | vs.VariableScope | None = None,
+) -> tuple[list, Any, Any]:
     """A forward and a backward `static_rnn` over the same inputs, outputs concatenated.
 
     The forward network runs in scope ``<scope>/fw``, the backward one in

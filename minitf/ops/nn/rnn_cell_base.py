@@ -27,6 +27,7 @@ The cells themselves are in `minitf.ops.nn.rnn_cell_impl`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
@@ -90,7 +91,7 @@ def _as_size_vector(size, what: str):
     return tensor, dims
 
 
-def concat_sizes(prefix, suffix, static: bool = False):
+def concat_sizes(prefix: Any, suffix: Any, static: bool = False) -> ops.Tensor | list | None:
     """``prefix + suffix`` as a shape: an int32 vector tensor, or a static list if ``static``.
 
     Either part may be an int, a `TensorShape`, a list or an int32 tensor
@@ -117,7 +118,7 @@ def concat_sizes(prefix, suffix, static: bool = False):
     return array_ops.concat([p, s], 0)
 
 
-def zero_state_tensors(state_size, batch_size, dtype: dtypes.DType):
+def zero_state_tensors(state_size: Any, batch_size: Any, dtype: dtypes.DType) -> Any:
     """Zeros of shape ``[batch_size] + s`` for every size ``s`` in the structure ``state_size``.
 
     Args:
@@ -134,7 +135,7 @@ def zero_state_tensors(state_size, batch_size, dtype: dtypes.DType):
     return nest.map_structure(zeros, state_size)
 
 
-def check_supported_dtypes(dtype) -> None:
+def check_supported_dtypes(dtype: dtypes.DType | None) -> None:
     """Checks that an RNN cell can compute in ``dtype`` (a float or complex type).
 
     Args:
@@ -150,7 +151,7 @@ def check_supported_dtypes(dtype) -> None:
         raise ValueError(f"RNN cell only supports floating point inputs, but saw dtype: {dtype}")
 
 
-def check_rnn_cell_input_dtypes(inputs) -> None:
+def check_rnn_cell_input_dtypes(inputs: Any) -> None:
     """`check_supported_dtypes` for every tensor of the structure ``inputs``.
 
     Args:
@@ -203,7 +204,14 @@ class RNNCell:
     # The rank ``__call__`` requires of ``inputs`` (TF's InputSpec); None: any.
     _input_ndim: int | None = None
 
-    def __init__(self, trainable=True, name=None, dtype=None, _reuse=None, _scope=None):
+    def __init__(
+        self,
+        trainable: bool = True,
+        name: str | None = None,
+        dtype: dtypes.DType | None = None,
+        _reuse: bool | None = None,
+        _scope: str | vs.VariableScope | None = None,
+    ):
         self.trainable = trainable
         self._reuse = _reuse
         self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
@@ -245,12 +253,12 @@ class RNNCell:
         return self._scope.name
 
     @property
-    def state_size(self):
+    def state_size(self) -> Any:
         """The size(s) of the state: an int, a `TensorShape`, or a nested tuple of them."""
         raise NotImplementedError("Abstract method")
 
     @property
-    def output_size(self):
+    def output_size(self) -> int | tensor_shape.TensorShape:
         """The size of the output: an int or a `TensorShape`."""
         raise NotImplementedError("Abstract method")
 
@@ -286,7 +294,7 @@ class RNNCell:
         """The same as ``non_trainable_weights``."""
         return self.non_trainable_weights
 
-    def build(self, inputs_shape) -> None:
+    def build(self, inputs_shape: tensor_shape.TensorShape) -> None:
         """Creates the cell's variables; this base class has none.
 
         Args:
@@ -294,7 +302,7 @@ class RNNCell:
         """
         del inputs_shape
 
-    def call(self, inputs, state):
+    def call(self, inputs: ops.Tensor, state: Any) -> tuple[ops.Tensor, Any]:
         """One step of the cell: ``(output, new_state)``; subclasses define it.
 
         Args:
@@ -303,7 +311,7 @@ class RNNCell:
         """
         raise NotImplementedError("Abstract method")
 
-    def zero_state(self, batch_size, dtype):
+    def zero_state(self, batch_size: Any, dtype: dtypes.DType) -> Any:
         """Zero-filled state: shape ``[batch_size, s]`` for each ``s`` in ``state_size``.
 
         Args:
@@ -313,7 +321,9 @@ class RNNCell:
         with ops.name_scope(f"{type(self).__name__}ZeroState", values=[batch_size]):
             return zero_state_tensors(self.state_size, batch_size, dtypes.as_dtype(dtype))
 
-    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+    def get_initial_state(
+        self, inputs: Any = None, batch_size: Any = None, dtype: dtypes.DType | None = None
+    ) -> Any:
         """The zero state, with the batch size and dtype taken from ``inputs`` if given.
 
         Args:
@@ -348,7 +358,9 @@ class RNNCell:
             )
         return self.zero_state(batch_size, dtype)
 
-    def __call__(self, inputs, state, scope=None):
+    def __call__(
+        self, inputs: Any, state: Any, scope: str | vs.VariableScope | None = None
+    ) -> tuple[ops.Tensor, Any]:
         """Runs the cell on ``inputs`` from ``state``; returns ``(output, new_state)``.
 
         Args:
@@ -420,12 +432,12 @@ class RNNCell:
     def add_variable(
         self,
         name: str,
-        shape,
-        dtype=None,
-        initializer=None,
+        shape: tensor_shape.TensorShape | list,
+        dtype: dtypes.DType | None = None,
+        initializer: Any = None,
         trainable: bool = True,
-        partitioner=None,
-    ):
+        partitioner: Callable | None = None,
+    ) -> Any:
         """Creates (or, once built, finds) the variable ``<cell scope>/<name>``.
 
         Args:
@@ -464,7 +476,9 @@ class LayerRNNCell(RNNCell):
 
     _input_ndim = 2
 
-    def __call__(self, inputs, state, scope=None):
+    def __call__(
+        self, inputs: Any, state: Any, scope: str | vs.VariableScope | None = None
+    ) -> tuple[ops.Tensor, Any]:
         """Runs the cell on ``inputs`` from ``state``; returns ``(output, new_state)``.
 
         Args:
@@ -475,7 +489,7 @@ class LayerRNNCell(RNNCell):
         return self._call_in_scope(inputs, state, scope)
 
 
-def build_depth(cell: RNNCell, inputs_shape) -> int:
+def build_depth(cell: RNNCell, inputs_shape: tensor_shape.TensorShape | list) -> int:
     """The input depth a cell's ``build`` needs, once its dtype is checked (TF's checks).
 
     Args:

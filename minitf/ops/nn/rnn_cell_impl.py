@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import collections
 import logging
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from minitf.framework import dtypes, ops
+from minitf.framework import dtypes, ops, tensor_shape
 from minitf.ops.array import array_ops, constant_op
 from minitf.ops.math import math_ops
 from minitf.ops.nn import nn_ops
@@ -121,7 +123,7 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
 
     Used when the cell's ``state_is_tuple`` is True (the default).
 
-    Args:
+    Attributes:
         c: The cell state, ``[batch_size, num_units]``.
         h: The output (hidden) state, ``[batch_size, num_units or num_proj]``.
     """
@@ -155,13 +157,20 @@ class BasicRNNCell(_NumUnitsCell):
         ValueError: if ``dtype`` is not a float or complex type.
     """
 
-    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
+    def __init__(
+        self,
+        num_units: int,
+        activation: Callable | str | None = None,
+        reuse: bool | None = None,
+        name: str | None = None,
+        dtype: dtypes.DType | None = None,
+    ):
         super().__init__(name=name, dtype=dtype, _reuse=reuse)
         check_supported_dtypes(self.dtype)
         self._num_units = num_units
         self._activation = _activation(activation)
 
-    def build(self, inputs_shape) -> None:
+    def build(self, inputs_shape: tensor_shape.TensorShape) -> None:
         """Creates ``kernel [input_depth + num_units, num_units]`` and ``bias [num_units]``.
 
         Args:
@@ -170,7 +179,7 @@ class BasicRNNCell(_NumUnitsCell):
         rows = build_depth(self, inputs_shape) + self._num_units
         self._kernel, self._bias = _add_kernel_and_bias(self, rows, self._num_units)
 
-    def call(self, inputs, state):
+    def call(self, inputs: ops.Tensor, state: ops.Tensor) -> tuple[ops.Tensor, ops.Tensor]:
         """``act([inputs, state] @ kernel + bias)``, as both output and new state.
 
         Args:
@@ -202,13 +211,13 @@ class GRUCell(_NumUnitsCell):
 
     def __init__(
         self,
-        num_units,
-        activation=None,
-        reuse=None,
-        kernel_initializer=None,
-        bias_initializer=None,
-        name=None,
-        dtype=None,
+        num_units: int,
+        activation: Callable | str | None = None,
+        reuse: bool | None = None,
+        kernel_initializer: Any = None,
+        bias_initializer: Any = None,
+        name: str | None = None,
+        dtype: dtypes.DType | None = None,
     ):
         super().__init__(name=name, dtype=dtype, _reuse=reuse)
         check_supported_dtypes(self.dtype)
@@ -222,7 +231,7 @@ class GRUCell(_NumUnitsCell):
             return self._bias_initializer
         return init_ops.constant_initializer(default, dtype=self.dtype)
 
-    def build(self, inputs_shape) -> None:
+    def build(self, inputs_shape: tensor_shape.TensorShape) -> None:
         """Creates ``gates/kernel``, ``gates/bias``, ``candidate/kernel``, ``candidate/bias``.
 
         Args:
@@ -250,7 +259,7 @@ class GRUCell(_NumUnitsCell):
             initializer=self._bias_init(0.0),
         )
 
-    def call(self, inputs, state):
+    def call(self, inputs: ops.Tensor, state: ops.Tensor) -> tuple[ops.Tensor, ops.Tensor]:
         """One GRU step; the new state is also the output.
 
         Args:
@@ -313,13 +322,13 @@ class BasicLSTMCell(LayerRNNCell):
 
     def __init__(
         self,
-        num_units,
-        forget_bias=1.0,
-        state_is_tuple=True,
-        activation=None,
-        reuse=None,
-        name=None,
-        dtype=None,
+        num_units: int,
+        forget_bias: float = 1.0,
+        state_is_tuple: bool = True,
+        activation: Callable | str | None = None,
+        reuse: bool | None = None,
+        name: str | None = None,
+        dtype: dtypes.DType | None = None,
     ):
         super().__init__(name=name, dtype=dtype, _reuse=reuse)
         check_supported_dtypes(self.dtype)
@@ -330,7 +339,7 @@ class BasicLSTMCell(LayerRNNCell):
         self._activation = _activation(activation)
 
     @property
-    def state_size(self):
+    def state_size(self) -> LSTMStateTuple | int:
         """``LSTMStateTuple(num_units, num_units)``, or ``2 * num_units`` if not a tuple."""
         if self._state_is_tuple:
             return LSTMStateTuple(self._num_units, self._num_units)
@@ -341,7 +350,7 @@ class BasicLSTMCell(LayerRNNCell):
         """``num_units``."""
         return self._num_units
 
-    def build(self, inputs_shape) -> None:
+    def build(self, inputs_shape: tensor_shape.TensorShape) -> None:
         """Creates ``kernel [input_depth + num_units, 4 * num_units]`` and ``bias``.
 
         Args:
@@ -350,7 +359,9 @@ class BasicLSTMCell(LayerRNNCell):
         rows = build_depth(self, inputs_shape) + self._num_units
         self._kernel, self._bias = _add_kernel_and_bias(self, rows, 4 * self._num_units)
 
-    def call(self, inputs, state):
+    def call(
+        self, inputs: ops.Tensor, state: LSTMStateTuple | ops.Tensor
+    ) -> tuple[ops.Tensor, LSTMStateTuple | ops.Tensor]:
         """One LSTM step: ``(h', new_state)``.
 
         Args:
@@ -412,20 +423,20 @@ class LSTMCell(LayerRNNCell):
 
     def __init__(
         self,
-        num_units,
-        use_peepholes=False,
-        cell_clip=None,
-        initializer=None,
-        num_proj=None,
-        proj_clip=None,
-        num_unit_shards=None,
-        num_proj_shards=None,
-        forget_bias=1.0,
-        state_is_tuple=True,
-        activation=None,
-        reuse=None,
-        name=None,
-        dtype=None,
+        num_units: int,
+        use_peepholes: bool = False,
+        cell_clip: float | None = None,
+        initializer: Any = None,
+        num_proj: int | None = None,
+        proj_clip: float | None = None,
+        num_unit_shards: int | None = None,
+        num_proj_shards: int | None = None,
+        forget_bias: float = 1.0,
+        state_is_tuple: bool = True,
+        activation: Callable | str | None = None,
+        reuse: bool | None = None,
+        name: str | None = None,
+        dtype: dtypes.DType | None = None,
     ):
         super().__init__(name=name, dtype=dtype, _reuse=reuse)
         check_supported_dtypes(self.dtype)
@@ -455,7 +466,7 @@ class LSTMCell(LayerRNNCell):
             self._state_size = num_units + h_size
 
     @property
-    def state_size(self):
+    def state_size(self) -> LSTMStateTuple | int:
         """``LSTMStateTuple(num_units, num_proj or num_units)``, or their sum if not a tuple."""
         return self._state_size
 
@@ -467,7 +478,7 @@ class LSTMCell(LayerRNNCell):
     def _sharded(self, shards):
         return None if shards is None else fixed_size_partitioner(shards)
 
-    def build(self, inputs_shape) -> None:
+    def build(self, inputs_shape: tensor_shape.TensorShape) -> None:
         """Creates ``kernel``, ``bias``, and the peephole and projection variables if asked.
 
         Args:
@@ -514,7 +525,9 @@ class LSTMCell(LayerRNNCell):
         h = math_ops.matmul(h, self._proj_kernel)
         return h if self._proj_clip is None else _clip(h, self._proj_clip)
 
-    def call(self, inputs, state):
+    def call(
+        self, inputs: ops.Tensor, state: LSTMStateTuple | ops.Tensor
+    ) -> tuple[ops.Tensor, LSTMStateTuple | ops.Tensor]:
         """One LSTM step: ``(h', new_state)``.
 
         Args:
@@ -555,7 +568,7 @@ class MultiRNNCell(RNNCell):
         TypeError: if ``cells`` is not a list or tuple.
     """
 
-    def __init__(self, cells, state_is_tuple=True):
+    def __init__(self, cells: Sequence[RNNCell], state_is_tuple: bool = True):
         super().__init__()
         if not cells:
             raise ValueError("Must specify at least one cell for MultiRNNCell.")
@@ -575,18 +588,18 @@ class MultiRNNCell(RNNCell):
             )
 
     @property
-    def state_size(self):
+    def state_size(self) -> tuple | int:
         """The tuple of the cells' state sizes (their sum if not ``state_is_tuple``)."""
         if self._state_is_tuple:
             return tuple(cell.state_size for cell in self._cells)
         return sum(cell.state_size for cell in self._cells)
 
     @property
-    def output_size(self):
+    def output_size(self) -> int | tensor_shape.TensorShape:
         """The last cell's output size."""
         return self._cells[-1].output_size
 
-    def zero_state(self, batch_size, dtype):
+    def zero_state(self, batch_size: Any, dtype: dtypes.DType) -> tuple | ops.Tensor:
         """The cells' zero states (a tuple, or concatenated if not ``state_is_tuple``).
 
         Args:
@@ -627,7 +640,7 @@ class MultiRNNCell(RNNCell):
         layer = array_ops.slice(state, [0, position], [-1, cell.state_size])
         return layer, position + cell.state_size
 
-    def call(self, inputs, state):
+    def call(self, inputs: ops.Tensor, state: tuple | ops.Tensor) -> tuple[ops.Tensor, Any]:
         """Runs the layers in order; returns the top output and the layers' new states.
 
         Args:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ _FixedLenSequence = collections.namedtuple(
 class VarLenFeature(_VarLen):
     """A feature of any length per example, parsed into a `SparseTensor`.
 
-    Args:
+    Attributes:
         dtype: ``tf.float32``, ``tf.int64`` or ``tf.string``.
     """
 
@@ -46,7 +47,7 @@ class VarLenFeature(_VarLen):
 class FixedLenFeature(_FixedLen):
     """A feature of a fixed ``shape`` per example, parsed into a dense tensor.
 
-    Args:
+    Attributes:
         shape: The shape of one example's value (its values fill it row-major).
         dtype: ``tf.float32``, ``tf.int64`` or ``tf.string``.
         default_value: The value when an example lacks the feature (as many
@@ -55,7 +56,12 @@ class FixedLenFeature(_FixedLen):
 
     __slots__ = ()
 
-    def __new__(cls, shape, dtype, default_value=None):
+    def __new__(
+        cls,
+        shape: tensor_shape.TensorShape | list | tuple | None,
+        dtype: dtypes.DType,
+        default_value: Any = None,
+    ) -> FixedLenFeature:
         return super().__new__(cls, shape, dtype, default_value)
 
 
@@ -65,7 +71,7 @@ class FixedLenSequenceFeature(_FixedLenSequence):
     In a batch, examples with fewer rows are padded with ``default_value``
     (or 0 / ``b""``).
 
-    Args:
+    Attributes:
         shape: The shape of one row.
         dtype: ``tf.float32``, ``tf.int64`` or ``tf.string``.
         allow_missing: Must be True: an example without the feature has 0 rows.
@@ -74,7 +80,13 @@ class FixedLenSequenceFeature(_FixedLenSequence):
 
     __slots__ = ()
 
-    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+    def __new__(
+        cls,
+        shape: tensor_shape.TensorShape | list | tuple,
+        dtype: dtypes.DType,
+        allow_missing: bool = False,
+        default_value: Any = None,
+    ) -> FixedLenSequenceFeature:
         return super().__new__(cls, shape, dtype, allow_missing, default_value)
 
 
@@ -114,7 +126,7 @@ class ParseParams:
     dense: list
 
 
-def features_to_params(features) -> ParseParams:
+def features_to_params(features: dict) -> ParseParams:
     """Checks ``features`` (a dict of feature specs) and returns the `ParseParams` of a parse.
 
     Args:

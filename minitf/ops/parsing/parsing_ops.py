@@ -10,6 +10,7 @@ specs, ranks, dtypes) and adds one op: ``ParseExample``,
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.sparse_tensor import SparseTensor
@@ -71,7 +72,9 @@ def _parse_dtypes(params) -> list:
     )
 
 
-def parse_example(serialized, features, name=None, example_names=None) -> dict:
+def parse_example(
+    serialized: Any, features: dict, name: str | None = None, example_names: Any = None
+) -> dict:
     """Parses a batch of serialized ``tf.train.Example`` records into tensors.
 
     Args:
@@ -121,7 +124,9 @@ def parse_example(serialized, features, name=None, example_names=None) -> dict:
     return _outputs(features, params, op)
 
 
-def parse_single_example(serialized, features, name=None, example_names=None) -> dict:
+def parse_single_example(
+    serialized: Any, features: dict, name: str | None = None, example_names: Any = None
+) -> dict:
     """Parses one serialized ``tf.train.Example`` into tensors.
 
     As `parse_example` without the batch dimension: dense values have the
@@ -162,7 +167,13 @@ def parse_single_example(serialized, features, name=None, example_names=None) ->
     return _outputs(features, params, op)
 
 
-def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
+def decode_raw(
+    input_bytes: Any = None,
+    out_type: dtypes.DType | None = None,
+    little_endian: bool = True,
+    name: str | None = None,
+    bytes: Any = None,  # noqa: A002 - TF's name
+) -> ops.Tensor:
     """Reinterprets the bytes of each string as a vector of numbers (op ``DecodeRaw``).
 
     Args:
@@ -226,13 +237,13 @@ def _record_default(value, index: int, scope: str, records: ops.Tensor) -> ops.T
 
 
 def decode_csv(
-    records,
-    record_defaults,
-    field_delim=",",
-    use_quote_delim=True,
-    name=None,
-    na_value="",
-    select_cols=None,
+    records: Any,
+    record_defaults: list | tuple,
+    field_delim: str = ",",
+    use_quote_delim: bool = True,
+    name: str | None = None,
+    na_value: str = "",
+    select_cols: list[int] | None = None,
 ) -> list[ops.Tensor]:
     """Splits CSV records into one tensor per column (op ``DecodeCSV``).
 

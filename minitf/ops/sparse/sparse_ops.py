@@ -8,6 +8,8 @@ index inside the shape, and the indices in row-major order without repeats.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from minitf.framework import dtypes, errors, ops, tensor_shape, tensor_util
@@ -19,7 +21,12 @@ __all__ = ["sparse_placeholder", "sparse_tensor_to_dense", "sparse_to_dense"]
 
 
 def sparse_to_dense(
-    sparse_indices, output_shape, sparse_values, default_value=0, validate_indices=True, name=None
+    sparse_indices: Any,
+    output_shape: Any,
+    sparse_values: Any,
+    default_value: Any = 0,
+    validate_indices: bool = True,
+    name: str | None = None,
 ) -> ops.Tensor:
     """A dense tensor of ``output_shape`` with ``sparse_values`` at ``sparse_indices``.
 
@@ -51,7 +58,12 @@ def sparse_to_dense(
     return op.outputs[0]
 
 
-def sparse_tensor_to_dense(sp_input, default_value=None, validate_indices=True, name=None):
+def sparse_tensor_to_dense(
+    sp_input: SparseTensor,
+    default_value: Any = None,
+    validate_indices: bool = True,
+    name: str | None = None,
+) -> ops.Tensor:
     """The dense tensor a `SparseTensor` stands for (``tf.sparse.to_dense``).
 
     Args:
@@ -78,7 +90,11 @@ def sparse_tensor_to_dense(sp_input, default_value=None, validate_indices=True, 
     )
 
 
-def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
+def sparse_placeholder(
+    dtype: dtypes.DType,
+    shape: tensor_shape.TensorShape | list | tuple | None = None,
+    name: str | None = None,
+) -> SparseTensor:
     """A `SparseTensor` of placeholders, to be fed a ``SparseTensorValue``.
 
     Args:

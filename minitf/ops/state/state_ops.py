@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 
-def freeze(value, np_dtype) -> np.ndarray:
+def freeze(value: Any, np_dtype: np.dtype) -> np.ndarray:
     """Returns ``value`` as a read-only array of ``np_dtype`` that no one else can change.
 
     A value that is already frozen and owns its memory is shared, not copied.
@@ -108,7 +109,7 @@ class VariableResource:
             )
         return value
 
-    def assign(self, value, validate_shape: bool = True) -> np.ndarray:
+    def assign(self, value: Any, validate_shape: bool = True) -> np.ndarray:
         """Stores a copy of ``value``; returns the stored array.
 
         Like TF's ``Assign``, a value of the variable's shape and dtype is
@@ -177,7 +178,7 @@ class VariableResource:
                 return
         self.update(self.read() - amount)
 
-    def update(self, new_value) -> np.ndarray:
+    def update(self, new_value: Any) -> np.ndarray:
         """Stores a freshly computed array (owned by the caller) without copying."""
         if type(new_value) is not np.ndarray or new_value.dtype != self.np_dtype:
             new_value = np.asarray(new_value, dtype=self.np_dtype)
@@ -218,7 +219,13 @@ register_kernel("VarHandleOp", stateful=True)(_resource_kernel)
 NotDifferentiable("VarHandleOp")
 
 
-def variable_op_v2(shape, dtype, name="Variable", container="", shared_name="") -> ops.Tensor:
+def variable_op_v2(
+    shape: tensor_shape.TensorShape | list,
+    dtype: dtypes.DType,
+    name: str = "Variable",
+    container: str = "",
+    shared_name: str = "",
+) -> ops.Tensor:
     """Creates a ``VariableV2`` op; returns its reference tensor (dtype ``<T>_ref``)."""
     dtype = dtypes.as_dtype(dtype).base_dtype
     shape = tensor_shape.as_shape(shape)
@@ -233,7 +240,13 @@ def variable_op_v2(shape, dtype, name="Variable", container="", shared_name="") 
     return op.outputs[0]
 
 
-def var_handle_op(shape, dtype, name="VarHandleOp", container="", shared_name="") -> ops.Tensor:
+def var_handle_op(
+    shape: tensor_shape.TensorShape | list,
+    dtype: dtypes.DType,
+    name: str = "VarHandleOp",
+    container: str = "",
+    shared_name: str = "",
+) -> ops.Tensor:
     """Creates a ``VarHandleOp``; returns its ``resource`` handle tensor."""
     dtype = dtypes.as_dtype(dtype).base_dtype
     op = ops.get_default_graph().create_op(
@@ -292,7 +305,13 @@ def _value_for(op_type: str, ref_t: ops.Tensor, value) -> ops.Tensor:
     return ops.convert_to_tensor(value, dtype=base, name="value")
 
 
-def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+def assign(
+    ref: Any,
+    value: Any,
+    validate_shape: bool | None = None,
+    use_locking: bool | None = None,
+    name: str | None = None,
+) -> ops.Tensor | ops.Operation:
     """Assigns ``value`` to the variable ``ref``; returns ``ref`` after the assignment.
 
     Args:
@@ -318,7 +337,9 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     )
 
 
-def assign_add(ref, value, use_locking=None, name=None):
+def assign_add(
+    ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None
+) -> ops.Tensor | ops.Operation:
     """Adds ``value`` to the variable ``ref``; returns ``ref`` after the update.
 
     Args:
@@ -333,7 +354,9 @@ def assign_add(ref, value, use_locking=None, name=None):
     return _ref_update_op("AssignAdd", ref, value, bool(use_locking), name)
 
 
-def assign_sub(ref, value, use_locking=None, name=None):
+def assign_sub(
+    ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None
+) -> ops.Tensor | ops.Operation:
     """Subtracts ``value`` from the variable ``ref``; returns ``ref`` after the update.
 
     Args:
@@ -399,7 +422,7 @@ NotDifferentiable("AssignAdd")
 NotDifferentiable("AssignSub")
 
 
-def count_up_to(ref, limit: int, name: str | None = None) -> ops.Tensor:
+def count_up_to(ref: Any, limit: int, name: str | None = None) -> ops.Tensor:
     """Increments the integer variable ``ref`` until it reaches ``limit`` (op ``CountUpTo``).
 
     Each run returns the value *before* the increment; the run that finds the
@@ -469,7 +492,7 @@ NotDifferentiable("CountUpTo")
 NotDifferentiable("ResourceCountUpTo")
 
 
-def is_variable_initialized(variable) -> ops.Tensor:
+def is_variable_initialized(variable: Any) -> ops.Tensor:
     """Returns a bool tensor: whether ``variable`` has been initialized.
 
     Args:
@@ -537,7 +560,9 @@ def _scatter_op(op_type, ref, indices, updates, use_locking, name):
     return op.outputs[0]
 
 
-def scatter_update(ref, indices, updates, use_locking=True, name=None):
+def scatter_update(
+    ref: Any, indices: Any, updates: Any, use_locking: bool = True, name: str | None = None
+) -> ops.Tensor:
     """Sets ``ref[indices[i]] = updates[i]``.
 
     Args:
@@ -551,7 +576,9 @@ def scatter_update(ref, indices, updates, use_locking=True, name=None):
     return _scatter_op("ScatterUpdate", ref, indices, updates, use_locking, name)
 
 
-def scatter_add(ref, indices, updates, use_locking=False, name=None):
+def scatter_add(
+    ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
+) -> ops.Tensor:
     """Adds ``updates[i]`` to ``ref[indices[i]]`` (duplicate indices accumulate).
 
     Args:
@@ -565,7 +592,9 @@ def scatter_add(ref, indices, updates, use_locking=False, name=None):
     return _scatter_op("ScatterAdd", ref, indices, updates, use_locking, name)
 
 
-def scatter_sub(ref, indices, updates, use_locking=False, name=None):
+def scatter_sub(
+    ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
+) -> ops.Tensor:
     """Subtracts ``updates[i]`` from ``ref[indices[i]]`` (duplicate indices accumulate).
 
     Args:
@@ -579,7 +608,7 @@ def scatter_sub(ref, indices, updates, use_locking=False, name=None):
     return _scatter_op("ScatterSub", ref, indices, updates, use_locking, name)
 
 
-def check_indices(op, indices, limit: int) -> None:
+def check_indices(op: ops.Operation, indices: Any, limit: int) -> None:
     """Raises TF's InvalidArgumentError if an index is outside ``[0, limit)``."""
     indices = np.asarray(indices)
     flat = np.ravel(indices)
@@ -622,7 +651,9 @@ for _op_type in ("ScatterUpdate", "ScatterAdd", "ScatterSub"):
 # -- resource-variable ops -----------------------------------------------------------------
 
 
-def read_variable_op(handle, dtype, name=None) -> ops.Tensor:
+def read_variable_op(
+    handle: ops.Tensor, dtype: dtypes.DType, name: str | None = None
+) -> ops.Tensor:
     """``ReadVariableOp``: the current value of a resource variable."""
     op = ops.get_default_graph().create_op(
         "ReadVariableOp",
@@ -648,7 +679,9 @@ def _read_grad(op, grad):
     return grad
 
 
-def resource_update_op(op_type, handle, value, name=None) -> ops.Operation:
+def resource_update_op(
+    op_type: str, handle: ops.Tensor, value: Any, name: str | None = None
+) -> ops.Operation:
     """``AssignVariableOp``/``AssignAddVariableOp``/``AssignSubVariableOp`` on a handle."""
     dtype = handle.op.get_attr("dtype")
     with ops.name_scope(name, op_type, [handle, value]) as scope:
@@ -691,7 +724,7 @@ for _op_type in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp
     NotDifferentiable(_op_type)
 
 
-def var_is_initialized_op(handle, name=None) -> ops.Tensor:
+def var_is_initialized_op(handle: ops.Tensor, name: str | None = None) -> ops.Tensor:
     """``VarIsInitializedOp``: whether a resource variable has a value."""
     op = ops.get_default_graph().create_op(
         "VarIsInitializedOp",
@@ -703,7 +736,9 @@ def var_is_initialized_op(handle, name=None) -> ops.Tensor:
     return op.outputs[0]
 
 
-def initialized_value_op(variable_tensor, initial_value, name=None) -> ops.Tensor:
+def initialized_value_op(
+    variable_tensor: ops.Tensor, initial_value: ops.Tensor, name: str | None = None
+) -> ops.Tensor:
     """The variable's value if it is initialized, else ``initial_value``.
 
     TF builds this with ``tf.cond``; minitf's single op computes the same value.

@@ -10,7 +10,7 @@ runs the variable op.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -98,7 +98,7 @@ class Variable:
     _is_ref_variable = True
     __array_priority__ = 100
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, *args: Any, **kwargs: Any) -> Variable:
         if cls is Variable and kwargs.get("use_resource"):
             cls = ResourceVariable
         return super().__new__(cls)
@@ -307,7 +307,7 @@ class Variable:
         return self._trainable
 
     @property
-    def constraint(self):
+    def constraint(self) -> Callable | None:
         """The constraint function, or None."""
         return self._constraint
 
@@ -341,7 +341,7 @@ class Variable:
                 self._variable, self._initial_value, name=f"{self._shared_name}/initialized_value"
             )
 
-    def eval(self, session: SessionInterface | None = None):
+    def eval(self, session: SessionInterface | None = None) -> Any:
         """The current value, computed in ``session`` or the default session.
 
         Args:
@@ -377,7 +377,7 @@ class Variable:
         use_locking: bool = False,
         name: str | None = None,
         read_value: bool = True,
-    ):
+    ) -> ops.Tensor | ops.Operation:
         """Assigns ``value``; returns the variable's ref after the assignment.
 
         Args:
@@ -397,7 +397,7 @@ class Variable:
         use_locking: bool = False,
         name: str | None = None,
         read_value: bool = True,
-    ):
+    ) -> ops.Tensor | ops.Operation:
         """Adds ``delta``; returns the variable's ref after the update.
 
         Args:
@@ -417,7 +417,7 @@ class Variable:
         use_locking: bool = False,
         name: str | None = None,
         read_value: bool = True,
-    ):
+    ) -> ops.Tensor | ops.Operation:
         """Subtracts ``delta``; returns the variable's ref after the update.
 
         Args:
@@ -433,7 +433,7 @@ class Variable:
 
     def scatter_sub(
         self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
-    ):
+    ) -> ops.Tensor:
         """Subtracts an `IndexedSlices` from rows of the variable.
 
         Args:
@@ -448,7 +448,7 @@ class Variable:
 
     def scatter_add(
         self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
-    ):
+    ) -> ops.Tensor:
         """Adds an `IndexedSlices` to rows of the variable.
 
         Args:
@@ -463,7 +463,7 @@ class Variable:
 
     def scatter_update(
         self, sparse_delta: IndexedSlices, use_locking: bool = False, name: str | None = None
-    ):
+    ) -> ops.Tensor:
         """Writes an `IndexedSlices` into rows of the variable.
 
         Args:
@@ -476,7 +476,7 @@ class Variable:
             self._variable, sparse_delta.indices, sparse_delta.values, use_locking, name
         )
 
-    def count_up_to(self, limit: int):
+    def count_up_to(self, limit: int) -> ops.Tensor:
         """Increments the variable until it reaches ``limit``; see `tf.count_up_to`.
 
         Args:
@@ -518,21 +518,21 @@ class Variable:
     def __repr__(self) -> str:
         return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return self is other
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise TypeError(
             "Using a `tf.Variable` as a Python `bool` is not allowed. Use `if v is not None:`."
         )
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise TypeError("'Variable' object is not iterable.")
 
-    def __array__(self, dtype=None):
+    def __array__(self, dtype: Any = None) -> NoReturn:
         raise TypeError(
             "A symbolic tf.Variable has no numpy value; evaluate it with sess.run(v) first."
         )
@@ -628,11 +628,11 @@ class ResourceVariable(Variable):
                 self._handle, self._initial_value, name=f"{self._shared_name}/initialized_value"
             )
 
-    def eval(self, session=None):
+    def eval(self, session: SessionInterface | None = None) -> Any:
         """The current value."""
         return self._snapshot.eval(session=session)
 
-    def is_initialized(self, name=None) -> ops.Tensor:
+    def is_initialized(self, name: str | None = None) -> ops.Tensor:
         """A bool tensor: whether the variable has been initialized."""
         return state_ops.var_is_initialized_op(self._handle, name=name)
 
@@ -643,15 +643,33 @@ class ResourceVariable(Variable):
         with ops.control_dependencies([op]):
             return self.read_value()
 
-    def assign(self, value, use_locking=None, name=None, read_value=True):
+    def assign(
+        self,
+        value: Any,
+        use_locking: bool | None = None,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> ops.Tensor | ops.Operation:
         """Assigns ``value``; returns the new value (or the op if not ``read_value``)."""
         return self._update("AssignVariableOp", value, name, read_value)
 
-    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+    def assign_add(
+        self,
+        delta: Any,
+        use_locking: bool | None = None,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> ops.Tensor | ops.Operation:
         """Adds ``delta``."""
         return self._update("AssignAddVariableOp", delta, name, read_value)
 
-    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+    def assign_sub(
+        self,
+        delta: Any,
+        use_locking: bool | None = None,
+        name: str | None = None,
+        read_value: bool = True,
+    ) -> ops.Tensor | ops.Operation:
         """Subtracts ``delta``."""
         return self._update("AssignSubVariableOp", delta, name, read_value)
 
