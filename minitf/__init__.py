@@ -10,7 +10,7 @@ launch`` put in the environment (`minitf.cluster.task_env`).
 # ruff: noqa: F401, F403
 import sys as _sys
 
-from minitf import compat, contrib, initializers, nn, queue, random, test, train
+from minitf import compat, contrib, initializers, io, nn, queue, random, test, train
 from minitf.cluster import task_env as _task_env
 from minitf.compat import (
     disable_eager_execution,

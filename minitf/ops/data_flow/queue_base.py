@@ -16,8 +16,9 @@ direction, as TF's ``QueueBase`` does (``tensorflow/core/kernels/queue_base.cc``
 `QueueResource` does all of that; a subclass only stores the elements — it
 says how one is pushed, which one a dequeue takes, and how taken ones are
 given back: `minitf.ops.data_flow.queue_kernels.FIFOQueue` (oldest first) and the
-queues of `minitf.ops.data_flow.random_shuffle_queue`,
-`minitf.ops.data_flow.padding_fifo_queue` and `minitf.ops.data_flow.priority_queue`.
+queues of `minitf.ops.data_flow.random_shuffle_queue_kernels`,
+`minitf.ops.data_flow.padding_fifo_queue_kernels` and
+`minitf.ops.data_flow.priority_queue_kernels`.
 """
 
 from __future__ import annotations
