@@ -34,6 +34,7 @@ class PriorityQueue(QueueResource):
 
     KIND = BATCH_KIND = "PriorityQueue"
     TAKES_PARTIAL_BATCHES = False
+    DEQUEUE_MANY_NEEDS = "DequeueMany requires"
 
     def __init__(self, name: str, capacity: int, component_types, shapes):
         # The op's attributes leave out the priority; the queue stores it first.
@@ -73,16 +74,6 @@ class PriorityQueue(QueueResource):
                 "Expected the priority element to be a scalar, but received shape: "
                 "[" + ",".join(str(d) for d in shape) + "]",
             )
-
-    def dequeue_many_error(self) -> errors.InvalidArgumentError | None:
-        """TF's error for a dequeue_many on a queue without declared shapes."""
-        if self.shapes is not None:
-            return None
-        return errors.InvalidArgumentError(
-            None,
-            None,
-            "PriorityQueue's DequeueMany requires the components to have specified shapes.",
-        )
 
 
 register_kernel("PriorityQueueV2", stateful=True)(

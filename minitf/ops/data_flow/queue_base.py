@@ -59,6 +59,7 @@ class QueueResource(BlockingResource):
     KIND = "FIFOQueue"  # the class name TF's messages give
     BATCH_KIND = "FIFOQueue"  # ... and the one its DequeueMany messages give
     TAKES_PARTIAL_BATCHES = True  # False: a dequeue_many waits until it can take all at once
+    DEQUEUE_MANY_NEEDS = "DequeueMany and DequeueUpTo require"  # how TF says it needs shapes
 
     def __init__(self, name: str, capacity: int, component_types, shapes):
         super().__init__(directions=2)
@@ -109,12 +110,9 @@ class QueueResource(BlockingResource):
         return {"kind": "queue", "name": self.name, "size": self.size_locked(),
                 "capacity": self.capacity}  # fmt: skip
 
-    def _mismatch(self, what: str, have, requested) -> errors.InvalidArgumentError:
-        return errors.InvalidArgumentError(
-            None,
-            None,
-            f"Shared queue '{self.name}' has {what} {have} but requested {what} were {requested}",
-        )
+    def incompatible(self, text: str) -> errors.InvalidArgumentError:
+        """TF's error for a second creator that wants another queue (``Shared queue 'q' has``)."""
+        return errors.InvalidArgumentError(None, None, f"Shared queue '{self.name}' has {text}")
 
     def check_compatible(self, requested: QueueResource) -> None:
         """Raises TF's error if a second creator asks for another queue under this name.
@@ -127,20 +125,20 @@ class QueueResource(BlockingResource):
                 None, None, f"Expected {self.KIND}, found {requested.KIND}"
             )
         if requested.capacity != self.capacity:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"Shared queue '{self.name}' has capacity {self.capacity} but requested "
-                f"capacity was {requested.capacity}",
+            raise self.incompatible(
+                f"capacity {self.capacity} but requested capacity was {requested.capacity}"
             )
         if requested.component_types != self.component_types:
-            raise self._mismatch(
-                "component types",
-                [d.name for d in self.component_types],
-                [d.name for d in requested.component_types],
+            have = [d.name for d in self.component_types]
+            asked = [d.name for d in requested.component_types]
+            raise self.incompatible(
+                f"component types {have} but requested component types were {asked}"
             )
         if not self._shapes_match(requested.shapes):
-            raise self._mismatch("component shapes", self.shapes, requested.shapes)
+            raise self.incompatible(
+                f"component shapes {self.shapes} but requested component shapes were "
+                f"{requested.shapes}"
+            )
 
     def _shapes_match(self, shapes) -> bool:
         return shapes == self.shapes
@@ -306,8 +304,7 @@ class QueueResource(BlockingResource):
         return errors.InvalidArgumentError(
             None,
             None,
-            f"{self.KIND}'s DequeueMany and DequeueUpTo require the components to have "
-            "specified shapes.",
+            f"{self.KIND}'s {self.DEQUEUE_MANY_NEEDS} the components to have specified shapes.",
         )
 
 

@@ -100,19 +100,14 @@ class RandomShuffleQueue(QueueResource):
         """
         super().check_compatible(requested)
         if requested.min_after_dequeue != self.min_after_dequeue:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"Shared queue '{self.name}' has min_after_dequeue {self.min_after_dequeue} but "
-                f"requested min_after_dequeue was {requested.min_after_dequeue}.",
+            raise self.incompatible(
+                f"min_after_dequeue {self.min_after_dequeue} but requested min_after_dequeue "
+                f"was {requested.min_after_dequeue}."
             )
         # Unseeded creators accept any queue; seeded ones need the same seeds.
         if any(requested.seeds) and requested.seeds != self.seeds:
-            raise errors.InvalidArgumentError(
-                None,
-                None,
-                f"Shared queue '{self.name}' has random seeds {self.seeds} but requested seeds "
-                f"are {requested.seeds}.",
+            raise self.incompatible(
+                f"random seeds {self.seeds} but requested seeds are {requested.seeds}."
             )
 
 
