@@ -156,6 +156,7 @@ function renderSide() {
     el("td", { class: "name", title: `${r.name} on ${r.task}` }, r.name),
     el("td", { class: "what" }, el("span", { class: "size" }, String(r.size)),
       ` of ${r.capacity === null || r.capacity < 0 ? "unbounded" : r.capacity}`,
+      r.min_after_dequeue ? ` · keeps ${r.min_after_dequeue}` : "",
       r.closed ? " · closed" : "",
       r.values && r.values.length ? el("code", {}, ` ${formatValue(r.values)}`) : ""))));
   if (!queues.length) $("queues").append(quietRow("none"));
