@@ -122,7 +122,7 @@ class QueueResource(BlockingResource):
         """
         if type(requested) is not type(self):
             raise errors.InvalidArgumentError(
-                None, None, f"Expected {self.KIND}, found {requested.KIND}"
+                None, None, f"Expected {type(self).__name__}, found {type(requested).__name__}"
             )
         if requested.capacity != self.capacity:
             raise self.incompatible(

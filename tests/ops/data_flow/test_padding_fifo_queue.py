@@ -172,6 +172,17 @@ def test_a_shared_queue_with_compatible_shapes_is_one_queue():
             sess.run(c.size())
 
 
+def test_a_shared_name_of_another_kind_of_queue_fails():
+    fifo = tf.FIFOQueue(10, tf.int32, shapes=[(3,)], shared_name="s", name="fifo")
+    padding = tf.PaddingFIFOQueue(10, tf.int32, [(3,)], shared_name="s", name="padding")
+    with tf.Session() as sess:
+        sess.run(fifo.size())
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="Expected FIFOQueue, found PaddingFIFOQueue"
+        ):
+            sess.run(padding.size())
+
+
 # -- closing and blocking ----------------------------------------------------------------------
 
 
