@@ -1,7 +1,14 @@
 """``tf.io``: TFRecord files (`minitf.ops.io.tf_record`), whole files as tensors, parsing
-``tf.train.Example`` records and decoding raw bytes and CSV."""
+``tf.train.Example`` records, decoding raw bytes and CSV; and, as in TF1, its queue
+classes (but no ``tf.io.FIFOQueue``) beside the ``tf.queue`` names."""
 
 # ruff: noqa: F401
+from minitf.ops.data_flow.queue_ops import (
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+)
 from minitf.ops.io.reader_ops import read_file, write_file
 from minitf.ops.io.tf_record import (
     TFRecordCompressionType,

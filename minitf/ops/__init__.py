@@ -24,7 +24,10 @@ from minitf.ops.array import array_grad, array_indexing_kernels, array_kernels  
 from minitf.ops.control_flow import control_flow_kernels  # noqa: F401
 from minitf.ops.data_flow import (  # noqa: F401
     conditional_accumulator_kernels,
+    padding_fifo_queue_kernels,
+    priority_queue_kernels,
     queue_kernels,
+    random_shuffle_queue_kernels,
     sparse_conditional_accumulator_kernels,
     tensor_array_grad,
     tensor_array_kernels,

@@ -58,6 +58,8 @@ def describe_state(state: dict) -> str:
             if resource["kind"] == "queue":
                 capacity = resource.get("capacity", -1)
                 room = "unbounded" if capacity is None or capacity < 0 else f"capacity {capacity}"
+                if resource.get("min_after_dequeue"):
+                    room += f", min_after_dequeue {resource['min_after_dequeue']}"
                 lines.append(
                     f"  queue {resource['name']}: {resource['size']} element(s), {room}: "
                     f"{resource['values']}"
@@ -105,7 +107,10 @@ def waits_in_a_word(waits: dict) -> str:
     """
     kind = waits.get("kind")
     if kind == "queue":
-        return "empty" if not waits["size"] else f"{waits['size']} of {waits.get('required', 1)}"
+        required = waits.get("required", 1)
+        if not waits.get("closed"):
+            required += waits.get("min_after_dequeue", 0)  # a shuffle queue keeps these back
+        return "empty" if not waits["size"] else f"{waits['size']} of {required}"
     if kind == "accumulator":
         return f"{waits['count']} of {waits.get('required', '?')}"
     if kind == "tensor":

@@ -10,7 +10,7 @@ role       ops
 ========== ===========================================================
 variable   ``VariableV2``, ``VarHandleOp`` (the state a ps holds)
 accumulator the conditional accumulators and their ops
-queue      ``FIFOQueueV2`` and the queue ops
+queue      ``FIFOQueueV2`` (and the other queues) and the queue ops
 init       assignments of a whole value (``Assign``: a variable's initializer)
 update     changes of a value: optimizer apply ops (``ApplyGradientDescent``,
            ...) and increments (``AssignAdd``: the global step's ``+1``)
@@ -75,6 +75,9 @@ ROLE_TEXT_COLORS = {"feed": "#FFFFFF"}
 _VARIABLE_OPS = {"VariableV2", "Variable", "VarHandleOp"}
 _QUEUE_OPS = {
     "FIFOQueueV2",
+    "RandomShuffleQueueV2",
+    "PaddingFIFOQueueV2",
+    "PriorityQueueV2",
     "QueueEnqueueV2",
     "QueueEnqueueManyV2",
     "QueueDequeueV2",

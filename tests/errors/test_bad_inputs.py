@@ -1676,3 +1676,151 @@ def test_row_126_batch_join_of_inputs_of_two_dtypes():
     with raises(TypeError, "Expected types to be consistent: int32 vs. int64."):
         tf.train.batch_join([[tf.constant(1)], [tf.constant(1, tf.int64)]], batch_size=8)
     assert "FIFOQueueV2" not in op_types(tf.get_default_graph())
+
+
+# -- more queues ------------------------------------------------------------------------------
+
+
+def test_row_127_dequeue_many_from_a_closed_shuffle_queue_with_too_few():
+    with tf.Graph().as_default() as g:
+        q = tf.RandomShuffleQueue(10, 2, tf.float32, shapes=[()], name="q")
+        with tf.Session(graph=g) as sess:
+            sess.run(q.enqueue_many([[1.0, 2.0, 3.0]]))
+            sess.run(q.close())
+            with raises(
+                tf.errors.OutOfRangeError,
+                "RandomShuffleQueue '_",
+                "is closed and has insufficient elements (requested 5, current size 3)",
+                "[[node q_DequeueMany]]",
+            ):
+                sess.run(q.dequeue_many(5))
+            assert queue_size(sess, q) == 3
+            assert sorted(sess.run(q.dequeue_up_to(5))) == [1.0, 2.0, 3.0]
+
+
+def test_row_128_min_after_dequeue_not_below_the_capacity():
+    with tf.Graph().as_default() as g:
+        q = tf.RandomShuffleQueue(5, 5, tf.float32, name="q")
+        ok = tf.RandomShuffleQueue(5, 4, tf.float32, name="ok")
+        with tf.Session(graph=g) as sess:
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "min_after_dequeue 5 must be < capacity 5",
+                "[[node q]]",
+            ):
+                sess.run(q.size())
+            assert queue_size(sess, ok) == 0
+            assert not [r for _, _, r in sess.resource_mgr.items() if r.name.endswith("_q")]
+
+
+def test_row_129_dequeue_many_from_a_shuffle_queue_without_shapes():
+    with tf.Graph().as_default() as g:
+        q = tf.RandomShuffleQueue(10, 0, tf.float32, name="q")
+        with tf.Session(graph=g) as sess:
+            sess.run(q.enqueue_many([[1.0, 2.0]]))
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "RandomShuffleQueue's DequeueMany and DequeueUpTo require the components to "
+                "have specified shapes.",
+                "[[node q_DequeueMany]]",
+            ):
+                sess.run(q.dequeue_many(2))
+            assert sorted([sess.run(q.dequeue()), sess.run(q.dequeue())]) == [1.0, 2.0]
+
+
+def test_row_130_a_shared_shuffle_queue_with_other_seeds():
+    with tf.Graph().as_default() as g:
+        q1 = tf.RandomShuffleQueue(10, 0, tf.float32, seed=1, shared_name="shared", name="q1")
+        q2 = tf.RandomShuffleQueue(10, 0, tf.float32, seed=2, shared_name="shared", name="q2")
+        q3 = tf.RandomShuffleQueue(10, 0, tf.float32, shared_name="shared", name="q3")
+        with tf.Session(graph=g) as sess:
+            sess.run(q1.enqueue(1.0))
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "Shared queue 'shared' has random seeds (87654321, 1) but requested seeds are "
+                "(87654321, 2).",
+                "[[node q2]]",
+            ):
+                sess.run(q2.size())
+            assert queue_size(sess, q3) == 1
+
+
+def test_row_131_a_padding_queue_without_a_list_of_shapes():
+    for shapes in (None, (None,)):
+        with tf.Graph().as_default() as g:
+            with raises(ValueError, "When providing partial shapes, a list of shapes must be"):
+                tf.PaddingFIFOQueue(10, tf.int32, shapes=shapes)
+            assert g.get_operations() == []
+
+
+def test_row_132_a_padding_queue_with_a_shape_missing():
+    with tf.Graph().as_default() as g:
+        with raises(
+            ValueError,
+            "Shapes must be provided for all components, but received 2 dtypes and 1 shapes.",
+        ):
+            tf.PaddingFIFOQueue(10, [tf.int32, tf.float32], [[None]])
+        assert g.get_operations() == []
+
+
+def test_row_133_a_value_that_does_not_fit_a_partial_shape():
+    with tf.Graph().as_default() as g:
+        q = tf.PaddingFIFOQueue(10, tf.float32, [[None, 3]], name="q")
+        p = tf.placeholder(tf.float32)
+        put = q.enqueue([p])
+        with tf.Session(graph=g) as sess:
+            sess.run(put, {p: np.ones((1, 3))})
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "Shape mismatch in tuple component 0. Expected [?,3], got [2,4]",
+                "[[node q_enqueue]]",
+            ):
+                sess.run(put, {p: np.zeros((2, 4))})
+            assert queue_size(sess, q) == 1
+            sess.run(put, {p: np.zeros((5, 3))})
+            assert queue_size(sess, q) == 2
+
+
+def test_row_134_a_priority_queue_without_shapes():
+    with tf.Graph().as_default() as g:
+        with raises(TypeError, "Expected list for 'shapes' argument to 'priority_queue_v2' Op"):
+            tf.PriorityQueue(10, [tf.string])
+        assert g.get_operations() == []
+        assert tf.PriorityQueue(10, [tf.string], shapes=[()]).dtypes == [tf.int64, tf.string]
+
+
+def test_row_135_a_priority_that_is_not_an_int64():
+    with tf.Graph().as_default() as g:
+        q = tf.PriorityQueue(10, [tf.string], shapes=[()], name="q")
+        before = op_types(g)
+        with raises(TypeError, "Expected int64, got 1.5 of type 'float' instead."):
+            q.enqueue((1.5, "a"))
+        assert op_types(g) == before
+        with tf.Session(graph=g) as sess:
+            sess.run(q.enqueue((1, "a")))
+            assert queue_size(sess, q) == 1
+
+
+def test_row_136_a_priority_queue_element_without_its_priority():
+    with tf.Graph().as_default() as g:
+        q = tf.PriorityQueue(10, [tf.string], shapes=[()], name="q")
+        before = op_types(g)
+        with raises(ValueError, "Queue 'q' has 2 components but the element to enqueue has 1"):
+            q.enqueue("a")
+        assert op_types(g) == before
+
+
+def test_row_137_a_priority_that_is_not_a_scalar():
+    with tf.Graph().as_default() as g:
+        q = tf.PriorityQueue(10, [tf.string], shapes=[()], name="q")
+        p = tf.placeholder(tf.int64)
+        put = q.enqueue((p, "a"))
+        with tf.Session(graph=g) as sess:
+            sess.run(put, {p: 3})
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "Shape mismatch in tuple component 0. Expected [], got [2]",
+                "[[node q_enqueue]]",
+            ):
+                sess.run(put, {p: [1, 2]})
+            assert queue_size(sess, q) == 1

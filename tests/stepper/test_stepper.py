@@ -8,8 +8,10 @@ delivered it), emptying it; the update makes the global step 1 before the
 tokens are enqueued, and both workers' token dequeues finish after.
 """
 
+import contextlib
 import io
 import json
+import re
 import threading
 
 import numpy as np
@@ -62,6 +64,37 @@ def test_a_local_step_waits_for_each_move_and_says_what_a_blocked_op_waits_for()
         "q", "take", "put", "put", "take", "take", "plus_one"
     ]  # fmt: skip
     assert [e["move"] for e in stepper.events[2:6]] == ["run", "deliver", "deliver", "deliver"]
+
+
+def test_a_shuffle_queue_dequeue_says_it_waits_for_more_than_min_after_dequeue():
+    from minitf.stepper.describe import describe_state, waits_in_a_word
+
+    q = tf.RandomShuffleQueue(10, 2, tf.float32, shapes=[()], name="q")
+    fill = q.enqueue_many([[1.0, 2.0]], name="fill")
+    taken = q.dequeue(name="take")
+    with tf.Session(scheduler=HeldScheduler()) as sess:
+        stepper = Stepper.for_session(sess)
+
+        def run():
+            sess.run(fill)
+            with contextlib.suppress(tf.errors.CancelledError):  # closed while it waits
+                sess.run(taken)
+
+        runner = threading.Thread(target=run, daemon=True)
+        runner.start()
+        stepper.until("take")
+        stepper.next()  # the dequeue runs and waits: 2 elements are not more than 2
+        (task,) = stepper.state()["tasks"]
+        (waiting,) = [op for step in task["steps"] for op in step["waiting"]]
+        assert waits_in_a_word(waiting["waits_for"]) == "2 of 3"
+        lines = describe_state(stepper.state())
+        assert re.search(
+            r"waiting: take — queue _\d+_q holds 2, needs 1 more than min_after_dequeue 2", lines
+        )
+        assert "capacity 10, min_after_dequeue 2: [" in lines
+        sess.close()
+        runner.join(10)
+    assert not runner.is_alive()
 
 
 def test_closing_the_session_cancels_a_held_step_instead_of_leaving_it_parked():

@@ -1,4 +1,4 @@
-"""``tf.FIFOQueue`` and ``tf.QueueBase``: queues as graph ops.
+"""``tf.FIFOQueue``, the other queues and ``tf.QueueBase``: queues as graph ops.
 
 A queue object builds ops; it holds no elements. ``tf.FIFOQueue(...)`` adds a
 ``FIFOQueueV2`` op whose kernel finds or creates the queue resource in the
@@ -6,6 +6,11 @@ task's resource manager, and each method adds one op that takes the queue's
 handle: ``enqueue`` → ``QueueEnqueueV2``, ``dequeue`` → ``QueueDequeueV2``,
 ``close`` → ``QueueCloseV2``, and so on. Running the ops moves the elements
 (`minitf.ops.data_flow.queue_kernels` holds the resource and the kernels).
+
+``tf.RandomShuffleQueue``, ``tf.PaddingFIFOQueue`` and ``tf.PriorityQueue``
+build the same ops on another queue op (``RandomShuffleQueueV2``,
+``PaddingFIFOQueueV2``, ``PriorityQueueV2``); only what the resource does
+with the elements differs.
 
 Elements are tuples of tensors (*components*), each with a dtype and,
 optionally, a declared shape; with ``names`` they are dicts. The checks TF
@@ -16,8 +21,11 @@ check the values at run time and raise ``InvalidArgumentError``.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+
 from minitf.framework import dtypes as _dtypes
-from minitf.framework import ops, tensor_shape, tensor_util
+from minitf.framework import ops, random_seed, tensor_shape, tensor_util
 
 
 def _as_type_list(dtypes) -> list[_dtypes.DType]:
@@ -27,13 +35,25 @@ def _as_type_list(dtypes) -> list[_dtypes.DType]:
     return [_dtypes.as_dtype(dtypes)]
 
 
-def _as_shape_list(shapes) -> list[tensor_shape.TensorShape] | None:
+def _as_shape_list(shapes, unknown_dim_allowed: bool = False) -> list | None:
     """None, one shape, or a list of shapes, as a list of fully defined `TensorShape`.
+
+    Args:
+        shapes: What the user passed.
+        unknown_dim_allowed: Whether dimensions may be None (a `PaddingFIFOQueue`);
+            then ``shapes`` must be a list of shapes of known rank.
 
     Raises:
         TypeError: if ``shapes`` is not a shape or a list of shapes.
-        ValueError: if a shape is not fully defined.
+        ValueError: if a shape is not fully defined (or, with
+            ``unknown_dim_allowed``, if ``shapes`` is not a list of shapes).
     """
+    if unknown_dim_allowed and (
+        not isinstance(shapes, Sequence)
+        or not shapes
+        or any(s is None or isinstance(s, int) for s in shapes)
+    ):
+        raise ValueError("When providing partial shapes, a list of shapes must be provided.")
     if shapes is None:
         return None
     if isinstance(shapes, tensor_shape.TensorShape):
@@ -43,8 +63,10 @@ def _as_shape_list(shapes) -> list[tensor_shape.TensorShape] | None:
     if all(d is None or isinstance(d, int) for d in shapes):
         shapes = [shapes]  # a single shape such as (3, 2) or ()
     shapes = [tensor_shape.as_shape(s) for s in shapes]
-    if any(not s.is_fully_defined() for s in shapes):
+    if not unknown_dim_allowed and any(not s.is_fully_defined() for s in shapes):
         raise ValueError(f"All shapes must be fully defined: {shapes}")
+    if any(s.ndims is None for s in shapes):
+        raise ValueError(f"All shapes must have a defined rank: {shapes}")
     return shapes
 
 
@@ -378,19 +400,175 @@ class FIFOQueue(QueueBase):
         names = _as_name_list(names, dtypes)
         if shapes is not None and len(shapes) != len(dtypes):
             raise ValueError("Queue shapes must have the same length as dtypes")
-        with ops.control_dependencies(None):
-            op = ops.get_default_graph().create_op(
-                "FIFOQueueV2",
-                [],
-                [_dtypes.resource],
-                name=name,
-                attrs={
-                    "component_types": dtypes,
-                    "shapes": shapes or [],
-                    "capacity": int(capacity),
-                    "container": "",
-                    "shared_name": shared_name or "",
-                },
-                shapes=[tensor_shape.TensorShape([])],
+        ref = _queue_op("FIFOQueueV2", name, capacity, dtypes, shapes, shared_name)
+        super().__init__(dtypes, shapes, names, ref)
+
+
+def _queue_op(op_type, name, capacity, dtypes, shapes, shared_name, **attrs) -> ops.Tensor:
+    """Adds a queue op (outside any control dependencies) and returns its handle."""
+    with ops.control_dependencies(None):
+        op = ops.get_default_graph().create_op(
+            op_type,
+            [],
+            [_dtypes.resource],
+            name=name,
+            attrs={
+                "component_types": dtypes,
+                "shapes": shapes or [],
+                "capacity": int(capacity),
+                "container": "",
+                "shared_name": shared_name or "",
+                **attrs,
+            },
+            shapes=[tensor_shape.TensorShape([])],
+        )
+    return op.outputs[0]
+
+
+def _queue_seeds(seed: int | None, shared_name: str | None) -> tuple[int, int]:
+    """A `RandomShuffleQueue`'s ``(seed, seed2)`` attributes: (0, 0) when not seeded.
+
+    As TF: with a graph seed but no op seed, a shared queue's ``seed2`` comes
+    from the graph seed and the shared name (not from the op count), so that
+    every graph that builds it asks for the same seeds.
+    """
+    seed1, seed2 = random_seed.get_seed(seed)
+    if seed1 is None and seed2 is None:
+        return 0, 0
+    if seed is None and shared_name is not None:
+        digest = hashlib.md5((str(seed1) + shared_name).encode("utf-8")).hexdigest()
+        seed2 = int(digest[:8], 16) & 0x7FFFFFFF
+    return seed1, seed2
+
+
+class RandomShuffleQueue(QueueBase):
+    """A queue that dequeues elements in a random order (TF's ``tf.RandomShuffleQueue``).
+
+    While the queue is open, ``dequeue`` and ``dequeue_many`` wait until they
+    can leave ``min_after_dequeue`` elements behind, so that what comes out
+    is well mixed; once it is closed the rest can be drained.
+
+    Args:
+        capacity: The most elements the queue holds; negative means unbounded.
+        min_after_dequeue: How many elements a dequeue leaves in the open queue
+            (at least 0, below ``capacity``: checked when the queue op runs).
+        dtypes: One dtype or a list: the dtype of each component.
+        shapes: None, one shape, or a list of fully defined shapes, one per
+            component. ``dequeue_many`` and ``dequeue_up_to`` need them.
+        names: None, a name or a list of names: elements are then dicts.
+        seed: The op-level seed (see `tf.set_random_seed`); with the graph
+            seed it makes the order of the dequeues reproducible.
+        shared_name: If set, every session (or graph) on the same task that
+            names it uses the same queue.
+        name: The name of the queue op.
+
+    Raises:
+        ValueError: for shapes that are not fully defined or lists of the wrong length.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        min_after_dequeue: int,
+        dtypes: _dtypes.DType | list[_dtypes.DType],
+        shapes: tensor_shape.TensorShape | list | None = None,
+        names: str | list[str] | None = None,
+        seed: int | None = None,
+        shared_name: str | None = None,
+        name: str = "random_shuffle_queue",
+    ):
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_shape_list(shapes)
+        names = _as_name_list(names, dtypes)
+        seed1, seed2 = _queue_seeds(seed, shared_name)
+        ref = _queue_op(
+            "RandomShuffleQueueV2", name, capacity, dtypes, shapes, shared_name,
+            min_after_dequeue=int(min_after_dequeue), seed=seed1, seed2=seed2,
+        )  # fmt: skip
+        super().__init__(dtypes, shapes, names, ref)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """A FIFO queue that batches elements of different sizes by padding (``tf.PaddingFIFOQueue``).
+
+    Every component has a declared shape of known rank whose dimensions may
+    be None: elements may differ in size there, and ``dequeue_many`` /
+    ``dequeue_up_to`` pad each component with zeros (empty strings for
+    strings) to the largest size in the batch.
+
+    Args:
+        capacity: The most elements the queue holds; negative means unbounded.
+        dtypes: One dtype or a list: the dtype of each component.
+        shapes: A list of shapes, one per component; None for a dimension of any size.
+        names: None, a name or a list of names: elements are then dicts.
+        shared_name: If set, every session (or graph) on the same task that
+            names it uses the same queue.
+        name: The name of the queue op.
+
+    Raises:
+        ValueError: if ``shapes`` is not a list of shapes of known rank, one per dtype.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        dtypes: _dtypes.DType | list[_dtypes.DType],
+        shapes: list,
+        names: str | list[str] | None = None,
+        shared_name: str | None = None,
+        name: str = "padding_fifo_queue",
+    ):
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_shape_list(shapes, unknown_dim_allowed=True)
+        names = _as_name_list(names, dtypes)
+        if len(dtypes) != len(shapes):
+            raise ValueError(
+                f"Shapes must be provided for all components, but received {len(dtypes)} dtypes "
+                f"and {len(shapes)} shapes."
             )
-        super().__init__(dtypes, shapes, names, op.outputs[0])
+        ref = _queue_op("PaddingFIFOQueueV2", name, capacity, dtypes, shapes, shared_name)
+        super().__init__(dtypes, shapes, names, ref)
+
+
+class PriorityQueue(QueueBase):
+    """A queue that dequeues the element of lowest priority first (``tf.PriorityQueue``).
+
+    Every element has one more component than ``types``, in front: its
+    priority, an int64 scalar (an int64 vector for ``enqueue_many``). A
+    dequeue returns it too. ``dequeue_many(n)`` waits until ``n`` elements
+    are queued, so that its batch comes out sorted.
+
+    Args:
+        capacity: The most elements the queue holds; negative means unbounded.
+        types: One dtype or a list: the dtype of each component after the priority.
+        shapes: A list of fully defined shapes, one per component after the
+            priority (TF1 requires the argument: ``[]`` is one scalar shape).
+        names: None or a list of names, one per component including the
+            priority: elements are then dicts.
+        shared_name: If set, every session (or graph) on the same task that
+            names it uses the same queue.
+        name: The name of the queue op.
+
+    Raises:
+        TypeError: if ``shapes`` is None (TF1's generated op wants a list).
+        ValueError: for shapes that are not fully defined or lists of the wrong length.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        types: _dtypes.DType | list[_dtypes.DType],
+        shapes: list | None = None,
+        names: list[str] | None = None,
+        shared_name: str | None = None,
+        name: str = "priority_queue",
+    ):
+        types = _as_type_list(types)
+        shapes = _as_shape_list(shapes)
+        if shapes is None:
+            raise TypeError(
+                "Expected list for 'shapes' argument to 'priority_queue_v2' Op, not None."
+            )
+        ref = _queue_op("PriorityQueueV2", name, capacity, types, shapes, shared_name)
+        priority_shapes = [tensor_shape.TensorShape([])] + shapes if shapes else None
+        super().__init__([_dtypes.int64] + types, priority_shapes, names, ref)

@@ -34,7 +34,7 @@ import numpy as np
 
 from minitf.framework import dtypes, errors
 from minitf.ops.data_flow.blocking import NO_PROGRESS, Attempt, BlockingResource, Offer
-from minitf.ops.data_flow.queue_kernels import DEQUEUE
+from minitf.ops.data_flow.queue_base import DEQUEUE, Taken
 from minitf.ops.io import file_io, reader_state, record_io
 from minitf.ops.string.string_ops import as_bytes
 
@@ -197,15 +197,6 @@ class _Handoff:
             return _LATER
 
 
-class _WorkTaken:
-    """What a queue's ``run_dequeue`` notes on its attempt (the id of the element taken)."""
-
-    __slots__ = ("first_id",)
-
-    def __init__(self):
-        self.first_id = 0
-
-
 class _Read:
     """One run of ``ReaderReadV2`` or ``ReaderReadUpToV2`` (TF's ``Read`` and ``ReadUpTo``)."""
 
@@ -269,7 +260,7 @@ class _Read:
             handoff.deliver,
             queue.run_dequeue,
             "Dequeue operation was cancelled",
-            _WorkTaken(),
+            Taken(1),  # run_dequeue notes the id of the element taken in it
             ready=lambda attempt: queue.size_locked() > 0 or queue.closed,
         )
         return handoff.settle()

@@ -31,7 +31,8 @@ for the teaching pictures)::
               "not_computed": "nothing in the step reads its outputs"},
              ...]}]}
 
-``waited_on`` kinds: ``"queue"`` (``name``, ``size`` and ``capacity``),
+``waited_on`` kinds: ``"queue"`` (``name``, ``size`` and ``capacity``; a
+``RandomShuffleQueue`` also ``min_after_dequeue`` and ``closed``),
 ``"accumulator"`` (``name``, ``count`` of gradients and ``required``) and
 ``"rendezvous"`` (the ``key`` a ``_Recv`` waited for). An ``apply_grad``
 notes ``accumulated``: the accumulator's ``name``, its gradient ``count``

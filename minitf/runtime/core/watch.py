@@ -54,7 +54,11 @@ def describe_wait(waits: dict) -> str:
     """
     kind = waits.get("kind")
     if kind == "queue":
-        return f"queue {waits['name']} holds {waits['size']}, needs {waits.get('required', 1)}"
+        needs = f"needs {waits.get('required', 1)}"
+        if waits.get("min_after_dequeue") and not waits.get("closed"):
+            # An open RandomShuffleQueue keeps min_after_dequeue elements back.
+            needs += f" more than min_after_dequeue {waits['min_after_dequeue']}"
+        return f"queue {waits['name']} holds {waits['size']}, {needs}"
     if kind == "accumulator":
         return (
             f"accumulator {waits['name']} has {waits['count']} of {waits.get('required', '?')} "

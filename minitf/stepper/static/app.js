@@ -156,6 +156,7 @@ function renderSide() {
     el("td", { class: "name", title: `${r.name} on ${r.task}` }, r.name),
     el("td", { class: "what" }, el("span", { class: "size" }, String(r.size)),
       ` of ${r.capacity === null || r.capacity < 0 ? "unbounded" : r.capacity}`,
+      r.min_after_dequeue ? ` · keeps ${r.min_after_dequeue}` : "",
       r.closed ? " · closed" : "",
       r.values && r.values.length ? el("code", {}, ` ${formatValue(r.values)}`) : ""))));
   if (!queues.length) $("queues").append(quietRow("none"));
@@ -496,7 +497,8 @@ function renderResources(resources) {
   for (const r of resources) {
     let what = "";
     if (r.kind === "queue") {
-      what = el("span", {}, `${r.size} of ${r.capacity === null || r.capacity < 0 ? "unbounded" : r.capacity} `,
+      const keeps = r.min_after_dequeue ? ` · keeps ${r.min_after_dequeue}` : "";
+      what = el("span", {}, `${r.size} of ${r.capacity === null || r.capacity < 0 ? "unbounded" : r.capacity}${keeps} `,
         el("code", {}, JSON.stringify(r.values)));
     } else if (r.kind === "accumulator") {
       what = `${r.count} gradient(s) for step ${r.global_step}`;

@@ -119,6 +119,26 @@ def test_queue_element_ids_follow_fifo_order_and_survive_a_put_back():
     }
 
 
+@pytest.mark.parametrize("kind", ["shuffle", "priority"])
+def test_queues_that_do_not_take_the_oldest_note_the_ids_of_what_they_took(kind):
+    # The n-th element enqueued has id n, and here its value is n too: the ids
+    # a dequeue notes must be the values it returns, whatever order it takes.
+    if kind == "shuffle":
+        q = tf.RandomShuffleQueue(10, 0, tf.int32, shapes=[[]], seed=3)
+        fill = q.enqueue_many([[0, 1, 2, 3, 4]])
+    else:
+        q = tf.PriorityQueue(10, tf.int32, shapes=[[]])
+        fill = q.enqueue_many(([4, 0, 3, 1, 2], [0, 1, 2, 3, 4]))
+    with tf.Session() as sess:
+        sess.run(fill)
+        for op in (q.dequeue_many(3), q.dequeue()):
+            md = tf.RunMetadata()
+            value = sess.run(op, options=FULL, run_metadata=md)
+            value = value[-1] if kind == "priority" else value
+            (node,) = [n for n in _nodes(md.step_stats) if n["op"].startswith("QueueDequeue")]
+            assert node["elements"]["ids"] == np.ravel(value).tolist()
+
+
 def test_apply_grad_notes_the_count_and_a_stale_gradient():
     acc = tf.ConditionalAccumulator(tf.float32, shape=[2])
     apply_fresh = acc.apply_grad([1.0, 2.0], local_step=0)
