@@ -50,6 +50,7 @@ from minitf.framework.versions import __version__
 from minitf.ops.array.array_ops import *
 from minitf.ops.array.constant_op import *
 from minitf.ops.control_flow.control_flow_ops import *
+from minitf.ops.control_flow.while_loop import while_loop
 from minitf.ops.data_flow.data_flow_ops import *
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.math.math_ops import *

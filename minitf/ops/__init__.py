@@ -21,11 +21,12 @@ them), so the math modules read shapes from `array_shaping` and
 
 # Imported to register kernels and gradients.
 from minitf.ops.array import array_grad, array_indexing_kernels, array_kernels  # noqa: F401
-from minitf.ops.control_flow import control_flow_kernels  # noqa: F401
+from minitf.ops.control_flow import control_flow_grad, control_flow_kernels  # noqa: F401
 from minitf.ops.data_flow import (  # noqa: F401
     conditional_accumulator_kernels,
     queue_kernels,
     sparse_conditional_accumulator_kernels,
+    stack_ops,
 )
 from minitf.ops.io import io_kernels  # noqa: F401
 from minitf.ops.math import math_grad, math_kernels  # noqa: F401
