@@ -34,7 +34,6 @@ from minitf.framework.ops import Operation
 from minitf.ops.control_flow.control_flow_kernels import DEAD
 from minitf.ops.data_flow.blocking import Offer
 from minitf.ops.nn.nn_kernels import FusionDeclined
-from minitf.runtime.core.frames import Frames, TaggedPending, TaggedSteps
 from minitf.runtime.core.plan import Plan, PlanStep, Unit, dereference
 from minitf.runtime.core.step_stats import OpEvent
 from minitf.runtime.core.watch import waits_of
@@ -144,7 +143,7 @@ class StepExecution:
     __slots__ = (
         "plan", "ctx", "steps", "units", "by_op", "vals", "pending", "ready", "waiting",
         "arrived", "done_ops", "_results", "_inbox", "_thread", "_starts", "on_arrival",
-        "_dead_preds", "_frames",
+        "_dead_preds",
     )  # fmt: skip
 
     def __init__(self, plan: Plan, ctx: Any, feed_values: list[Any], by_op: bool = True):
@@ -175,22 +174,10 @@ class StepExecution:
         self.on_arrival = None
         # With tf.cond in the plan: how many predecessors of each op were dead.
         self._dead_preds = [0] * len(self.steps) if plan.has_control_flow else None
-        # With tf.while_loop in the plan: every value is an iteration's (`Frames`).
-        self._frames = None
-        if plan.has_loops:
-            self._start_frames(plan)
         if ctx.trace is not None:
             current = threading.current_thread()
             self._thread = (current.ident, current.name)
             self._starts = {}
-
-    def _start_frames(self, plan: Plan) -> None:
-        """Runs the step frame by frame: a move names its op and its iteration."""
-        self.ready = deque()
-        self._frames = Frames(plan.frame_info, plan.steps, self.vals, self.ready)
-        self.steps = TaggedSteps(plan.steps)
-        self.units = TaggedSteps(plan.op_units)
-        self.pending = TaggedPending(self._frames)
 
     @property
     def finished(self) -> bool:
@@ -198,13 +185,7 @@ class StepExecution:
         return not self.ready and not self.waiting
 
     def fetches(self) -> list[Any]:
-        """The fetched values (a variable fetched is read now).
-
-        Raises:
-            InternalError: if a loop's frame never ended (its ops wait for each other).
-        """
-        if self._frames is not None:
-            self._frames.check_ended()
+        """The fetched values (a variable fetched is read now)."""
         return fetched(self.plan, self.vals)
 
     def waits_for(self, i: int) -> dict:
@@ -219,8 +200,7 @@ class StepExecution:
             and ``global_step``) with ``"required"`` where the op needs more
             than one; otherwise ``{"kind": "completion"}``.
         """
-        vals = self.vals if self._frames is None else self._frames.locate(i)[0].vals
-        return waits_of(self.units[i].step, vals)
+        return waits_of(self.units[i].step, self.vals)
 
     def run_op(self, i: int) -> None:
         """Runs the ready unit ``i``: its straight walk, or the start of its op that may wait.
@@ -236,9 +216,6 @@ class StepExecution:
             ready.popleft()
         else:
             ready.remove(i)
-        if self._frames is not None:
-            self._run_in_frame(i)
-            return
         unit = self.units[i]
         step = unit.step
         if self._dead_preds is not None and self._is_dead(i, step):
@@ -261,34 +238,6 @@ class StepExecution:
             self.ctx.trace.append(
                 OpEvent.of(step, start, self.ctx.clock.now_ns(), self.vals, self.ctx, self._thread)
             )
-
-    def _run_in_frame(self, k: int) -> None:
-        """Runs move ``k`` of a step with loops: its op, in its iteration's value slots."""
-        iteration, i = self._frames.locate(k)
-        unit = self.plan.op_units[i]
-        step, vals = unit.step, iteration.vals
-        if self._frames.is_dead(iteration, i):
-            if step.op.type == "_Send":
-                step.compute(self.ctx, DEAD)  # the peer's _Recv must learn it
-            outs = step.out_slots
-            store_outputs(step, vals, DEAD if len(outs) == 1 else [DEAD] * len(outs))
-            self.done_ops += 1
-            self._frames.finished(iteration, i, True)
-            return
-        traced = self._thread is not None
-        start = self.ctx.clock.now_ns() if traced else 0
-        if step.is_async:
-            self.waiting.add(k)
-            start_waiting(step, self.ctx, self._completion(k), vals)
-            if traced:
-                self._starts[k] = (start, self.ctx.clock.now_ns())
-            return
-        _walk(unit.entries, vals, self.ctx)
-        self.done_ops += 1
-        self._frames.finished(iteration, i, False)
-        if traced:
-            end = self.ctx.clock.now_ns()
-            self.ctx.trace.append(OpEvent.of(step, start, end, vals, self.ctx, self._thread))
 
     def _is_dead(self, i: int, step: PlanStep) -> bool:
         """Whether op ``i`` is on a branch not taken: a dead input or dead control input.
@@ -343,25 +292,19 @@ class StepExecution:
         step = unit.step
         if isinstance(result, BaseException):
             raise as_op_error(result, step.op)
-        vals = self.vals
-        if self._frames is None:
-            store_outputs(step, vals, result)
-            self._finish(i, unit)
-            if result is DEAD and self._dead_preds is not None:
-                self._mark_dead(step)  # a _Recv of a dead value, a control edge's too
-        else:
-            iteration, index = self._frames.locate(i)
-            vals = iteration.vals
-            store_outputs(step, vals, result)
-            self.done_ops += 1
-            self._frames.finished(iteration, index, result is DEAD)
+        store_outputs(step, self.vals, result)
+        self._finish(i, unit)
+        if result is DEAD and self._dead_preds is not None:
+            self._mark_dead(step)  # a _Recv of a dead value, a control edge's too
         if self._thread is not None and i in self._starts:
             # It ends when the step takes its outputs; it waited from its kernel
             # returning until its completion arrived.
             start, returned = self._starts.pop(i)
             wait = max(0, arrived_ns - returned)
             end = self.ctx.clock.now_ns()
-            self.ctx.trace.append(OpEvent.of(step, start, end, vals, self.ctx, self._thread, wait))
+            self.ctx.trace.append(
+                OpEvent.of(step, start, end, self.vals, self.ctx, self._thread, wait)
+            )
 
     def offers(self) -> set[int]:
         """Arrived units whose delivery runs the op that waited (an `Offer`), not its outputs."""

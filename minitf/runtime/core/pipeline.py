@@ -78,7 +78,6 @@ def build_plan(
     has_control_flow = any(
         op.type == "Switch" or (recv_dead and op.type == "_Recv") for op in order
     )
-    has_loops = any(op.type in ("Enter", "RefEnter") for op in order)
     known: dict[Tensor, object] = {}
     folded: list[Operation] = []
     if fold_constants:
@@ -159,5 +158,4 @@ def build_plan(
         walks=walks,
         segments=segments,
         units=units,
-        has_loops=has_loops,
     )

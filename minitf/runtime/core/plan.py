@@ -106,8 +106,6 @@ class Plan:
             nobody watches op by op: one straight walk for a plan that never
             waits, its `Segments` and waiting ops for one that does; None for
             a plan with ``tf.cond`` (every op is then a move of its own).
-        has_loops: True if the plan has a ``tf.while_loop`` (an ``Enter``):
-            its steps then run frame by frame (`minitf.runtime.core.frames`).
     """
 
     steps: tuple[PlanStep, ...]
@@ -124,7 +122,6 @@ class Plan:
     walks: Any = None
     segments: Any = None
     units: tuple[Unit, ...] | None = None
-    has_loops: bool = False
 
     @property
     def ops(self) -> list[Operation]:
@@ -139,6 +136,11 @@ class Plan:
         speed-ups off (`minitf.runtime.speedups`), what every step runs.
         """
         return tuple(Unit.of_step(s) for s in self.steps)
+
+    @functools.cached_property
+    def has_loops(self) -> bool:
+        """True if the plan has a ``tf.while_loop`` (an ``Enter``): it runs in frames."""
+        return any(s.op.type in ("Enter", "RefEnter") for s in self.steps)
 
     @functools.cached_property
     def frame_info(self) -> FrameInfo:

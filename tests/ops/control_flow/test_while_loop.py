@@ -317,3 +317,46 @@ def test_a_tensor_inside_the_loop_cannot_be_used_outside_it():
     with tf.Session() as sess:
         with pytest.raises(ValueError, match="'while/add' has been marked as not fetchable"):
             sess.run(inner)
+
+
+@pytest.mark.timeout(120)
+def test_a_loop_on_a_worker_reads_a_variable_on_the_ps_and_sends_its_result_back():
+    from minitf.runtime.distributed.launcher import LocalCluster
+
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(1.5, name="w")
+            n = tf.Variable(4, name="n")
+        with tf.device("/job:worker/task:0"):
+            # w's value and n cross into the loop; the loop runs on the worker.
+            _, power = tf.while_loop(lambda i, p: i < n, lambda i, p: (i + 1, p * w), [0, 1.0])
+            (grad,) = tf.gradients(power, w)
+        with tf.device("/job:ps/task:0"):
+            doubled = power * 2.0  # the loop's result crosses back to the ps
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run([w.initializer, n.initializer])
+            options = tf.RunOptions(timeout_in_ms=20000)
+            assert sess.run(doubled, options=options) == 2 * 1.5**4
+            assert sess.run(grad, options=options) == pytest.approx(4 * 1.5**3)
+            # A loop on the ps, in the same step as the worker's.
+            with tf.device("/job:ps/task:0"):
+                on_ps = tf.while_loop(lambda i: i < n, lambda i: i + 1, [0])
+            assert sess.run([on_ps, doubled], options=options) == [4, 2 * 1.5**4]
+
+
+def test_a_loop_split_across_tasks_is_refused_naming_the_loop():
+    from minitf.runtime.distributed.launcher import LocalCluster
+
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(2.0, name="v")
+        with tf.device("/job:worker/task:0"):
+            # read_value() in the body is an op of the loop colocated with v, on the ps.
+            r = tf.while_loop(
+                lambda i, s: i < 3, lambda i, s: (i + 1, s + v.read_value()), [0, 0.0]
+            )
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(v.initializer)
+            with pytest.raises(tf.errors.UnimplementedError) as info:
+                sess.run(r)
+    assert "The while loop 'while/while_context' has ops on more than one task" in str(info.value)
