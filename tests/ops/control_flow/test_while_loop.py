@@ -360,3 +360,23 @@ def test_a_loop_split_across_tasks_is_refused_naming_the_loop():
             with pytest.raises(tf.errors.UnimplementedError) as info:
                 sess.run(r)
     assert "The while loop 'while/while_context' has ops on more than one task" in str(info.value)
+
+
+def test_a_loop_runs_in_a_simulated_cluster():
+    from minitf.cluster.simulated import SimulatedCluster
+
+    cluster = SimulatedCluster({"ps": 1, "worker": 1})
+    out = {}
+
+    def client():
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.Variable(1.5, name="w")
+            with tf.device("/job:worker/task:0"):
+                _, p = tf.while_loop(lambda i, p: i < 4, lambda i, p: (i + 1, p * w), [0, 1.0])
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(w.initializer)
+                out["p"] = sess.run(p)
+
+    cluster.run_clients(client)
+    assert out["p"] == 1.5**4
