@@ -398,7 +398,23 @@ class Graph(GraphCollections):
                 self._device_function_stack.apply(op)
             self._colocation_stack.apply(op)
             self._add_op(op)
+        context = self._get_control_flow_context()
+        if context is not None:
+            # A loop's context takes the op in: outside inputs enter its frame.
+            context.AddOp(op)
+        else:
+            for t in inputs:
+                if t.op._control_flow_context is not None:
+                    t.op._control_flow_context.check_consumer(op, t.op)
         return op
+
+    def _get_control_flow_context(self):
+        """The control-flow context (a ``WhileContext``) new ops are built in, or None."""
+        return getattr(self._thread_local, "control_flow_context", None)
+
+    def _set_control_flow_context(self, context) -> None:
+        """Makes ``context`` (or None) the control-flow context of the ops built next."""
+        self._thread_local.control_flow_context = context
 
     def _import_op(
         self,

@@ -60,6 +60,8 @@ class Operation:
         self._device = ""
         self._device_assignments: list[tuple[str, str]] = []
         self._id = graph._next_id()
+        # The ``WhileContext`` the op was built in (None: outside every loop).
+        self._control_flow_context = None
         shapes = output_shapes if output_shapes is not None else [None] * len(output_types)
         if len(shapes) != len(output_types):
             raise ValueError(
@@ -173,6 +175,32 @@ class Operation:
         if op not in self._control_inputs:
             self._control_inputs.append(op)
             self._graph._bump_version()
+
+    def _update_input(self, index: int, tensor: Tensor) -> None:
+        """Replaces input ``index`` by ``tensor`` (a loop's back edge, an input entering a loop).
+
+        Args:
+            index: The input's position.
+            tensor: The new input, of the same dtype.
+
+        Raises:
+            TypeError: if the dtypes differ.
+        """
+        old = self._inputs[index]
+        if old.dtype.base_dtype != tensor.dtype.base_dtype:
+            raise TypeError(
+                f"Input {index} of '{self._name}' has dtype {old.dtype.name}; cannot replace it "
+                f"by {tensor.name} of dtype {tensor.dtype.name}"
+            )
+        old._consumers.remove(self)
+        self._inputs = self._inputs[:index] + (tensor,) + self._inputs[index + 1 :]
+        tensor._add_consumer(self)
+        self._graph._bump_version()
+
+    def _set_control_inputs(self, ops) -> None:
+        """Replaces the control inputs by ``ops``."""
+        self._control_inputs = list(ops)
+        self._graph._bump_version()
 
     def _add_control_inputs(self, ops) -> None:
         for op in ops:

@@ -21,7 +21,7 @@ them), so the math modules read shapes from `array_shaping` and
 
 # Imported to register kernels and gradients.
 from minitf.ops.array import array_grad, array_indexing_kernels, array_kernels  # noqa: F401
-from minitf.ops.control_flow import control_flow_kernels  # noqa: F401
+from minitf.ops.control_flow import control_flow_grad, control_flow_kernels  # noqa: F401
 from minitf.ops.data_flow import (  # noqa: F401
     conditional_accumulator_kernels,
     padding_fifo_queue_kernels,
@@ -29,6 +29,7 @@ from minitf.ops.data_flow import (  # noqa: F401
     queue_kernels,
     random_shuffle_queue_kernels,
     sparse_conditional_accumulator_kernels,
+    stack_ops,
     tensor_array_grad,
     tensor_array_kernels,
 )

@@ -1824,3 +1824,64 @@ def test_row_137_a_priority_that_is_not_a_scalar():
             ):
                 sess.run(put, {p: [1, 2]})
             assert queue_size(sess, q) == 1
+
+
+def test_row_138_a_loop_variable_whose_shape_changes():
+    def body(i, m):
+        return i + 1, tf.concat([m, m], 0)
+
+    with raises(ValueError, "Input tensor 'ones:0' enters the loop with shape (2, 2)", "(4, 2)"):
+        tf.while_loop(lambda i, m: i < 3, body, [0, tf.ones([2, 2])])
+    invariants = [tf.TensorShape([]), tf.TensorShape([None, 2])]
+    _, m = tf.while_loop(lambda i, m: i < 3, body, [0, tf.ones([2, 2])], invariants)
+    with tf.Session() as sess:
+        assert sess.run(m).shape == (16, 2)
+
+
+def test_row_139_a_loop_condition_that_is_not_a_bool():
+    with raises(TypeError, "Input 'input' of 'LoopCond' Op has type int32", "type of bool."):
+        tf.while_loop(lambda i: i, lambda i: i + 1, [0])
+    r = tf.while_loop(lambda i: i < 2, lambda i: i + 1, [0])
+    with tf.Session() as sess:
+        assert sess.run(r) == 2
+
+
+def test_row_140_a_loop_body_that_returns_another_structure():
+    with raises(ValueError, "The two structures don't have the same nested structure."):
+        tf.while_loop(lambda i, j: i < 3, lambda i, j: (i + 1,), [0, 1])
+    r = tf.while_loop(lambda i, j: i < 3, lambda i, j: (i + 1, j), [0, 1])
+    with tf.Session() as sess:
+        assert sess.run(r) == (3, 1)
+
+
+def test_row_141_a_tensor_of_a_loop_used_outside_it():
+    out = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)])
+    inner = tf.get_default_graph().get_tensor_by_name("while/add:0")
+    with raises(ValueError, "Cannot use 'while/add' as input to 'Add'", "is in a while loop."):
+        tf.add(inner, 1)
+    with tf.Session() as sess:
+        assert sess.run(tf.add(out, 1)) == 4
+
+
+def test_row_142_a_shape_invariant_that_does_not_fit():
+    def cond(i):
+        return tf.size(i) < 3
+
+    with raises(ValueError, "The shape invariant specified for Const:0 is not compatible"):
+        tf.while_loop(cond, lambda i: i, [tf.constant([1, 2])], [tf.TensorShape([3])])
+
+
+def test_row_143_a_loop_split_across_tasks():
+    from minitf.runtime.distributed.launcher import LocalCluster
+
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(2.0, name="v")
+        with tf.device("/job:worker/task:0"):
+            split = tf.while_loop(lambda i: i < 3.0, lambda i: i + v.read_value(), [0.0])
+            whole = tf.while_loop(lambda i: i < 3.0, lambda i: i + v, [0.0])
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(v.initializer)
+            with raises(tf.errors.UnimplementedError, "while/while_context", "more than one task"):
+                sess.run(split)
+            assert sess.run(whole, options=tf.RunOptions(timeout_in_ms=20000)) == 4.0

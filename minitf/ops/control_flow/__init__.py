@@ -2,6 +2,11 @@
 
 - ``control_flow_ops.py``: the constructors (and the ``NoOp`` kernel).
 - ``control_flow_kernels.py``: the ``Switch`` and ``Merge`` kernels, the dead
-  value that ``tf.cond`` rests on, and ``Merge``'s gradient, which says that
-  gradients do not flow through ``tf.cond`` yet.
+  value that ``tf.cond`` rests on, and the kernels of a loop's ops.
+- ``while_context.py``, ``while_loop.py``: ``tf.while_loop`` and the
+  ``WhileContext`` that builds it; ``control_flow_util.py``: which loop an op
+  is in.
+- ``control_flow_grad.py``, ``control_flow_state.py``: gradients through
+  loops (a backward loop, with stacks of forward values); gradients do not
+  flow through ``tf.cond`` yet, and ``Merge``'s gradient says so.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitf.framework.op_registry import RegisterGradient, register_compute
+from minitf.framework.op_registry import register_compute
 
 
 class _Dead:
@@ -45,16 +45,21 @@ def _switch_kernel(ctx, data, pred):
 @register_compute("Merge")
 def _merge_kernel(ctx, *inputs):
     for index, value in enumerate(inputs):
-        if value is not DEAD:
+        # None: an input that has not come in this iteration (a loop's back edge).
+        if value is not DEAD and value is not None:
             if not isinstance(value, np.ndarray) and hasattr(value, "read"):
                 value = value.read()  # a variable's value, read now (it is not dead)
             return value, np.int32(index)
     return DEAD, DEAD
 
 
-@RegisterGradient("Merge")
-def _merge_grad(op, *grads):
-    raise LookupError(
-        f"No gradient defined for operation '{op.name}' (op type: Merge): minitf's tf.cond "
-        "does not carry gradients; compute gradients of tensors outside the cond instead"
-    )
+def _forward(ctx, data):
+    return data
+
+
+# Each only forwards its input: what they do is where the executor puts the
+# value — another frame, the next iteration (minitf.runtime.core.frames).
+for _loop_op_type in ("Enter", "Exit", "NextIteration", "LoopCond"):
+    register_compute(_loop_op_type)(_forward)
+for _loop_op_type in ("RefEnter", "RefExit"):
+    register_compute(_loop_op_type, ref_inputs=(0,))(_forward)  # the variable itself

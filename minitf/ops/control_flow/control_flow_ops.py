@@ -11,6 +11,7 @@ from minitf.framework.control_dependencies import control_input_op
 from minitf.framework.indexed_slices import IndexedSlices
 from minitf.framework.op_registry import register_compute
 from minitf.ops.array import array_ops
+from minitf.ops.control_flow.control_flow_util import input_context
 
 __all__ = ["no_op", "group", "tuple", "with_dependencies", "cond"]
 
@@ -29,6 +30,20 @@ def no_op(name=None) -> ops.Operation:
 @register_compute("NoOp")
 def _no_op_kernel(ctx):
     return None
+
+
+def control_trigger(name=None) -> ops.Operation:
+    """An op that does nothing and is never dead: it runs even when its inputs are dead.
+
+    Args:
+        name: A name for the operation (default ``"ControlTrigger"``).
+    """
+    return ops.get_default_graph().create_op(
+        "ControlTrigger", [], [], name=name or "ControlTrigger"
+    )
+
+
+register_compute("ControlTrigger")(_no_op_kernel)
 
 
 def _flatten(inputs) -> list:
@@ -258,8 +273,12 @@ def _build_branch(fn, pivot: ops.Tensor):
                 # A tensor made outside the branch is live on both: pass it
                 # through an op of the branch, so that the untaken side is dead.
                 branch_results.append(array_ops.identity(ops.convert_to_tensor(item)))
+    context = graph._get_control_flow_context()
     for op in graph.get_operations()[before:]:
-        if pivot.op not in op.control_inputs and op is not pivot.op:
+        if op is pivot.op or pivot.op in op.control_inputs:
+            continue
+        # The ops of a loop built in the branch are gated by the loop's Enters.
+        if input_context(op) is context:
             op._add_control_input(pivot.op)
     return _Results(results, branch_results)
 

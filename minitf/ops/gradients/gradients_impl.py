@@ -9,6 +9,7 @@ which builds the ops computing the gradients of the op's inputs.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -63,8 +64,8 @@ def _reachable_from(xs: list[ops.Tensor]) -> set[ops.Operation]:
     return reached
 
 
-def _between(xs, ys) -> tuple[set[ops.Operation], dict[ops.Operation, int]]:
-    """Ops on a path from ``xs`` to ``ys``, and how many of their consumers lie between."""
+def _between(xs, ys) -> set[ops.Operation]:
+    """Ops on a path from ``xs`` to ``ys``."""
     reached = _reachable_from(xs)
     between: set[ops.Operation] = set()
     queue = deque(y.op for y in ys)
@@ -73,12 +74,17 @@ def _between(xs, ys) -> tuple[set[ops.Operation], dict[ops.Operation, int]]:
         if op in reached and op not in between:
             between.add(op)
             queue.extend(t.op for t in op.inputs)
+    return between
+
+
+def _pending(between: set[ops.Operation]) -> dict[ops.Operation, int]:
+    """How many consumers of each op lie between xs and ys (one per input edge)."""
     pending = {op: 0 for op in between}
     for op in between:
         for t in op.inputs:
             if t.op in between:
                 pending[t.op] += 1
-    return between, pending
+    return pending
 
 
 def _aggregate(grads: list, tensor: ops.Tensor):
@@ -132,6 +138,13 @@ def _zeros_for(op: ops.Operation, index: int):
     return array_ops.zeros_like(op.outputs[index])
 
 
+def _zeros(op: ops.Operation, index: int, loop_state):
+    """Zeros for an output no gradient reached (in a loop: none for a loop's ``Switch``)."""
+    if loop_state is not None:
+        return loop_state.zeros_like(op, index)
+    return _zeros_for(op, index)
+
+
 def gradients(
     ys: ops.Tensor | list[ops.Tensor],
     xs: ops.Tensor | Variable | list,
@@ -172,25 +185,84 @@ def gradients(
         raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
     with ops.name_scope(name, "gradients", ys + xs) as scope:
         grad_ys = _default_grad_ys(ys, grad_ys)
-        between, pending = _between(xs, ys)
+        between = _between(xs, ys)
+        loop_state = _loop_state(between)  # adds every exit of a loop to ``between``
+        pending = _pending(between)
         stop_ops = _stop_ops(xs, between, stop_gradients)
         grads: dict[ops.Tensor, list] = {}
         for y, gy in zip(ys, grad_ys):
             grads.setdefault(y, []).append(gy)
         ready = deque(op for op in dict.fromkeys(y.op for y in ys) if pending.get(op, 0) == 0)
+        if loop_state is not None:
+            for y in loop_state.process_unused_loop_exits(pending, set(ready)):
+                if _is_trainable(y):
+                    grads.setdefault(y, []).append(loop_state.zeros_like_for_exit(y))
+                    ready.append(y.op)
         x_set = set(xs)
+        options = (colocate_gradients_with_ops, gate_gradients, loop_state)
         while ready:
             op = ready.popleft()
-            _backprop_op(
-                op, grads, between, stop_ops, x_set, colocate_gradients_with_ops, gate_gradients
-            )
-            for t in op.inputs:
-                if t.op in pending:
-                    pending[t.op] -= 1
-                    if pending[t.op] == 0:
-                        ready.append(t.op)
+            _backprop_op(op, grads, between, stop_ops, x_set, options)
+            _update_pending(op, pending, ready, grads, loop_state)
+        if loop_state is not None:
+            loop_state.post_processing()
         del scope
         return [_aggregate(grads.get(x, []), x) for x in xs]
+
+
+def _loop_state(between):
+    """The gradient loops' state if a ``tf.while_loop`` lies between xs and ys, else None."""
+    if not any(op._control_flow_context is not None for op in between):
+        return None
+    from minitf.ops.control_flow import control_flow_state
+
+    return control_flow_state.maybe_create_control_flow_state(between)
+
+
+def _update_pending(op, pending, ready, grads, loop_state) -> None:
+    """Counts ``op`` done for its inputs' producers; queues those whose gradients are all in.
+
+    In a loop (TF's ``_UpdatePendingAndEnqueueReady``), a loop's ``Switch`` is
+    visited twice — from its ``Exit``, then from the body — and a loop's
+    ``Exit`` s wait for one another: once all have come, those with no
+    gradient start from zeros.
+    """
+    for t in op.inputs:
+        if t.op not in pending:
+            continue
+        pending[t.op] -= 1
+        is_ready = pending[t.op] == 0
+        if loop_state is not None and not is_ready:
+            is_ready = pending[t.op] > 0 and _is_loop_switch(t.op)
+        if not is_ready:
+            continue
+        if loop_state is not None and t.op.type in ("Exit", "RefExit"):
+            _exit_ready(t, ready, grads, loop_state)
+        else:
+            ready.append(t.op)
+
+
+def _is_loop_switch(op) -> bool:
+    return op.type == "Switch" and op._control_flow_context is not None
+
+
+def _exit_ready(exit_t, ready, grads, loop_state) -> None:
+    state = loop_state.get_grad_state(exit_t.op, before=False)
+    state.deferred_exits.append(exit_t)
+    state.pending_exits_count -= 1
+    if state.pending_exits_count:
+        return
+    has_grad = False
+    for y in state.deferred_exits:
+        if any(grads.get(t) for t in y.op.outputs):
+            has_grad = True
+            ready.append(y.op)
+        else:
+            state.unused_exits.append(y)
+    for y in state.unused_exits:
+        if has_grad and _is_trainable(y):
+            grads.setdefault(y, []).append(loop_state.zeros_like_for_exit(y))
+        ready.append(y.op)
 
 
 def _stop_ops(xs, between, stop_gradients) -> set[ops.Operation]:
@@ -230,9 +302,18 @@ def _default_grad_ys(ys, grad_ys) -> list:
     return result
 
 
-def _backprop_op(op, grads, between, stop_ops, x_set, colocate, gate) -> None:
+def _grad_context(loop_state, op, before: bool):
+    """Where ``op``'s gradient ops go: its loop's gradient loop, if it is in a loop."""
+    if loop_state is None:
+        return contextlib.nullcontext()
+    return loop_state.enter_grad_context(op, before)
+
+
+def _backprop_op(op, grads, between, stop_ops, x_set, options) -> None:
     """Calls ``op``'s gradient function and records the gradients of its inputs."""
-    out_grads = [_aggregate(grads.get(t, []), t) for t in op.outputs]
+    colocate, gate, loop_state = options
+    with _grad_context(loop_state, op, before=True):
+        out_grads = [_aggregate(grads.get(t, []), t) for t in op.outputs]
     for t, g in zip(op.outputs, out_grads):
         grads[t] = [g] if g is not None else []
     if op not in between or op in stop_ops or all(g is None for g in out_grads):
@@ -240,8 +321,14 @@ def _backprop_op(op, grads, between, stop_ops, x_set, colocate, gate) -> None:
     grad_fn = get_gradient_function(op)
     if grad_fn is None:
         return
+    with _grad_context(loop_state, op, before=False):
+        _call_grad_fn(op, grad_fn, out_grads, grads, between, x_set, colocate, gate, loop_state)
+
+
+def _call_grad_fn(op, grad_fn, out_grads, grads, between, x_set, colocate, gate, loop_state):
+    """Builds ``op``'s gradient ops from its output gradients (zeros where none came)."""
     out_grads = [
-        g if g is not None or not _is_trainable(t) else _zeros_for(op, i)
+        g if g is not None or not _is_trainable(t) else _zeros(op, i, loop_state)
         for i, (t, g) in enumerate(zip(op.outputs, out_grads))
     ]
     with ops.name_scope(op.name + "_grad"):

@@ -16,6 +16,7 @@ from typing import Any
 
 from minitf.runtime.core import config
 from minitf.runtime.core.execution import StepExecution
+from minitf.runtime.core.loop_execution import LoopStepExecution
 from minitf.runtime.core.plan import Plan
 from minitf.runtime.core.scheduler import DELIVER, FifoScheduler, Scheduler
 from minitf.runtime.core.step_context import StepContext
@@ -77,7 +78,8 @@ class Executor:
             feed_values: The fed values, in the order of the plan's feeds.
         """
         by_op = self.by_op or ctx.trace is not None or plan.units is None
-        return StepExecution(plan, ctx, feed_values, by_op)
+        execution = LoopStepExecution if plan.has_loops else StepExecution
+        return execution(plan, ctx, feed_values, by_op)
 
     def run(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> list[Any]:
         """Runs ``plan`` with the fed values on the calling thread; returns the fetched values.

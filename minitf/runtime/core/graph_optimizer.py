@@ -32,11 +32,14 @@ class _FoldingContext:
     step_id = 0
 
 
-_NEVER_FOLDED = frozenset({"Switch", "Merge"})
+_NEVER_FOLDED = frozenset(
+    {"Switch", "Merge", "Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "LoopCond"}
+)
 """Ops TF's constant folding leaves to the run: a folded Switch would hide the
-``tf.cond`` from it. A placeholder with a default that the run does not feed
-folds, as in TF: Grappler keeps it, and the graph optimizer TF's session runs
-after Grappler folds it (``common_runtime/constant_folding.cc``); a run that
+``tf.cond`` from it; a loop's ops put values in other frames and iterations.
+A placeholder with a default that the run does not feed folds, as in TF:
+Grappler keeps it, and the graph optimizer TF's session runs after Grappler
+folds it (``common_runtime/constant_folding.cc``); a run that
 feeds it has a plan of its own."""
 
 _FOLDED_WITHOUT_INPUTS = frozenset({"Const", "PyFuncStateless"})

@@ -29,6 +29,7 @@ from minitf.framework import errors
 from minitf.framework.op_registry import get_kernel_def
 from minitf.framework.ops import Operation, Tensor
 from minitf.ops.control_flow.control_flow_kernels import DEAD
+from minitf.runtime.core.frames import FrameInfo
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,16 @@ class Plan:
         speed-ups off (`minitf.runtime.speedups`), what every step runs.
         """
         return tuple(Unit.of_step(s) for s in self.steps)
+
+    @functools.cached_property
+    def has_loops(self) -> bool:
+        """True if the plan has a ``tf.while_loop`` (an ``Enter``): it runs in frames."""
+        return any(s.op.type in ("Enter", "RefEnter") for s in self.steps)
+
+    @functools.cached_property
+    def frame_info(self) -> FrameInfo:
+        """What the plan's ``tf.while_loop`` s are (`FrameInfo`), for a plan with loops."""
+        return FrameInfo(self.steps, self.initial_slots)
 
     @functools.cached_property
     def op_start(self) -> tuple:
@@ -255,6 +266,8 @@ def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operatio
     consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
         for pred in predecessors(op, in_set, feeds):
+            if pred.type == "NextIteration":
+                continue  # a loop's back edge: the cycle a frame runs, not an order
             indegree[op] += 1
             consumers[pred].append(op)
     ready = deque(op for op in ops if indegree[op] == 0)

@@ -33,6 +33,7 @@ from minitf.framework import device as pydev
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework.ops import Graph, Operation, Tensor
 from minitf.runtime.core.pipeline import order_step
+from minitf.runtime.distributed.partition_loops import check_outside_loops, loop_inputs
 
 SEND, RECV = "_Send", "_Recv"
 
@@ -338,6 +339,7 @@ def partition(
             elif task_of(devices[t.op]) == task:
                 inputs.append((t.op.name, t.value_index))
             else:
+                check_outside_loops(t.op, op, devices)
                 inputs.append(recv_input(t, task))
         control = []
         for c in op.control_inputs:
@@ -346,6 +348,7 @@ def partition(
             if task_of(devices[c]) == task:
                 control.append(c.name)
             else:
+                check_outside_loops(c, op, devices)
                 control.append(control_recv(c, task))
         part_for(task).nodes.append(
             NodeDesc(
@@ -392,20 +395,21 @@ def import_partition(nodes: list[NodeDesc]) -> Graph:
         nodes: The partition's ops, producers first.
     """
     graph = Graph()
-    for node in nodes:
-        inputs = [graph.get_tensor_by_name(f"{name}:{index}") for name, index in node.inputs]
-        control = [graph.get_operation_by_name(name) for name in node.control_inputs]
-        graph._import_op(
-            node.op,
-            node.name,
-            inputs,
-            node.dtypes,
-            node.shapes,
-            control,
-            node.attrs,
-            node.device,
-            node.device_assignments,
-        )
+    with loop_inputs(graph) as input_tensors:
+        for node in nodes:
+            inputs = input_tensors(node)
+            control = [graph.get_operation_by_name(name) for name in node.control_inputs]
+            graph._import_op(
+                node.op,
+                node.name,
+                inputs,
+                node.dtypes,
+                node.shapes,
+                control,
+                node.attrs,
+                node.device,
+                node.device_assignments,
+            )
     return graph
 
 

@@ -767,7 +767,9 @@ class Simulation(Scheduler):
         pushed, pending = part.pushed, execution.pending
         steps = execution.steps
         now = self._now if moved is not None and self._cost is None else None
-        for i in execution.ready if moved is None else steps[moved].successors:
+        # With loops a move names an iteration too: look at every ready move.
+        whole = moved is None or execution.plan.has_loops
+        for i in execution.ready if whole else steps[moved].successors:
             if i not in pushed and not pending[i]:
                 pushed.add(i)
                 available = part.available(i)
