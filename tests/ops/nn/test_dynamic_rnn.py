@@ -13,6 +13,7 @@ import pytest
 import minitf as tf
 from minitf.ops.gradients.gradient_checker import compute_gradient_error
 from tests.ops.nn import rnn_oracle as oracle
+from tests.ops.nn.test_rnn import Plus1RNNCell, _load
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -144,11 +145,6 @@ def test_bidirectional_dynamic_rnn_time_major_reads_the_time_axis_backwards():
 # -- against numpy by hand ------------------------------------------------------------------
 
 
-def _load(sess, cell, *values):
-    for variable, value in zip(cell.weights, values):
-        variable.load(np.asarray(value, dtype=variable.dtype.base_dtype.as_numpy_dtype), sess)
-
-
 def test_dynamic_basic_rnn_matches_numpy_with_an_initial_state():
     units, steps, batch, depth = 3, 5, 2, 4
     cell = tf.nn.rnn_cell.BasicRNNCell(units)
@@ -231,21 +227,6 @@ def test_dynamic_lstm_gradients_match_finite_differences():
 
 
 # -- ports of TF's rnn_test.py -------------------------------------------------------------------
-
-
-class Plus1RNNCell(tf.nn.rnn_cell.RNNCell):
-    """TF rnn_test.py's cell: output = input + 1, state = state + 1."""
-
-    @property
-    def output_size(self):
-        return 5
-
-    @property
-    def state_size(self):
-        return 5
-
-    def __call__(self, input_, state, scope=None):
-        return input_ + 1, state + 1
 
 
 class ScalarStateRNNCell(tf.nn.rnn_cell.RNNCell):
