@@ -1,4 +1,4 @@
-"""Recurrent networks unrolled in the graph: ``static_rnn`` and ``static_bidirectional_rnn``.
+"""Recurrent networks: unrolled (``static_rnn``) or looped (``dynamic_rnn``), and bidirectional.
 
 ``static_rnn`` calls the cell once per element of a Python list of inputs,
 so a sequence of length T becomes T copies of the cell's ops in the graph,
@@ -14,8 +14,10 @@ the way TF does it; TF's ``static_rnn`` also wraps each step in two
 ``tf.cond`` so that steps past the longest sequence are not computed at
 all, which changes the time spent, not the values.
 
-A ``dynamic_rnn`` (a ``tf.while_loop`` over a ``TensorArray``) belongs in
-this module beside them and can share `_rnn_step` and the input checks.
+``dynamic_rnn`` builds the cell once, inside a ``tf.while_loop`` over time
+that reads each step's input from a ``TensorArray`` and writes its output to
+another (TF's ``_dynamic_rnn_loop``); it shares `_rnn_step` with
+``static_rnn``, so both compute the same values with the same variables.
 """
 
 from __future__ import annotations
