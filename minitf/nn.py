@@ -4,4 +4,9 @@
 from minitf.ops.nn import rnn_cell
 from minitf.ops.nn.embedding_ops import embedding_lookup
 from minitf.ops.nn.nn_ops import *
-from minitf.ops.nn.rnn import static_bidirectional_rnn, static_rnn
+from minitf.ops.nn.rnn import (
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+)

@@ -21,6 +21,8 @@ __all__ = [
     "pack_sequence_as",
     "assert_same_structure",
     "map_structure",
+    "map_structure_up_to",
+    "get_traverse_shallow_structure",
 ]
 
 
@@ -148,3 +150,74 @@ def map_structure(func: Callable, *structures: Any) -> Any:
         assert_same_structure(structures[0], other)
     flats = [flatten(s) for s in structures]
     return pack_sequence_as(structures[0], [func(*leaves) for leaves in zip(*flats)])
+
+
+def get_traverse_shallow_structure(traverse_fn: Callable, structure: Any) -> Any:
+    """The part of ``structure`` that ``traverse_fn`` says to go into, with bools as leaves.
+
+    ``traverse_fn`` is called on ``structure`` and, where it says so, on its
+    parts: it returns True (go in: a leaf becomes True, a sequence is
+    traversed further), False (stop: the part becomes one False), or, for a
+    sequence, a sequence of bools of the same shape one level deep, one for
+    each child. (TF's ``nest.get_traverse_shallow_structure``.)
+
+    Args:
+        traverse_fn: A function of a structure returning a bool or a
+            one-level sequence of bools.
+        structure: A structure.
+
+    Raises:
+        TypeError: if ``traverse_fn`` returns something else.
+    """
+    to_traverse = traverse_fn(structure)
+    if not is_sequence(structure):
+        if not isinstance(to_traverse, bool):
+            raise TypeError(
+                f"traverse_fn returned structure: {to_traverse} for non-structure: {structure}"
+            )
+        return to_traverse
+    if isinstance(to_traverse, bool):
+        if not to_traverse:
+            return False
+        flags = [True] * len(_children(structure))
+    else:
+        assert_same_structure(to_traverse, structure, check_types=False)
+        flags = _children(to_traverse)
+    level = []
+    for flag, branch in zip(flags, _children(structure)):
+        if not isinstance(flag, bool):
+            raise TypeError(
+                f"traverse_fn didn't return a depth=1 structure of bools.  saw: {to_traverse}"
+            )
+        level.append(get_traverse_shallow_structure(traverse_fn, branch) if flag else False)
+    return _rebuild(structure, level)
+
+
+def map_structure_up_to(shallow_tree: Any, func: Callable, *structures: Any) -> Any:
+    """``func`` applied to the parts of ``structures`` at the leaves of ``shallow_tree``.
+
+    Where ``shallow_tree`` has a leaf, ``func`` gets the whole part of each
+    structure found there (a tensor, or a structure it does not go into).
+
+    Args:
+        shallow_tree: A structure that each of ``structures`` extends.
+        func: A function of as many arguments as there are structures.
+        *structures: Structures that nest like ``shallow_tree`` down to its leaves.
+
+    Raises:
+        ValueError: if a structure is shallower than ``shallow_tree`` or
+            differs from it in length.
+    """
+    if not is_sequence(shallow_tree):
+        return func(*structures)
+    for structure in structures:
+        if not is_sequence(structure) or len(structure) != len(shallow_tree):
+            raise ValueError(
+                f"The two structures don't have the same nested structure.\n\n"
+                f"First structure: {shallow_tree}\n\nSecond structure: {structure}"
+            )
+    children = [
+        map_structure_up_to(child, func, *parts)
+        for child, *parts in zip(_children(shallow_tree), *(_children(s) for s in structures))
+    ]
+    return _rebuild(structures[0], children)

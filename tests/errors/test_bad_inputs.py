@@ -1885,3 +1885,82 @@ def test_row_143_a_loop_split_across_tasks():
             with raises(tf.errors.UnimplementedError, "while/while_context", "more than one task"):
                 sess.run(split)
             assert sess.run(whole, options=tf.RunOptions(timeout_in_ms=20000)) == 4.0
+
+
+# -- dynamic_rnn and the cell wrappers ---------------------------------------------------------
+
+
+def test_row_144_dynamic_rnn_without_initial_state_or_dtype():
+    with tf.Graph().as_default():
+        x = tf.zeros([2, 4, 3])
+        with raises(ValueError, "If there is no initial_state, you must give a dtype."):
+            tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(2), x)
+        assert tf.global_variables() == []
+        tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(2), x, dtype=tf.float32)
+
+
+def test_row_145_dynamic_rnn_inputs_without_a_time_axis():
+    with tf.Graph().as_default():
+        cell = tf.nn.rnn_cell.GRUCell(2)
+        with raises(ValueError, "Shape (4, 2) must have rank at least 3"):
+            tf.nn.dynamic_rnn(cell, tf.zeros([2, 4]), dtype=tf.float32)
+        tf.nn.dynamic_rnn(cell, tf.zeros([2, 1, 4]), dtype=tf.float32)
+
+
+def test_row_146_dynamic_rnn_sequence_length_not_a_vector():
+    with tf.Graph().as_default():
+        cell, x = tf.nn.rnn_cell.BasicRNNCell(2), tf.zeros([2, 4, 3])
+        with raises(ValueError, "sequence_length must be a vector of length batch_size", "(1, 2)"):
+            tf.nn.dynamic_rnn(cell, x, sequence_length=[[4, 4]], dtype=tf.float32)
+        tf.nn.dynamic_rnn(cell, x, sequence_length=[4, 4], dtype=tf.float32)
+
+
+def test_row_147_dynamic_rnn_sequence_length_of_another_batch_size():
+    with tf.Graph().as_default():
+        lengths = tf.placeholder(tf.int32, [None])
+        outputs, _ = tf.nn.dynamic_rnn(
+            tf.nn.rnn_cell.BasicRNNCell(2), tf.ones([2, 4, 3]), lengths, dtype=tf.float32
+        )
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "Expected shape for Tensor rnn/sequence_length:0 is",
+                "[2]",
+                "but saw shape:",
+                "[3]",
+            ):
+                sess.run(outputs, {lengths: [1, 2, 3]})
+            assert sess.run(outputs, {lengths: [1, 2]}).shape == (2, 4, 2)
+
+
+def test_row_148_dynamic_rnn_inputs_with_different_time_steps():
+    with tf.Graph().as_default():
+        cell = tf.nn.rnn_cell.BasicRNNCell(2)
+        a, b = tf.zeros([2, 4, 3]), tf.zeros([2, 3, 3])
+        with raises(ValueError, "Time steps is not the same for all the elements in the input"):
+            tf.nn.dynamic_rnn(cell, (a, b), dtype=tf.float32)
+
+
+def test_row_149_dropout_wrapper_keep_prob_out_of_range():
+    with tf.Graph().as_default():
+        cell = tf.nn.rnn_cell.BasicRNNCell(2)
+        with raises(ValueError, "Parameter output_keep_prob must be between 0 and 1: 1"):
+            tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=1.5)
+        tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.5)
+
+
+def test_row_150_dropout_wrapper_variational_recurrent():
+    with tf.Graph().as_default():
+        cell = tf.nn.rnn_cell.BasicRNNCell(2)
+        with raises(NotImplementedError, "variational_recurrent=True", "not implemented"):
+            tf.nn.rnn_cell.DropoutWrapper(cell, variational_recurrent=True, dtype=tf.float32)
+        with raises(ValueError, "When variational_recurrent=True, dtype must be provided"):
+            tf.nn.rnn_cell.DropoutWrapper(cell, variational_recurrent=True)
+
+
+def test_row_151_reverse_an_axis_twice():
+    with tf.Graph().as_default() as g:
+        with raises(ValueError, "axis 0 specified more than once."):
+            tf.reverse(tf.zeros([2, 3]), [0, -2])
+        assert "ReverseV2" not in op_types(g)

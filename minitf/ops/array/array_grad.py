@@ -282,3 +282,9 @@ def _reverse_sequence_grad(op, grad):
         ),
         None,
     ]
+
+
+@RegisterGradient("ReverseV2")
+def _reverse_v2_grad(op, grad):
+    # Reversing the same axes again is the inverse.
+    return [array_ops.reverse(grad, op.inputs[1]), None]

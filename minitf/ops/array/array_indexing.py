@@ -18,7 +18,9 @@ from __future__ import annotations
 import collections
 import numbers
 
-from minitf.framework import dtypes, ops, tensor_shape
+import numpy as np
+
+from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.common_shapes import (
     merge_shapes,
     shape_error,
@@ -516,3 +518,64 @@ def reverse_sequence(
             "ReverseSequence", [value, lengths], [value.dtype.base_dtype], scope, attrs, [shape]
         )
     return op.outputs[0]
+
+
+def _reverse_axes(value: ops.Tensor, axis, scope: str) -> ops.Tensor:
+    """``axis`` as an int32 vector, each axis checked against ``value``'s rank when known.
+
+    Raises:
+        ValueError: TF's shape-inference errors: ``axis`` not a vector, an
+            axis out of range, or the same axis twice.
+    """
+    axis_t = index_tensor(axis, "axis", "ReverseV2")
+    suffix = shape_error_suffix(scope, "ReverseV2", [value, axis_t])
+    if axis_t.get_shape().ndims not in (None, 1):
+        raise ValueError(f"Shape must be rank 1 but is rank {axis_t.get_shape().ndims}" + suffix)
+    known = tensor_util.constant_value(axis_t)
+    ndims = value.get_shape().ndims
+    if known is None or ndims is None:
+        return axis_t
+    seen = set()
+    for a in np.ravel(known).tolist():
+        if not -ndims <= a < ndims:
+            raise ValueError(
+                f"'axis'[{len(seen)}] = {a} is out of valid range [0, {ndims - 1}" + suffix
+            )
+        if a % ndims in seen:
+            raise ValueError(f"axis {a % ndims} specified more than once." + suffix)
+        seen.add(a % ndims)
+    return axis_t
+
+
+def reverse(tensor, axis, name=None) -> ops.Tensor:
+    """``tensor`` with its entries along each axis in ``axis`` in reverse order (``ReverseV2``).
+
+    ``tf.reverse(x, [1])`` of a ``[batch, time, depth]`` tensor reads every
+    sequence backwards: what a bidirectional RNN with no lengths does.
+
+    Args:
+        tensor: A tensor.
+        axis: An int32 or int64 vector of the axes to reverse (negative
+            counts from the end).
+        name: A name for the operation (optional).
+
+    Raises:
+        ValueError: if ``axis`` is not a vector, or an axis is out of range
+            or given twice.
+    """
+    with ops.name_scope(name, "ReverseV2", [tensor, axis]) as scope:
+        value = ops.convert_to_tensor(tensor, name="tensor")
+        axis_t = _reverse_axes(value, axis, scope)
+        attrs = {"T": value.dtype.base_dtype, "Tidx": axis_t.dtype.base_dtype}
+        op = create_op(
+            "ReverseV2",
+            [value, axis_t],
+            [value.dtype.base_dtype],
+            scope,
+            attrs,
+            [value.get_shape()],
+        )
+    return op.outputs[0]
+
+
+reverse_v2 = reverse

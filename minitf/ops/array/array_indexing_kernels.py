@@ -314,3 +314,19 @@ def _reverse_sequence_kernel(op):
         return np.moveaxis(out, (0, 1), (batch_dim, seq_dim))
 
     return compute
+
+
+@register_kernel("ReverseV2")
+def _reverse_v2_kernel(op):
+    def compute(ctx, x, axis):
+        axes = [int(a) for a in np.ravel(axis)]
+        for a in axes:
+            if not -np.ndim(x) <= a < np.ndim(x):
+                raise errors.InvalidArgumentError(
+                    op.node_def,
+                    op,
+                    f"'axis'[{axes.index(a)}] = {a} is out of valid range [0, {np.ndim(x) - 1}",
+                )
+        return np.array(np.flip(x, axis=tuple(axes)), copy=True) if axes else x
+
+    return compute

@@ -46,7 +46,9 @@ from minitf.ops.array.array_indexing import (
     dynamic_stitch,
     gather,
     one_hot,
+    reverse,
     reverse_sequence,
+    reverse_v2,
     unique,
     unsorted_segment_sum,
     where,
@@ -107,6 +109,8 @@ __all__ = [
     "dynamic_stitch",
     "unique",
     "reverse_sequence",
+    "reverse",
+    "reverse_v2",
 ]
 
 logger = logging.getLogger("minitf")

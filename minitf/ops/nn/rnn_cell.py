@@ -4,10 +4,13 @@
 from minitf.ops.nn.rnn_cell_impl import (
     BasicLSTMCell,
     BasicRNNCell,
+    DeviceWrapper,
+    DropoutWrapper,
     GRUCell,
     LayerRNNCell,
     LSTMCell,
     LSTMStateTuple,
     MultiRNNCell,
+    ResidualWrapper,
     RNNCell,
 )

@@ -18,6 +18,9 @@ that a checkpoint or a line of TF code means the same thing here:
   ``h' = act(c') * sigmoid(o)``. The state is an ``LSTMStateTuple(c, h)``.
 - ``MultiRNNCell`` stacks cells; the variables of layer ``k`` are under
   ``multi_rnn_cell/cell_k/``.
+- ``DropoutWrapper``, ``ResidualWrapper`` and ``DeviceWrapper`` wrap a cell
+  and add dropout, a residual sum or a device; the variables stay the
+  wrapped cell's, named as without the wrapper.
 
 The base classes and the scope rules are in `minitf.ops.nn.rnn_cell_base`.
 """
@@ -25,17 +28,20 @@ The base classes and the scope rules are in `minitf.ops.nn.rnn_cell_base`.
 from __future__ import annotations
 
 import collections
+import hashlib
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from minitf.framework import dtypes, ops, tensor_shape
+from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.array import array_ops, constant_op
 from minitf.ops.math import math_ops
 from minitf.ops.nn import nn_ops
 from minitf.ops.nn.rnn_cell_base import (
     LayerRNNCell,
     RNNCell,
+    assert_like_rnncell,
     build_depth,
     check_rnn_cell_input_dtypes,
     check_supported_dtypes,
@@ -54,6 +60,9 @@ __all__ = [
     "BasicLSTMCell",
     "LSTMCell",
     "MultiRNNCell",
+    "DropoutWrapper",
+    "ResidualWrapper",
+    "DeviceWrapper",
 ]
 
 _logger = logging.getLogger("minitf")
@@ -661,3 +670,269 @@ class MultiRNNCell(RNNCell):
         if self._state_is_tuple:
             return current, tuple(new_states)
         return current, array_ops.concat(new_states, 1)
+
+
+class _RNNCellWrapper(RNNCell):
+    """A cell around another cell: the same sizes, state and variables, plus one thing.
+
+    Calling the wrapper calls the wrapped cell's ``__call__`` directly, so
+    the variables are the wrapped cell's, named as if it were not wrapped
+    (``rnn/basic_lstm_cell/kernel``).
+
+    Args:
+        cell: The cell to wrap.
+        name: The wrapper's name.
+
+    Raises:
+        TypeError: if ``cell`` is not an RNN cell.
+    """
+
+    def __init__(self, cell: RNNCell, name: str | None = None, **kwargs: Any):
+        super().__init__(name=name, **kwargs)
+        assert_like_rnncell("cell", cell)
+        self.cell = cell
+
+    @property
+    def wrapped_cell(self) -> RNNCell:
+        """The cell inside."""
+        return self.cell
+
+    @property
+    def state_size(self) -> Any:
+        """The wrapped cell's state size."""
+        return self.cell.state_size
+
+    @property
+    def output_size(self) -> Any:
+        """The wrapped cell's output size."""
+        return self.cell.output_size
+
+    @property
+    def trainable_weights(self) -> list:
+        """The wrapped cell's trainable variables."""
+        return list(getattr(self.cell, "trainable_weights", []))
+
+    @property
+    def non_trainable_weights(self) -> list:
+        """The wrapped cell's other variables."""
+        return list(getattr(self.cell, "non_trainable_weights", []))
+
+    def zero_state(self, batch_size: Any, dtype: dtypes.DType) -> Any:
+        """The wrapped cell's zero state.
+
+        Args:
+            batch_size: An int or a scalar int32 tensor.
+            dtype: The dtype of the state.
+        """
+        with ops.name_scope(f"{type(self).__name__}ZeroState", values=[batch_size]):
+            return self.cell.zero_state(batch_size, dtype)
+
+    def __call__(
+        self, inputs: Any, state: Any, scope: str | vs.VariableScope | None = None
+    ) -> tuple[Any, Any]:
+        """Runs the wrapped cell (with the wrapper's addition); returns ``(output, new_state)``.
+
+        Args:
+            inputs: The wrapped cell's inputs.
+            state: The wrapped cell's state.
+            scope: Passed to the wrapped cell.
+        """
+        return self._call_wrapped_cell(inputs, state, self.cell.__call__, scope=scope)
+
+    def _call_wrapped_cell(self, inputs, state, cell_call_fn, **kwargs):
+        raise NotImplementedError("Abstract method")
+
+
+def _default_dropout_state_filter_visitor(substate: Any) -> Any:
+    """Drop out every part of a state but an LSTM's memory ``c`` (Gal and Ghahramani)."""
+    if isinstance(substate, LSTMStateTuple):
+        return LSTMStateTuple(c=False, h=True)
+    return True
+
+
+def _keep_prob(prob: Any, attr: str) -> float | ops.Tensor:
+    """A keep probability as a float when it is known, else as a tensor.
+
+    Raises:
+        ValueError: if it is known and outside ``[0, 1]``.
+    """
+    tensor_prob = ops.convert_to_tensor(prob)
+    const_prob = tensor_util.constant_value(tensor_prob)
+    if const_prob is None:
+        return tensor_prob
+    if const_prob < 0 or const_prob > 1:
+        # TF formats the value with %d.
+        raise ValueError(f"Parameter {attr} must be between 0 and 1: {int(const_prob):d}")
+    return float(const_prob)
+
+
+def _should_dropout(p: float | ops.Tensor) -> bool:
+    return not isinstance(p, float) or p < 1
+
+
+class DropoutWrapper(_RNNCellWrapper):
+    """Dropout on the inputs, outputs and new state of a cell, a new mask at every step.
+
+    Each keep probability that is not 1 adds a ``tf.nn.dropout`` (with
+    ``rate = 1 - keep_prob``): on the inputs before the cell, on its output
+    and on its new state after. By default the memory ``c`` of an
+    ``LSTMStateTuple`` is never dropped (``dropout_state_filter_visitor``
+    chooses otherwise). With ``seed``, each dropout gets its own op seed
+    derived from it (TF's: the first 8 hex digits of the MD5 of the seed
+    followed by ``input_0``, ``state_1``, ...).
+
+    Args:
+        cell: The cell to wrap.
+        input_keep_prob: The probability of keeping each input (a float or
+            a scalar tensor).
+        output_keep_prob: The probability of keeping each output.
+        state_keep_prob: The probability of keeping each state entry.
+        variational_recurrent: One mask for all steps (not in minitf).
+        input_size: The input depths, for ``variational_recurrent``.
+        dtype: The dtype, for ``variational_recurrent``.
+        seed: The seed the dropouts' seeds are derived from.
+        dropout_state_filter_visitor: A function of a part of the state
+            returning True (drop out all of it), False (none of it), or a
+            one-level structure of bools.
+        name: The wrapper's name.
+
+    Raises:
+        TypeError: if ``cell`` is not an RNN cell, or the visitor is not callable.
+        ValueError: if a known keep probability is outside ``[0, 1]``, or
+            ``variational_recurrent`` has no ``dtype``.
+        NotImplementedError: for ``variational_recurrent=True``.
+    """
+
+    def __init__(
+        self,
+        cell: RNNCell,
+        input_keep_prob: Any = 1.0,
+        output_keep_prob: Any = 1.0,
+        state_keep_prob: Any = 1.0,
+        variational_recurrent: bool = False,
+        input_size: Any = None,
+        dtype: dtypes.DType | None = None,
+        seed: int | None = None,
+        dropout_state_filter_visitor: Callable | None = None,
+        name: str | None = None,
+    ):
+        super().__init__(cell, name=name, dtype=dtype)
+        if dropout_state_filter_visitor is not None and not callable(dropout_state_filter_visitor):
+            raise TypeError("dropout_state_filter_visitor must be callable")
+        self._dropout_state_filter = (
+            dropout_state_filter_visitor or _default_dropout_state_filter_visitor
+        )
+        with ops.name_scope("DropoutWrapperInit"):
+            self._input_keep_prob = _keep_prob(input_keep_prob, "input_keep_prob")
+            self._state_keep_prob = _keep_prob(state_keep_prob, "state_keep_prob")
+            self._output_keep_prob = _keep_prob(output_keep_prob, "output_keep_prob")
+        if variational_recurrent:
+            if dtype is None:
+                raise ValueError("When variational_recurrent=True, dtype must be provided")
+            raise NotImplementedError(
+                "DropoutWrapper(variational_recurrent=True) is not implemented in minitf: "
+                "it draws a new dropout mask at every step."
+            )
+        self._input_size = input_size
+        self._seed = seed
+
+    def _gen_seed(self, salt_prefix: str, index: int) -> int | None:
+        """The op seed of dropout number ``index`` of ``salt_prefix`` (TF's recipe)."""
+        if self._seed is None:
+            return None
+        string = f"{self._seed}{salt_prefix}_{index:d}".encode()
+        return int(hashlib.md5(string).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+    def _dropout(self, values, salt_prefix: str, keep_prob, shallow=None):
+        """Dropout on each part of ``values`` that ``shallow`` marks True (default: all)."""
+        counter = itertools.count()
+
+        def dropout(do_dropout, value):
+            index = next(counter)
+            if isinstance(do_dropout, bool) and not do_dropout:
+                return value
+            seed = self._gen_seed(salt_prefix, index)
+            return nn_ops.dropout(value, rate=1.0 - keep_prob, seed=seed)
+
+        shallow = values if shallow is None else shallow
+        return nest.map_structure_up_to(shallow, dropout, shallow, values)
+
+    def _call_wrapped_cell(self, inputs, state, cell_call_fn, **kwargs):
+        """Dropout on the inputs, the wrapped cell, dropout on its state and output."""
+        if _should_dropout(self._input_keep_prob):
+            inputs = self._dropout(inputs, "input", self._input_keep_prob)
+        output, new_state = cell_call_fn(inputs, state, **kwargs)
+        if _should_dropout(self._state_keep_prob):
+            shallow = nest.get_traverse_shallow_structure(self._dropout_state_filter, new_state)
+            new_state = self._dropout(new_state, "state", self._state_keep_prob, shallow)
+        if _should_dropout(self._output_keep_prob):
+            output = self._dropout(output, "output", self._output_keep_prob)
+        return output, new_state
+
+
+class ResidualWrapper(_RNNCellWrapper):
+    """A cell whose output is its input plus the wrapped cell's output (a residual connection).
+
+    Args:
+        cell: The cell to wrap (its output must have the input's shape).
+        residual_fn: ``(inputs, outputs) -> outputs``; default: their sum,
+            part by part.
+        name: The wrapper's name.
+
+    Raises:
+        TypeError: if ``cell`` is not an RNN cell.
+    """
+
+    def __init__(self, cell: RNNCell, residual_fn: Callable | None = None, name: str | None = None):
+        super().__init__(cell, name=name)
+        self._residual_fn = residual_fn
+
+    def _call_wrapped_cell(self, inputs, state, cell_call_fn, **kwargs):
+        """The wrapped cell, then ``residual_fn(inputs, outputs)``.
+
+        Raises:
+            TypeError: if inputs and outputs nest differently in type.
+            ValueError: if they nest differently, or a part's shapes differ.
+        """
+        outputs, new_state = cell_call_fn(inputs, state, **kwargs)
+
+        def default_residual_fn(inputs, outputs):
+            nest.assert_same_structure(inputs, outputs)
+            for inp, out in zip(nest.flatten(inputs), nest.flatten(outputs)):
+                inp.get_shape().assert_is_compatible_with(out.get_shape())
+            return nest.map_structure(lambda inp, out: inp + out, inputs, outputs)
+
+        return (self._residual_fn or default_residual_fn)(inputs, outputs), new_state
+
+
+class DeviceWrapper(_RNNCellWrapper):
+    """A cell whose ops (and zero state) are built under ``tf.device(device)``.
+
+    Args:
+        cell: The cell to wrap.
+        device: A device string or device function.
+        name: The wrapper's name.
+
+    Raises:
+        TypeError: if ``cell`` is not an RNN cell.
+    """
+
+    def __init__(self, cell: RNNCell, device: Any, name: str | None = None):
+        super().__init__(cell, name=name)
+        self._device = device
+
+    def zero_state(self, batch_size: Any, dtype: dtypes.DType) -> Any:
+        """The wrapped cell's zero state, built on the device.
+
+        Args:
+            batch_size: An int or a scalar int32 tensor.
+            dtype: The dtype of the state.
+        """
+        with ops.name_scope(f"{type(self).__name__}ZeroState", values=[batch_size]):
+            with ops.device(self._device):
+                return self.cell.zero_state(batch_size, dtype)
+
+    def _call_wrapped_cell(self, inputs, state, cell_call_fn, **kwargs):
+        """The wrapped cell, built on the device."""
+        with ops.device(self._device):
+            return cell_call_fn(inputs, state, **kwargs)

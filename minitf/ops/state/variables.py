@@ -9,6 +9,7 @@ runs the variable op.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -51,6 +52,25 @@ _OVERLOADABLE_OPERATORS = [
     "__getitem__", "__pow__", "__rpow__", "__invert__", "__neg__", "__abs__", "__matmul__",
     "__rmatmul__",
 ]  # fmt: skip
+
+
+@contextlib.contextmanager
+def _outside_control_flow():
+    """Builds the ops of the block outside any ``tf.while_loop`` being built.
+
+    TF's ``control_dependencies(None)`` (in its ``init_scope``) also leaves
+    the control-flow context: a variable made by a cell inside a loop's body
+    (``dynamic_rnn``) is made, initialised and read once, outside the loop,
+    and the loop reads it through an ``Enter``. Without this its initializer
+    would be an op of the loop, run only when the loop runs.
+    """
+    graph = ops.get_default_graph()
+    saved = graph._get_control_flow_context()
+    graph._set_control_flow_context(None)
+    try:
+        yield
+    finally:
+        graph._set_control_flow_context(saved)
 
 
 def _check_collections(collections) -> list:
@@ -141,6 +161,7 @@ class Variable:
         init_from_fn = callable(initial_value)
         # TF builds variables in an init scope: outer control dependencies do not apply.
         with (
+            _outside_control_flow(),
             ops.control_dependencies(None),
             ops.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) as scope,
         ):
