@@ -370,6 +370,15 @@ def _merge_indexed_slices(inputs, name) -> _tuple:
     return IndexedSlices(values, indices, dense_shape), chosen
 
 
+def _variable_beneath(t: ops.Tensor) -> ops.Tensor | None:
+    """The variable reference ``t`` is, or is an ``Identity`` (a read) of; else None."""
+    while not t.dtype._is_ref_dtype:
+        if t.op.type != "Identity" or not t.op.inputs:
+            return None
+        t = t.op.inputs[0]
+    return t
+
+
 def _as_indexed_slices(t) -> IndexedSlices:
     """``t`` as an `IndexedSlices` (a dense tensor: every row of it)."""
     from minitf.ops.math import math_ops
@@ -424,10 +433,16 @@ class CondContext:
         """
         switched = self._external_values.get(val)
         if switched is None:
+            variable = _variable_beneath(val)
             with ops.control_dependencies(None), ops.colocate_with(val.op):
-                switched = switch(val, self._pred)[self._branch]
-            switched.op._cond_context = self
-            self._switches.add(switched.op)
+                source = val if variable is None else variable
+                switched = switch(source, self._pred)[self._branch]
+                self._switches.add(switched.op)
+                switched.op._cond_context = self
+                if variable is not None and variable is not val:
+                    # A read of a variable: read it in the branch, when its reader runs.
+                    switched = array_ops.identity(switched)
+                    switched.op._cond_context = self
             self._external_values[val] = switched
         return switched
 
