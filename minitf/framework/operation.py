@@ -62,6 +62,8 @@ class Operation:
         self._id = graph._next_id()
         # The ``WhileContext`` the op was built in (None: outside every loop).
         self._control_flow_context = None
+        # The innermost ``tf.cond`` branch (a ``CondContext``) the op was built in, or None.
+        self._cond_context = None
         shapes = output_shapes if output_shapes is not None else [None] * len(output_types)
         if len(shapes) != len(output_types):
             raise ValueError(

@@ -7,6 +7,7 @@
   ``WhileContext`` that builds it; ``control_flow_util.py``: which loop an op
   is in.
 - ``control_flow_grad.py``, ``control_flow_state.py``: gradients through
-  loops (a backward loop, with stacks of forward values); gradients do not
-  flow through ``tf.cond`` yet, and ``Merge``'s gradient says so.
+  ``tf.cond`` (a Switch of the gradient on the predicate, a Merge with zeros
+  for each value a branch read) and through loops (a backward loop, with
+  stacks of forward values, the predicates of conds in the loop among them).
 """

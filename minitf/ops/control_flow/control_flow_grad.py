@@ -1,6 +1,14 @@
-"""The gradients of a loop's ops (TF1's ``control_flow_grad.py``).
+"""The gradients of a cond's and a loop's ops (TF1's ``control_flow_grad.py``).
 
-They are called by ``tf.gradients`` inside the gradient loop of the op's
+Through a ``tf.cond``, the gradient retraces the branch taken:
+
+* the cond's ``Merge`` → a ``Switch`` of the gradient on the cond's
+  predicate (``cond_grad``): the branch taken gets it, the other a dead value;
+* a ``Switch`` of a value the branch read → a ``Merge`` (``cond_grad``) of
+  the branch's gradient with zeros routed to the other side, so the value's
+  gradient is live whichever branch ran: zeros if its branch did not.
+
+Through a loop, the gradients are called by ``tf.gradients`` inside the gradient loop of the op's
 forward loop (`minitf.ops.control_flow.control_flow_state`), and build that
 loop's cycle from the forward loop's, backwards:
 
@@ -15,22 +23,19 @@ loop's cycle from the forward loop's, backwards:
 
 from __future__ import annotations
 
-from minitf.framework import ops
+from minitf.framework import dtypes, ops
 from minitf.framework.op_registry import NotDifferentiable, RegisterGradient
 from minitf.ops.array import array_ops
 from minitf.ops.control_flow import control_flow_ops
-from minitf.ops.control_flow.control_flow_util import LOOP_ENTER_TYPES
+from minitf.ops.control_flow.control_flow_util import (
+    LOOP_ENTER_TYPES,
+    cond_switch_context,
+    is_loop_switch,
+)
 from minitf.ops.control_flow.while_context import enter, exit, next_iteration
 
 NotDifferentiable("LoopCond")
 NotDifferentiable("ControlTrigger")
-
-
-def _no_cond_gradient(op) -> LookupError:
-    return LookupError(
-        f"No gradient defined for operation '{op.name}' (op type: {op.type}): minitf's tf.cond "
-        "does not carry gradients; compute gradients of tensors outside the cond instead"
-    )
 
 
 def _grad_context():
@@ -43,17 +48,37 @@ def _is_loop_merge(op: ops.Operation) -> bool:
 
 @RegisterGradient("Merge")
 def _merge_grad(op, grad, _):
-    """A loop's Merge: the gradient goes out or round again, on the gradient loop's predicate."""
-    if not _is_loop_merge(op):
-        raise _no_cond_gradient(op)
-    return control_flow_ops.switch(grad, _grad_context().pivot)
+    """A loop's Merge: the gradient goes out or round again, on the gradient loop's predicate.
+
+    A cond's Merge: the gradient goes to the branch taken, on the cond's
+    predicate (in a loop, the gradient loop reads this iteration's predicate
+    from a stack). Any other Merge: to the input that was chosen.
+    """
+    if _is_loop_merge(op):
+        return control_flow_ops.switch(grad, _grad_context().pivot)
+    cond_context = op.inputs[0].op._cond_context
+    if cond_context is not None:
+        return control_flow_ops.switch(grad, cond_context.pred, name="cond_grad")
+    from minitf.ops.math import math_ops
+
+    chosen = [math_ops.equal(op.outputs[1], i) for i in range(len(op.inputs))]
+    return [control_flow_ops.switch(grad, c)[1] for c in chosen]
 
 
 @RegisterGradient("Switch")
 def _switch_grad(op, *grad):
-    """A loop's Switch: the gradient loop's Merge of the exit's gradient and the body's."""
+    """A cond's Switch: the Merge of the branch's gradient and the other side's zeros.
+
+    A loop's Switch: the gradient loop's Merge of the exit's gradient and the
+    body's. Any other Switch: the Merge of both outputs' gradients.
+    """
+    cond_context = cond_switch_context(op)
+    if cond_context is not None:
+        return _cond_switch_grad(op, cond_context, grad)
     if op._control_flow_context is None:
-        raise _no_cond_gradient(op)
+        false_grad = control_flow_ops.switch(grad[0], op.inputs[1])[0]
+        true_grad = control_flow_ops.switch(grad[1], op.inputs[1])[1]
+        return control_flow_ops.merge([false_grad, true_grad])[0], None
     state = _grad_context().grad_state
     merge_grad = state.switch_map.get(op)
     if merge_grad is not None:
@@ -68,6 +93,39 @@ def _switch_grad(op, *grad):
         state.switch_map[op] = merge_grad
         return merge_grad, None
     return None, None
+
+
+RegisterGradient("RefSwitch")(_switch_grad)
+
+
+def _cond_switch_grad(op, cond_context, grad):
+    """``Merge(grad)``: one side is the branch's gradient, the other zeros (both dead never)."""
+    zero_grad = grad[1 - cond_context.branch]
+    if zero_grad is None:
+        # A resource handle has no zeros: its gradient is the branch's, on either side.
+        if op.inputs[0].dtype.base_dtype == dtypes.resource:
+            taken = grad[cond_context.branch]
+            return control_flow_ops.merge([taken, taken], name="cond_resource_grad")[0], None
+        return None, None
+    return control_flow_ops.merge(list(grad), name="cond_grad")[0], None
+
+
+def zeros_in_cond(op: ops.Operation, index: int) -> ops.Tensor | None:
+    """Zeros for output ``index`` of ``op``, an op of a cond's branch, that no gradient reached.
+
+    They are dead exactly when ``op`` is: for a cond's Switch, zeros on the
+    side not taken (the Switch routes them there); for any other op, a
+    ``ZerosLike`` of the output itself (not a constant, which would be live
+    on a branch not taken). A loop's Switch gets none.
+    """
+    if cond_switch_context(op) is not None:
+        if op.inputs[0].dtype.base_dtype == dtypes.resource:
+            return None
+        guard = control_flow_ops.switch(op.inputs[0], op.inputs[1])[index]
+        return array_ops.zeros_like(guard, optimize=False)
+    if is_loop_switch(op):
+        return None
+    return array_ops.zeros_like(op.outputs[index], optimize=False)
 
 
 @RegisterGradient("Exit")

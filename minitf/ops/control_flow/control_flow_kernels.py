@@ -42,6 +42,10 @@ def _switch_kernel(ctx, data, pred):
     return (DEAD, data) if bool(pred) else (data, DEAD)
 
 
+# A variable's reference goes through as the variable: its readers read it when they run.
+register_compute("RefSwitch", ref_inputs=(0,))(_switch_kernel)
+
+
 @register_compute("Merge")
 def _merge_kernel(ctx, *inputs):
     for index, value in enumerate(inputs):

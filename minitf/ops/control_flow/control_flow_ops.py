@@ -9,11 +9,11 @@ from __future__ import annotations
 from minitf.framework import dtypes, ops, tensor_shape
 from minitf.framework.control_dependencies import control_input_op
 from minitf.framework.indexed_slices import IndexedSlices
-from minitf.framework.op_registry import register_compute
+from minitf.framework.op_registry import get_kernel_def, register_compute
 from minitf.ops.array import array_ops
-from minitf.ops.control_flow.control_flow_util import input_context
+from minitf.ops.control_flow.control_flow_util import LOOP_ENTER_TYPES, input_context
 
-__all__ = ["no_op", "group", "tuple", "with_dependencies", "cond"]
+__all__ = ["no_op", "group", "tuple", "with_dependencies", "cond", "CondContext"]
 
 _tuple = tuple
 
@@ -158,16 +158,21 @@ def with_dependencies(dependencies, output_tensor, name=None):
 
 
 def switch(data, pred, name=None) -> _tuple:
-    """``(output_false, output_true)``: ``data`` on the output ``pred`` picks; the other is dead."""
+    """``(output_false, output_true)``: ``data`` on the output ``pred`` picks; the other is dead.
+
+    A variable's reference goes through a ``RefSwitch``, whose outputs are the
+    reference: its consumers read the variable when they run, as in TF1.
+    """
     with ops.name_scope(name, "Switch", [data, pred]) as scope:
         data = ops.convert_to_tensor(data, name="data")
         pred = ops.convert_to_tensor(pred, name="pred")
         if pred.dtype.base_dtype != dtypes.bool:
             raise TypeError(f"Switch: pred must be a bool tensor, got {pred.dtype.name}")
+        is_ref = data.dtype._is_ref_dtype
         op = ops.get_default_graph().create_op(
-            "Switch",
+            "RefSwitch" if is_ref else "Switch",
             [data, pred],
-            [data.dtype.base_dtype] * 2,
+            [data.dtype if is_ref else data.dtype.base_dtype] * 2,
             name=scope,
             attrs={"T": data.dtype.base_dtype},
             shapes=[data.get_shape()] * 2,
@@ -176,7 +181,14 @@ def switch(data, pred, name=None) -> _tuple:
 
 
 def merge(inputs, name=None) -> _tuple:
-    """``(output, value_index)``: the first input that is not dead, and which one it was."""
+    """``(output, value_index)``: the first input that is not dead, and which one it was.
+
+    If an input is an `IndexedSlices` (a gradient, merged by a ``tf.cond``'s
+    gradient), all are, and their values, indices and dense shapes are merged
+    one by one (TF1's ``merge``).
+    """
+    if any(isinstance(t, IndexedSlices) for t in inputs):
+        return _merge_indexed_slices(inputs, name)
     with ops.name_scope(name, "Merge", inputs) as scope:
         inputs = [ops.convert_to_tensor(t) for t in inputs]
         dtype = inputs[0].dtype.base_dtype
@@ -241,8 +253,12 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         p_false, p_true = switch(pred, pred, name="switch_pred")
         taken_false = array_ops.identity(p_false, name="switch_f")
         taken_true = array_ops.identity(p_true, name="switch_t")
-        results_true = _build_branch(true_fn, array_ops.identity(taken_true, name="pivot_t"))
-        results_false = _build_branch(false_fn, array_ops.identity(taken_false, name="pivot_f"))
+        # The pred the branches route on (in a loop: the Enter of one from outside).
+        pred = p_false.op.inputs[1]
+        pivot_true = array_ops.identity(taken_true, name="pivot_t")
+        results_true = _build_branch(true_fn, CondContext(pred, pivot_true, branch=1))
+        pivot_false = array_ops.identity(taken_false, name="pivot_f")
+        results_false = _build_branch(false_fn, CondContext(pred, pivot_false, branch=0))
         flat_true, flat_false = _flatten_results(results_true), _flatten_results(results_false)
         if len(flat_true) != len(flat_false):
             raise ValueError(
@@ -256,9 +272,14 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     return result
 
 
-def _build_branch(fn, pivot: ops.Tensor):
-    """Runs ``fn`` under ``pivot``; every op it made depends on the pivot; results are tensors."""
+def _build_branch(fn, cond_context: CondContext):
+    """Runs ``fn`` under the branch's pivot; every op it made depends on the pivot.
+
+    Then `_take_in` gives each tensor from outside that the branch reads its
+    ``Switch``. Returns the results, as tensors.
+    """
     graph = ops.get_default_graph()
+    pivot = cond_context.pivot
     before = len(graph.get_operations())
     with ops.control_dependencies([pivot]):
         results = fn()
@@ -273,14 +294,176 @@ def _build_branch(fn, pivot: ops.Tensor):
                 # A tensor made outside the branch is live on both: pass it
                 # through an op of the branch, so that the untaken side is dead.
                 branch_results.append(array_ops.identity(ops.convert_to_tensor(item)))
+    made = graph.get_operations()[before:]
     context = graph._get_control_flow_context()
-    for op in graph.get_operations()[before:]:
+    for op in made:
         if op is pivot.op or pivot.op in op.control_inputs:
             continue
         # The ops of a loop built in the branch are gated by the loop's Enters.
         if input_context(op) is context:
             op._add_control_input(pivot.op)
+    _take_in(cond_context, made)
     return _Results(results, branch_results)
+
+
+def _is_capture_enter(op: ops.Operation, loop) -> bool:
+    """True for an ``Enter`` into the loop around the cond (or a loop around that one).
+
+    Such an Enter belongs to the loop, not to the branch that made it: the
+    loop reuses it for every reader of the value, in the branch or not.
+    """
+    if op.type not in LOOP_ENTER_TYPES:
+        return False
+    while loop is not None:
+        if op._control_flow_context is loop:
+            return True
+        loop = getattr(loop, "outer_context", None)
+    return False
+
+
+def _take_in(cond_context: CondContext, made: list) -> None:
+    """Makes the ops a branch built its own (TF1's ``CondContext.AddOp``).
+
+    Each op records the branch (a cond nested in it records it as its outer
+    cond); each input from outside the branch is replaced by its ``Switch`` on
+    the cond's predicate, whose other output is dead — the gradient of that
+    input goes back through the Switch. A variable reference that the op
+    writes (an ``Assign``'s) stays as it is: the pivot gates the op.
+    """
+    loop = cond_context.while_context
+    own = {op for op in made if not _is_capture_enter(op, loop)}
+    for op in made:
+        if op not in own:
+            continue
+        if op._cond_context is None:
+            op._cond_context = cond_context
+        else:
+            op._cond_context._nest_in(cond_context)
+        for index, t in enumerate(op.inputs):
+            if t.op in own or t is cond_context.pivot or _writes_ref(op, index):
+                continue
+            op._update_input(index, cond_context.AddValue(t))
+
+
+def _writes_ref(op: ops.Operation, index: int) -> bool:
+    """True if ``op``'s kernel takes input ``index`` as the variable itself."""
+    if not op.inputs[index].dtype._is_ref_dtype:
+        return False
+    kernel_def = get_kernel_def(op.type)
+    return kernel_def is not None and index in kernel_def.ref_inputs
+
+
+def _merge_indexed_slices(inputs, name) -> _tuple:
+    """`merge` of gradients one of which at least is an `IndexedSlices`."""
+    slices = [_as_indexed_slices(t) for t in inputs]
+    with ops.name_scope(name, "Merge", [s.values for s in slices]) as scope:
+        values, chosen = merge([s.values for s in slices], name=scope)
+        indices = [s.indices for s in slices]
+        if len({i.dtype.base_dtype for i in indices}) > 1:
+            from minitf.ops.math import math_ops
+
+            indices = [math_ops.cast(i, dtypes.int64) for i in indices]
+        indices = merge(indices, name="indices")[0]
+        dense_shape = None
+        if all(s.dense_shape is not None for s in slices):
+            dense_shape = merge([s.dense_shape for s in slices], name="dense_shape")[0]
+    return IndexedSlices(values, indices, dense_shape), chosen
+
+
+def _variable_beneath(t: ops.Tensor) -> ops.Tensor | None:
+    """The variable reference ``t`` is, or is an ``Identity`` (a read) of; else None."""
+    while not t.dtype._is_ref_dtype:
+        if t.op.type != "Identity" or not t.op.inputs:
+            return None
+        t = t.op.inputs[0]
+    return t
+
+
+def _as_indexed_slices(t) -> IndexedSlices:
+    """``t`` as an `IndexedSlices` (a dense tensor: every row of it)."""
+    from minitf.ops.math import math_ops
+
+    if isinstance(t, IndexedSlices):
+        return t
+    t = ops.convert_to_tensor(t)
+    shape = array_ops.shape(t)
+    return IndexedSlices(t, math_ops.range(shape[0]), shape)
+
+
+class CondContext:
+    """One branch of a ``tf.cond``: its predicate, pivot and side (TF1's ``CondContext``).
+
+    Unlike a loop's, it is not the graph's control-flow context while the
+    branch is built: `cond` takes the branch's ops in once they are made
+    (`_take_in`), and each op records it as its ``_cond_context``. The
+    gradient reads it: ``Merge``'s gradient is a ``Switch`` on `pred`, the
+    gradient of a value the branch read is the ``Merge`` of the branch's
+    gradient with zeros from the other side (`minitf.ops.control_flow.control_flow_grad`).
+
+    Args:
+        pred: The scalar bool tensor the cond's Switches route on.
+        pivot: The tensor that is live exactly when this branch is taken.
+        branch: 1 for the true branch, 0 for the false one (the Switch output it takes).
+    """
+
+    def __init__(self, pred: ops.Tensor, pivot: ops.Tensor, branch: int):
+        self._pred = pred
+        self._pivot = pivot
+        self._branch = branch
+        self._outer_context: CondContext | None = None
+        self._while_context = ops.get_default_graph()._get_control_flow_context()
+        self._external_values: dict[ops.Tensor, ops.Tensor] = {}
+        self._switches: set[ops.Operation] = set()
+
+    pred = property(lambda self: self._pred, doc="The predicate the Switches route on.")
+    pivot = property(lambda self: self._pivot, doc="Live exactly when this branch is taken.")
+    branch = property(lambda self: self._branch, doc="1: the true branch; 0: the false one.")
+    outer_context = property(
+        lambda self: self._outer_context, doc="The branch of an enclosing cond, or None."
+    )
+    while_context = property(
+        lambda self: self._while_context, doc="The loop the cond is built in, or None."
+    )
+
+    def AddValue(self, val: ops.Tensor) -> ops.Tensor:  # noqa: N802 - TF's name
+        """The branch's ``Switch`` output for ``val``, made once.
+
+        Args:
+            val: A tensor from outside the branch that an op of the branch reads.
+        """
+        switched = self._external_values.get(val)
+        if switched is None:
+            variable = _variable_beneath(val)
+            with ops.control_dependencies(None), ops.colocate_with(val.op):
+                source = val if variable is None else variable
+                switched = switch(source, self._pred)[self._branch]
+                self._switches.add(switched.op)
+                switched.op._cond_context = self
+                if variable is not None and variable is not val:
+                    # A read of a variable: read it in the branch, when its reader runs.
+                    switched = array_ops.identity(switched)
+                    switched.op._cond_context = self
+            self._external_values[val] = switched
+        return switched
+
+    def is_switch(self, op: ops.Operation) -> bool:
+        """True if ``op`` is one of the Switches `AddValue` made.
+
+        Args:
+            op: An op.
+        """
+        return op in self._switches
+
+    def _nest_in(self, outer: CondContext) -> None:
+        """Records ``outer`` as the branch around this one's outermost cond."""
+        context = self
+        while context._outer_context is not None and context._outer_context is not outer:
+            context = context._outer_context
+        if context is not outer and context._outer_context is None:
+            context._outer_context = outer
+
+    def __repr__(self) -> str:
+        return f"<CondContext '{self._pivot.op.name}'>"
 
 
 class _Results:

@@ -55,6 +55,7 @@ class GradLoopState:
         self.forward_loop_exits = list(forward_ctxt.loop_exits)
         self.pending_exits_count = len(forward_ctxt.loop_exits)
         self._grad_sync = None
+        self._forward_sync = None
         outer_forward = (
             outer_grad_state.forward_context if outer_grad_state else forward_ctxt.outer_context
         )
@@ -115,13 +116,43 @@ class GradLoopState:
             enter_acc = self.forward_context.AddValue(acc)
             with _entered(self.forward_context):
                 push = stack_ops.stack_push_v2(enter_acc, value)
-        self.forward_index.op._add_control_input(push.op)
+        if self._cond_of(value) is None:
+            self.forward_index.op._add_control_input(push.op)
+        else:
+            # A push in a cond's branch is dead when the branch is not taken.
+            self.forward_sync._add_control_input(push.op)
         push.op._add_control_input(self.forward_index.op.inputs[0].op)
         return acc
 
+    @property
+    def forward_sync(self) -> ops.Operation:
+        """A ``ControlTrigger`` the forward counter waits for: it runs after pushes, dead or not."""
+        if self._forward_sync is None:
+            with _entered(_WIRING), ops.control_dependencies(None):
+                self._forward_sync = control_flow_ops.control_trigger(name="f_sync")
+            self._forward_sync._control_flow_context = self.forward_context
+            self.forward_index.op._add_control_input(self._forward_sync)
+        return self._forward_sync
+
+    def _cond_of(self, value: ops.Tensor):
+        """The innermost cond branch inside the forward loop that ``value`` is made in, or None."""
+        context = value.op._cond_context
+        while context is not None and context.while_context is not self.forward_context:
+            context = context.outer_context
+        return context
+
     def AddBackpropAccumulatedValue(self, history_value, value):  # noqa: N802 - TF's name
-        """The gradient loop's pop of ``history_value``: this backward iteration's ``value``."""
+        """The gradient loop's pop of ``history_value``: this backward iteration's ``value``.
+
+        A value of a cond's branch was pushed only in the iterations that took
+        the branch: the pop goes through a ``Switch`` on the cond's predicate
+        of that iteration (itself popped), so it pops only then.
+        """
+        cond_context = self._cond_of(value)
         with ops.control_dependencies(None), _entered(self.grad_context):
+            if cond_context is not None:
+                pred = self.GetRealValue(cond_context.pred)
+                history_value = control_flow_ops.switch(history_value, pred)[cond_context.branch]
             pop = stack_ops.stack_pop_v2(history_value, value.dtype.base_dtype)
             pop.set_shape(value.get_shape())
         if self.grad_context.parallel_iterations > 1:
@@ -234,7 +265,11 @@ class ControlFlowState:
             if outer not in self._map:
                 self.add_while_context(outer.loop_exits[0].op)
             outer_state = self._map[outer]
-        state = self._map[forward] = GradLoopState(forward, outer_state, self._call_context)
+        # The counters are the loops' own: not gated by blocks open around tf.gradients
+        # (a cond's branch that calls it gates them through its pivot).
+        with ops.control_dependencies(None):
+            state = GradLoopState(forward, outer_state, self._call_context)
+        self._map[forward] = state
         # Every exit of the loop takes part: those no gradient reaches start from zeros.
         self._between.update(y.op for y in state.forward_loop_exits)
 

@@ -139,7 +139,14 @@ def _zeros_for(op: ops.Operation, index: int):
 
 
 def _zeros(op: ops.Operation, index: int, loop_state):
-    """Zeros for an output no gradient reached (in a loop: none for a loop's ``Switch``)."""
+    """Zeros for an output no gradient reached (in a loop: none for a loop's ``Switch``).
+
+    In a ``tf.cond`` branch they are dead when the branch is not taken.
+    """
+    if op._cond_context is not None:
+        from minitf.ops.control_flow import control_flow_grad
+
+        return control_flow_grad.zeros_in_cond(op, index)
     if loop_state is not None:
         return loop_state.zeros_like(op, index)
     return _zeros_for(op, index)
@@ -243,7 +250,9 @@ def _update_pending(op, pending, ready, grads, loop_state) -> None:
 
 
 def _is_loop_switch(op) -> bool:
-    return op.type == "Switch" and op._control_flow_context is not None
+    from minitf.ops.control_flow import control_flow_util
+
+    return control_flow_util.is_loop_switch(op)
 
 
 def _exit_ready(exit_t, ready, grads, loop_state) -> None:

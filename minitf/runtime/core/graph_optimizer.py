@@ -33,7 +33,17 @@ class _FoldingContext:
 
 
 _NEVER_FOLDED = frozenset(
-    {"Switch", "Merge", "Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "LoopCond"}
+    {
+        "Switch",
+        "RefSwitch",
+        "Merge",
+        "Enter",
+        "RefEnter",
+        "Exit",
+        "RefExit",
+        "NextIteration",
+        "LoopCond",
+    }
 )
 """Ops TF's constant folding leaves to the run: a folded Switch would hide the
 ``tf.cond`` from it; a loop's ops put values in other frames and iterations.
@@ -148,6 +158,7 @@ NEVER_SKIPPED = frozenset(
         "PlaceholderV2",
         "PlaceholderWithDefault",
         "Switch",
+        "RefSwitch",
         "Merge",
         "Assert",
         "CheckNumerics",

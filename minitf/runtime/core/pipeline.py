@@ -76,7 +76,7 @@ def build_plan(
     kernels = {op: kernel_for(op) for op in order}
     # A _Recv may bring a dead value from a tf.cond on another task.
     has_control_flow = any(
-        op.type == "Switch" or (recv_dead and op.type == "_Recv") for op in order
+        op.type in ("Switch", "RefSwitch") or (recv_dead and op.type == "_Recv") for op in order
     )
     known: dict[Tensor, object] = {}
     folded: list[Operation] = []
@@ -130,7 +130,7 @@ def build_plan(
                 successors=tuple(successors[i]),
                 num_predecessors=num_preds[i],
                 isolated=not (info.stateful or info.is_async)
-                and op.type not in ("Switch", "Merge")
+                and op.type not in ("Switch", "RefSwitch", "Merge")
                 and not any(reads_variable(t) for t in op.inputs),
                 unread=op in unread,
             )

@@ -229,7 +229,7 @@ def partition(
     """
     fed = set(feeds)
     parts: dict[str, Partition] = {}
-    dead_values = any(op.type == "Switch" for op in ops)
+    dead_values = any(op.type in ("Switch", "RefSwitch") for op in ops)
     sent: dict[tuple, str] = {}  # (tensor or ^op, dst task) -> name of the _Recv
     fed_as: dict[tuple[Tensor, str], str] = {}
 

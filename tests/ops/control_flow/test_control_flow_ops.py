@@ -290,9 +290,13 @@ def test_a_branch_on_another_task_is_dead_there_too():
             assert sess.run(v) == 13.0
 
 
-def test_gradients_do_not_go_through_cond_and_say_so():
+def test_gradients_go_through_the_branch_taken():
+    # d(3x)/dx = 3 when p, d(x + 1)/dx = 1 otherwise.
     p = tf.placeholder(tf.bool, [])
     x = tf.Variable(2.0)
     out = tf.cond(p, lambda: x * 3.0, lambda: x + 1.0)
-    with pytest.raises(LookupError, match="does not carry gradients"):
-        tf.gradients(out, [x])
+    (grad,) = tf.gradients(out, [x])
+    with tf.Session() as sess:
+        sess.run(x.initializer)
+        assert sess.run(grad, {p: True}) == 3.0
+        assert sess.run(grad, {p: False}) == 1.0
