@@ -191,27 +191,28 @@ def test_batch_takes_given_shapes_for_tensors_without_static_shapes():
 # -- maybe_batch ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "num_threads, enqueue_many, keep_input_vector",
-    [
-        (1, False, False),
-        (1, True, False),
-        (5, False, False),
-        (5, True, False),
-        (1, True, True),
-        (5, True, True),
-    ],
-)
-def test_maybe_batch_keeps_only_the_even_examples(num_threads, enqueue_many, keep_input_vector):
-    batch_size, num_batches = 5, 4
+KEEP_INPUT_CASES = [
+    (1, False, False),
+    (1, True, False),
+    (5, False, False),
+    (5, True, False),
+    (1, True, True),
+    (5, True, True),
+]
+
+
+def even_examples(enqueue_many, keep_input_vector, batch_size, num_batches):
+    """TF's keep-input helper's input: a counter (batched first with enqueue_many) and its flag."""
     counter = counter_to(num_batches * batch_size * 2, dtype=tf.int32)
     to_batch = [counter, "string"]
     if enqueue_many:
         to_batch = tf.train.batch(to_batch, 4 if keep_input_vector else 1)
     keep_input = tf.squeeze(tf.equal(0, tf.mod(to_batch[0], 2)))
-    batched = tf.train.maybe_batch(
-        to_batch, keep_input, batch_size, num_threads=num_threads, enqueue_many=enqueue_many
-    )
+    return to_batch, keep_input
+
+
+def assert_only_even_then_exhausted(batched, batch_size, num_batches) -> None:
+    """Runs the runners; ``num_batches`` batches of even counts, then the end."""
     seen = []
     with tf.Session() as sess:
         threads = start(sess)
@@ -222,6 +223,16 @@ def test_maybe_batch_keeps_only_the_even_examples(num_threads, enqueue_many, kee
             seen.extend(counts)
         assert_exhausted(sess, batched, threads)
     assert sorted(seen) == list(range(0, num_batches * batch_size * 2, 2))
+
+
+@pytest.mark.parametrize("num_threads, enqueue_many, keep_input_vector", KEEP_INPUT_CASES)
+def test_maybe_batch_keeps_only_the_even_examples(num_threads, enqueue_many, keep_input_vector):
+    batch_size, num_batches = 5, 4
+    to_batch, keep_input = even_examples(enqueue_many, keep_input_vector, batch_size, num_batches)
+    batched = tf.train.maybe_batch(
+        to_batch, keep_input, batch_size, num_threads=num_threads, enqueue_many=enqueue_many
+    )
+    assert_only_even_then_exhausted(batched, batch_size, num_batches)
 
 
 def test_maybe_batch_with_a_keep_vector_enqueues_the_kept_rows():
@@ -269,7 +280,7 @@ def test_maybe_batch_checks_the_rank_of_keep_input():
 # -- batch_join -----------------------------------------------------------------------------
 
 
-def _two_inputs(num_a, num_b):
+def two_inputs(num_a, num_b):
     """TF's two inputs: (0..num_a-1, "a") from a counter, and (99, "b") num_b times."""
     counter = counter_to(num_a)
     ninety_nine = tf.train.limit_epochs(tf.constant(99, dtype=tf.int64), num_b)
@@ -288,7 +299,7 @@ def _check_joined(counts, strings, all_a, seen_b):
 @pytest.mark.parametrize("use_dict", [False, True])
 def test_batch_join_mixes_two_inputs_and_keeps_each_ones_order(use_dict):
     num_a, num_b, batch_size = 70, 90, 5
-    counter, ninety_nine = _two_inputs(num_a, num_b)
+    counter, ninety_nine = two_inputs(num_a, num_b)
     if use_dict:
         batched = tf.train.batch_join(
             [{"c": counter, "S": "a"}, {"c": ninety_nine, "S": "b"}], batch_size=batch_size
@@ -316,7 +327,7 @@ def test_batch_join_mixes_two_inputs_and_keeps_each_ones_order(use_dict):
 def test_batch_join_smaller_final_batch_has_what_is_left_of_both_inputs():
     extra_elements, batch_size = 2, 5
     num_a, num_b = 70 + extra_elements, 90 + extra_elements
-    counter, ninety_nine = _two_inputs(num_a, num_b)
+    counter, ninety_nine = two_inputs(num_a, num_b)
     batched = tf.train.batch_join(
         [[counter, "a"], [ninety_nine, "b"]], batch_size=batch_size, allow_smaller_final_batch=True
     )
