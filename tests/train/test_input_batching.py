@@ -138,6 +138,27 @@ def test_batch_without_a_smaller_final_batch_drops_the_rest():
         assert_exhausted(sess, batched, threads)  # 20..24 are left in the closed queue
 
 
+def test_batch_with_dynamic_pad_pads_each_batch_to_its_longest_string_list():
+    batch_size, num_batches = 10, 3
+    counter = counter_to(num_batches * batch_size)
+    strings = tf.tile(["string"], tf.cast(tf.stack([counter]), tf.int32))  # counter copies
+    batched = tf.train.batch([counter, strings], batch_size=batch_size, dynamic_pad=True)
+    assert [t.shape.as_list() for t in batched] == [[batch_size], [batch_size, None]]
+    queue_op = batched[0].op.inputs[0].op
+    assert (queue_op.name, queue_op.type) == ("batch/padding_fifo_queue", "PaddingFIFOQueueV2")
+    with tf.Session() as sess:
+        threads = start(sess)
+        for i in range(num_batches):
+            counts, padded = sess.run(batched)
+            expected = np.arange(i * batch_size, (i + 1) * batch_size)
+            max_len = expected[-1]
+            np.testing.assert_array_equal(counts, expected)
+            assert padded.tolist() == [
+                [b"string"] * rep + [b""] * (max_len - rep) for rep in expected
+            ]
+        assert_exhausted(sess, batched, threads)
+
+
 def test_batch_ops_have_tf_names_and_the_shared_name():
     counter = counter_to(30)
     batched = tf.train.batch([counter, "string"], batch_size=10, shared_name="SHARED_NAME_XYZ")
@@ -343,6 +364,46 @@ def test_batch_join_smaller_final_batch_has_what_is_left_of_both_inputs():
         assert len(counts) == 2 * extra_elements
         seen_b = _check_joined(counts, strings, all_a, seen_b)
         assert_exhausted(sess, batched, threads)
+    assert all_a == list(range(num_a)) and seen_b == num_b
+
+
+def _padded_join(extra_elements, smaller):
+    """TF's dynamic-pad join: (0..num_a-1, ["a"] * (count + 1)) and (99, ["b"] * 99) num_b times."""
+    num_a, num_b = 70 + extra_elements, 90 + extra_elements
+    counter, ninety_nine = two_inputs(num_a, num_b)
+    a = tf.tile(["a"], tf.cast(tf.stack([counter + 1]), tf.int32))
+    b = tf.tile(["b"], tf.cast(tf.stack([ninety_nine]), tf.int32))
+    batched = tf.train.batch_join(
+        [[counter, a], [ninety_nine, b]],
+        batch_size=5,
+        dynamic_pad=True,
+        allow_smaller_final_batch=smaller,
+    )
+    return num_a, num_b, batched
+
+
+@pytest.mark.parametrize("extra_elements, smaller", [(0, False), (2, True)])
+def test_batch_join_with_dynamic_pad_pads_and_keeps_each_inputs_order(extra_elements, smaller):
+    batch_size = 5
+    num_a, num_b, batched = _padded_join(extra_elements, smaller)
+    first = None if smaller else batch_size
+    assert [t.shape.as_list() for t in batched] == [[first], [first, None]]
+    assert batched[0].op.inputs[0].op.name == "batch_join/padding_fifo_queue"
+    sizes = [batch_size] * ((num_a + num_b) // batch_size) + [2 * extra_elements] * smaller
+    all_a, seen_b, count_string_a = [], 0, []
+    with tf.Session() as sess:
+        threads = start(sess)
+        for size in sizes:
+            counts, padded = sess.run(batched)
+            assert len(counts) == len(padded) == size
+            for row in padded:
+                if row[0] == b"b":
+                    assert row.tolist() == [b"b"] * 99
+                else:
+                    count_string_a.append(sum(x == b"a" for x in row))
+            seen_b = _check_joined(counts, [row[0] for row in padded], all_a, seen_b)
+        assert_exhausted(sess, batched, threads)
+    assert count_string_a == list(range(1, num_a + 1))
     assert all_a == list(range(num_a)) and seen_b == num_b
 
 
