@@ -105,8 +105,10 @@ def test_a_worker_reads_batches_from_a_queue_on_the_ps_task():
     assert sorted(seen) == sorted(list(range(ROWS)) * EPOCHS)
 
 
-def test_the_example_of_the_docs_page_reads_100_records(capsys):
+@pytest.mark.parametrize("index", [0, 1], ids=["files-shuffle_batch", "numpy-batch"])
+def test_each_example_of_the_docs_page_reads_100_records(index, capsys):
     page = Path(__file__).resolve().parents[2] / "docs" / "input-pipelines-queues.md"
-    (example,) = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    exec(compile(example, str(page), "exec"), {})
+    examples = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(examples) == 2
+    exec(compile(examples[index], str(page), "exec"), {})
     assert capsys.readouterr().out == "done: 100 records\n"
