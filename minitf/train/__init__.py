@@ -60,7 +60,16 @@ from minitf.train.input import (
     slice_input_producer,
     string_input_producer,
 )
-from minitf.train.input_batching import batch, batch_join, maybe_batch, maybe_batch_join
+from minitf.train.input_batching import (
+    batch,
+    batch_join,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    shuffle_batch,
+    shuffle_batch_join,
+)
 from minitf.train.momentum import MomentumOptimizer
 from minitf.train.monitored_session import (
     ChiefSessionCreator,

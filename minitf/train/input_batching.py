@@ -11,10 +11,17 @@ the enqueue op, and the ``dequeue_many`` (``dequeue_up_to`` with
 enqueue only what ``keep_input`` keeps. Inputs may be lists or dicts; a dict
 is queued in the order of its sorted keys and comes back as a dict.
 
+A shuffling batcher's first batch waits until the queue holds
+``batch_size + min_after_dequeue`` examples: while the queue is open a
+dequeue leaves ``min_after_dequeue`` behind to mix the next ones with. Once
+the input ends and the queue is closed, the rest is handed out.
+
 TF source: ``tensorflow/python/training/input.py`` (the producers are in
-`minitf.train.input`). TF also adds a "fraction of the queue full" scalar
-summary per queue; minitf has no summaries, so those ops are not added.
-``SparseTensor`` inputs are not supported (minitf has no ``SparseTensor``).
+`minitf.train.input`). TF also adds a scalar summary per queue of how full
+it is ("fraction_of_32_full", or "fraction_over_16_of_16_full" for a
+shuffling queue: how far above ``min_after_dequeue``); minitf has no
+summaries, so those ops are not added. ``SparseTensor`` inputs are not
+supported (minitf has no ``SparseTensor``).
 """
 
 from __future__ import annotations
@@ -522,7 +529,12 @@ def shuffle_batch(
     """Batches ``tensors`` in a random order, through a ``RandomShuffleQueue``.
 
     As `batch`, but the queue hands out random elements and, while open,
-    keeps at least ``min_after_dequeue`` of them to mix the next ones with.
+    keeps at least ``min_after_dequeue`` of them to mix the next ones with:
+    the first batch waits until ``batch_size + min_after_dequeue`` examples
+    are queued. A larger ``min_after_dequeue`` mixes better and takes longer
+    to start. With ``seed`` (or a graph seed) the queue's choices repeat
+    from run to run; which examples it chooses among depends on how far the
+    threads have filled it, so the order repeats only if that does.
 
     Args:
         tensors: A list or a dict of tensors.
@@ -591,6 +603,9 @@ def maybe_shuffle_batch(
 
     Returns:
         The batch, in the form of ``tensors``.
+
+    Raises:
+        ValueError: if ``capacity <= min_after_dequeue``, or as `maybe_batch`.
     """
     make_queue = _shuffle_maker(capacity, min_after_dequeue, seed, shared_name)
     return _batch(
@@ -622,7 +637,9 @@ def shuffle_batch_join(
 ) -> ops.Tensor | list[ops.Tensor] | dict[str, ops.Tensor]:
     """Batches examples from several inputs, one thread each, in a random order.
 
-    As `batch_join` with a ``RandomShuffleQueue`` (see `shuffle_batch`).
+    As `batch_join` with a ``RandomShuffleQueue`` (see `shuffle_batch`). As
+    in TF, ``capacity`` is not checked against ``min_after_dequeue`` here:
+    the queue op raises ``InvalidArgumentError`` when it runs.
 
     Args:
         tensors_list: A list of lists (or dicts) of tensors.
@@ -685,6 +702,9 @@ def maybe_shuffle_batch_join(
     Returns:
         The batch, in the form of ``tensors_list[0]``.
     """
+    # As TF, no check here that capacity > min_after_dequeue: the queue op
+    # fails when it runs (InvalidArgumentError). TF's summary divides by
+    # capacity - min_after_dequeue, so TF fails while building when they are equal.
     make_queue = _shuffle_maker(capacity, min_after_dequeue, seed, shared_name)
     return _batch_join(
         tensors_list,

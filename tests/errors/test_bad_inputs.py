@@ -1964,3 +1964,32 @@ def test_row_151_reverse_an_axis_twice():
         with raises(ValueError, "axis 0 specified more than once."):
             tf.reverse(tf.zeros([2, 3]), [0, -2])
         assert "ReverseV2" not in op_types(g)
+
+
+# -- shuffled batches -----------------------------------------------------------------------
+
+
+def test_row_152_shuffle_batch_with_no_more_capacity_than_min_after_dequeue():
+    x = tf.constant(1.0)
+    with raises(ValueError, "capacity 10 must be bigger than min_after_dequeue 10."):
+        tf.train.shuffle_batch([x], batch_size=2, capacity=10, min_after_dequeue=10)
+    assert "RandomShuffleQueueV2" not in op_types(tf.get_default_graph())
+    assert not tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    batched = tf.train.shuffle_batch([x], batch_size=2, capacity=11, min_after_dequeue=10)
+    assert batched.shape.as_list() == [2]
+
+
+def test_row_153_shuffle_batch_join_with_less_capacity_than_min_after_dequeue():
+    with tf.Graph().as_default() as g:
+        b = tf.train.shuffle_batch_join(
+            [[tf.constant(1.0)]], batch_size=2, capacity=5, min_after_dequeue=10
+        )
+        with tf.Session(graph=g) as sess:
+            with raises(
+                tf.errors.InvalidArgumentError,
+                "min_after_dequeue 10 must be < capacity 5",
+                "[[node shuffle_batch_join/random_shuffle_queue]]",
+            ):
+                sess.run(b)
+            assert not list(sess.resource_mgr.items())
+            assert sess.run(tf.constant(3.0) * 2) == 6.0

@@ -138,6 +138,27 @@ def test_batch_without_a_smaller_final_batch_drops_the_rest():
         assert_exhausted(sess, batched, threads)  # 20..24 are left in the closed queue
 
 
+def test_batch_with_dynamic_pad_pads_each_batch_to_its_longest_string_list():
+    batch_size, num_batches = 10, 3
+    counter = counter_to(num_batches * batch_size)
+    strings = tf.tile(["string"], tf.cast(tf.stack([counter]), tf.int32))  # counter copies
+    batched = tf.train.batch([counter, strings], batch_size=batch_size, dynamic_pad=True)
+    assert [t.shape.as_list() for t in batched] == [[batch_size], [batch_size, None]]
+    queue_op = batched[0].op.inputs[0].op
+    assert (queue_op.name, queue_op.type) == ("batch/padding_fifo_queue", "PaddingFIFOQueueV2")
+    with tf.Session() as sess:
+        threads = start(sess)
+        for i in range(num_batches):
+            counts, padded = sess.run(batched)
+            expected = np.arange(i * batch_size, (i + 1) * batch_size)
+            max_len = expected[-1]
+            np.testing.assert_array_equal(counts, expected)
+            assert padded.tolist() == [
+                [b"string"] * rep + [b""] * (max_len - rep) for rep in expected
+            ]
+        assert_exhausted(sess, batched, threads)
+
+
 def test_batch_ops_have_tf_names_and_the_shared_name():
     counter = counter_to(30)
     batched = tf.train.batch([counter, "string"], batch_size=10, shared_name="SHARED_NAME_XYZ")
@@ -191,27 +212,28 @@ def test_batch_takes_given_shapes_for_tensors_without_static_shapes():
 # -- maybe_batch ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "num_threads, enqueue_many, keep_input_vector",
-    [
-        (1, False, False),
-        (1, True, False),
-        (5, False, False),
-        (5, True, False),
-        (1, True, True),
-        (5, True, True),
-    ],
-)
-def test_maybe_batch_keeps_only_the_even_examples(num_threads, enqueue_many, keep_input_vector):
-    batch_size, num_batches = 5, 4
+KEEP_INPUT_CASES = [
+    (1, False, False),
+    (1, True, False),
+    (5, False, False),
+    (5, True, False),
+    (1, True, True),
+    (5, True, True),
+]
+
+
+def even_examples(enqueue_many, keep_input_vector, batch_size, num_batches):
+    """TF's keep-input helper's input: a counter (batched first with enqueue_many) and its flag."""
     counter = counter_to(num_batches * batch_size * 2, dtype=tf.int32)
     to_batch = [counter, "string"]
     if enqueue_many:
         to_batch = tf.train.batch(to_batch, 4 if keep_input_vector else 1)
     keep_input = tf.squeeze(tf.equal(0, tf.mod(to_batch[0], 2)))
-    batched = tf.train.maybe_batch(
-        to_batch, keep_input, batch_size, num_threads=num_threads, enqueue_many=enqueue_many
-    )
+    return to_batch, keep_input
+
+
+def assert_only_even_then_exhausted(batched, batch_size, num_batches) -> None:
+    """Runs the runners; ``num_batches`` batches of even counts, then the end."""
     seen = []
     with tf.Session() as sess:
         threads = start(sess)
@@ -222,6 +244,16 @@ def test_maybe_batch_keeps_only_the_even_examples(num_threads, enqueue_many, kee
             seen.extend(counts)
         assert_exhausted(sess, batched, threads)
     assert sorted(seen) == list(range(0, num_batches * batch_size * 2, 2))
+
+
+@pytest.mark.parametrize("num_threads, enqueue_many, keep_input_vector", KEEP_INPUT_CASES)
+def test_maybe_batch_keeps_only_the_even_examples(num_threads, enqueue_many, keep_input_vector):
+    batch_size, num_batches = 5, 4
+    to_batch, keep_input = even_examples(enqueue_many, keep_input_vector, batch_size, num_batches)
+    batched = tf.train.maybe_batch(
+        to_batch, keep_input, batch_size, num_threads=num_threads, enqueue_many=enqueue_many
+    )
+    assert_only_even_then_exhausted(batched, batch_size, num_batches)
 
 
 def test_maybe_batch_with_a_keep_vector_enqueues_the_kept_rows():
@@ -269,7 +301,7 @@ def test_maybe_batch_checks_the_rank_of_keep_input():
 # -- batch_join -----------------------------------------------------------------------------
 
 
-def _two_inputs(num_a, num_b):
+def two_inputs(num_a, num_b):
     """TF's two inputs: (0..num_a-1, "a") from a counter, and (99, "b") num_b times."""
     counter = counter_to(num_a)
     ninety_nine = tf.train.limit_epochs(tf.constant(99, dtype=tf.int64), num_b)
@@ -288,7 +320,7 @@ def _check_joined(counts, strings, all_a, seen_b):
 @pytest.mark.parametrize("use_dict", [False, True])
 def test_batch_join_mixes_two_inputs_and_keeps_each_ones_order(use_dict):
     num_a, num_b, batch_size = 70, 90, 5
-    counter, ninety_nine = _two_inputs(num_a, num_b)
+    counter, ninety_nine = two_inputs(num_a, num_b)
     if use_dict:
         batched = tf.train.batch_join(
             [{"c": counter, "S": "a"}, {"c": ninety_nine, "S": "b"}], batch_size=batch_size
@@ -316,7 +348,7 @@ def test_batch_join_mixes_two_inputs_and_keeps_each_ones_order(use_dict):
 def test_batch_join_smaller_final_batch_has_what_is_left_of_both_inputs():
     extra_elements, batch_size = 2, 5
     num_a, num_b = 70 + extra_elements, 90 + extra_elements
-    counter, ninety_nine = _two_inputs(num_a, num_b)
+    counter, ninety_nine = two_inputs(num_a, num_b)
     batched = tf.train.batch_join(
         [[counter, "a"], [ninety_nine, "b"]], batch_size=batch_size, allow_smaller_final_batch=True
     )
@@ -332,6 +364,46 @@ def test_batch_join_smaller_final_batch_has_what_is_left_of_both_inputs():
         assert len(counts) == 2 * extra_elements
         seen_b = _check_joined(counts, strings, all_a, seen_b)
         assert_exhausted(sess, batched, threads)
+    assert all_a == list(range(num_a)) and seen_b == num_b
+
+
+def _padded_join(extra_elements, smaller):
+    """TF's dynamic-pad join: (0..num_a-1, ["a"] * (count + 1)) and (99, ["b"] * 99) num_b times."""
+    num_a, num_b = 70 + extra_elements, 90 + extra_elements
+    counter, ninety_nine = two_inputs(num_a, num_b)
+    a = tf.tile(["a"], tf.cast(tf.stack([counter + 1]), tf.int32))
+    b = tf.tile(["b"], tf.cast(tf.stack([ninety_nine]), tf.int32))
+    batched = tf.train.batch_join(
+        [[counter, a], [ninety_nine, b]],
+        batch_size=5,
+        dynamic_pad=True,
+        allow_smaller_final_batch=smaller,
+    )
+    return num_a, num_b, batched
+
+
+@pytest.mark.parametrize("extra_elements, smaller", [(0, False), (2, True)])
+def test_batch_join_with_dynamic_pad_pads_and_keeps_each_inputs_order(extra_elements, smaller):
+    batch_size = 5
+    num_a, num_b, batched = _padded_join(extra_elements, smaller)
+    first = None if smaller else batch_size
+    assert [t.shape.as_list() for t in batched] == [[first], [first, None]]
+    assert batched[0].op.inputs[0].op.name == "batch_join/padding_fifo_queue"
+    sizes = [batch_size] * ((num_a + num_b) // batch_size) + [2 * extra_elements] * smaller
+    all_a, seen_b, count_string_a = [], 0, []
+    with tf.Session() as sess:
+        threads = start(sess)
+        for size in sizes:
+            counts, padded = sess.run(batched)
+            assert len(counts) == len(padded) == size
+            for row in padded:
+                if row[0] == b"b":
+                    assert row.tolist() == [b"b"] * 99
+                else:
+                    count_string_a.append(sum(x == b"a" for x in row))
+            seen_b = _check_joined(counts, [row[0] for row in padded], all_a, seen_b)
+        assert_exhausted(sess, batched, threads)
+    assert count_string_a == list(range(1, num_a + 1))
     assert all_a == list(range(num_a)) and seen_b == num_b
 
 
