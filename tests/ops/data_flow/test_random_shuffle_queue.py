@@ -11,7 +11,10 @@ queue resource reports a waiting attempt, never by sleeping.
 import hashlib
 from collections import Counter
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minitf as tf
 from minitf.framework.random_seed import DEFAULT_GRAPH_SEED
@@ -393,3 +396,84 @@ def test_the_described_state_shows_min_after_dequeue():
         (entry,) = [e for e in sess.resource_mgr.describe() if e["kind"] == "queue"]
     assert entry["min_after_dequeue"] == 2 and entry["size"] == 3
     assert sorted(entry["values"]) == [1.0, 2.0, 3.0] and not entry["closed"]
+
+
+# -- property: the queue against a reference model ---------------------------------------------
+
+_BOUNDED = tf.RunOptions(timeout_in_ms=5000)  # a run the model says completes must not wait
+
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("enqueue_many"), st.lists(st.integers(0, 99), max_size=4)),
+        st.tuples(st.just("dequeue"), st.just(0)),
+        st.tuples(st.just("dequeue_many"), st.integers(0, 4)),
+        st.tuples(st.just("dequeue_up_to"), st.integers(1, 4)),
+        st.tuples(st.just("close"), st.just(0)),
+    ),
+    max_size=25,
+)
+
+
+def _expected(model: Counter, capacity, keep, closed, kind, arg):
+    """What TF's RandomShuffleQueue does: ("ok", n taken), ("error", class), or None (blocks)."""
+    size = sum(model.values())
+    available = size if closed else size - keep
+    if kind == "enqueue_many":
+        if not arg:
+            return ("ok", 0)
+        if closed:
+            return ("error", tf.errors.CancelledError)
+        return ("ok", 0) if size + len(arg) <= capacity else None
+    wanted = 1 if kind == "dequeue" else arg
+    if wanted <= available or (kind == "dequeue_many" and wanted == 0):
+        return ("ok", wanted)
+    if not closed:
+        return None
+    if kind == "dequeue_up_to" and size:
+        return ("ok", size)
+    return ("error", tf.errors.OutOfRangeError)
+
+
+@settings(max_examples=40, deadline=None)
+@given(capacity=st.integers(2, 8), keep=st.integers(0, 3), operations=_OPERATIONS)
+def test_queue_matches_a_reference_multiset(capacity, keep, operations):
+    keep = min(keep, capacity - 1)
+    graph = tf.Graph()
+    with graph.as_default():
+        q = tf.RandomShuffleQueue(capacity, keep, tf.int32, shapes=[[]], seed=5)
+        many = tf.placeholder(tf.int32, [None])
+        n = tf.placeholder(tf.int32, [])
+        build = {
+            "enqueue_many": (q.enqueue_many(many), many),
+            "dequeue": (q.dequeue(), None),
+            "dequeue_many": (q.dequeue_many(n), n),
+            "dequeue_up_to": (q.dequeue_up_to(n), n),
+        }
+        close = q.close()
+    model, closed = Counter(), False
+    with tf.Session(graph=graph) as sess:
+        for kind, arg in operations:
+            if kind == "close":
+                if not closed:
+                    sess.run(close)
+                closed = True
+                continue
+            expected = _expected(model, capacity, keep, closed, kind, arg)
+            if expected is None:
+                continue  # it would block
+            fetch, placeholder = build[kind]
+            feed = {} if placeholder is None else {placeholder: np.asarray(arg, np.int32)}
+            outcome, value = expected
+            if outcome == "error":
+                with pytest.raises(value):
+                    sess.run(fetch, feed)
+                continue
+            got = np.ravel(sess.run(fetch, feed, options=_BOUNDED)).tolist()
+            if kind == "enqueue_many":
+                model.update(arg)
+                continue
+            assert len(got) == value
+            taken = Counter(got)
+            assert not taken - model, f"{got} was not all in the queue {model}"
+            model -= taken
+        assert sess.run(q.size()) == sum(model.values())
