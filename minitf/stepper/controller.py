@@ -1009,11 +1009,19 @@ def _remote_tasks(cluster_spec, cluster: LocalCluster | None = None) -> list[_Re
     ]
 
 
+LAUNCH_PATIENCE = 60.0
+"""Seconds a task this stepper launched may take to start its server while its process lives.
+
+Starting is importing minitf and running the script up to its server: on a
+loaded laptop that takes longer than `connect_timeout`'s 10 s, and a process
+that exits instead is reported at once."""
+
+
 def _connect(task: str, address: str, exit_code=None):
     """Connects to a task; raises at once, in one line, if its process has exited first."""
     if exit_code is None:
         return connect_with_retry(address, task)
-    deadline = time.monotonic() + connect_timeout()
+    deadline = time.monotonic() + max(connect_timeout(), LAUNCH_PATIENCE)
     while True:
         try:
             return connect_with_retry(address, task, 0.5)
