@@ -9,7 +9,8 @@ runs the variable op.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
@@ -62,6 +63,22 @@ def _check_collections(collections) -> list:
             f"Got {collections} of type {type(collections)}"
         )
     return list(collections)
+
+
+@contextlib.contextmanager
+def _outside_loops(graph: ops.Graph) -> Iterator[None]:
+    """Builds ops with no control-flow context, as TF's ``control_dependencies(None)`` does.
+
+    A variable created by the body of ``tf.while_loop`` (``tf.get_variable``
+    in a ``tf.map_fn``'s ``fn``) is one variable, initialized once, that
+    the loop reads through an ``Enter``.
+    """
+    saved = graph._get_control_flow_context()
+    graph._set_control_flow_context(None)
+    try:
+        yield
+    finally:
+        graph._set_control_flow_context(saved)
 
 
 class Variable:
@@ -139,9 +156,11 @@ class Variable:
         self._constraint = constraint
         self._save_slice_info = None
         init_from_fn = callable(initial_value)
-        # TF builds variables in an init scope: outer control dependencies do not apply.
+        # TF builds variables in an init scope: outer control dependencies do not apply,
+        # and a variable made in a loop's body is made outside the loop.
         with (
             ops.control_dependencies(None),
+            _outside_loops(ops.get_default_graph()),
             ops.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) as scope,
         ):
             true_name = scope[:-1]
