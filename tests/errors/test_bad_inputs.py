@@ -1885,3 +1885,65 @@ def test_row_143_a_loop_split_across_tasks():
             with raises(tf.errors.UnimplementedError, "while/while_context", "more than one task"):
                 sess.run(split)
             assert sess.run(whole, options=tf.RunOptions(timeout_in_ms=20000)) == 4.0
+
+
+# -- loops over rows: map_fn, scan, fold -----------------------------------------------------
+
+
+def test_row_144_map_fn_over_a_scalar():
+    with raises(ValueError, "elems must be a 1+ dimensional Tensor, not a scalar"):
+        tf.map_fn(lambda x: x, 1)
+    with tf.Session() as sess:
+        assert list(sess.run(tf.map_fn(lambda x: x, tf.constant([1])))) == [1]
+
+
+def test_row_145_map_fn_whose_fn_returns_another_dtype():
+    x = tf.constant([1, 2])
+    wrong = tf.map_fn(lambda e: tf.cast(e, tf.float32), x)
+    right = tf.map_fn(lambda e: tf.cast(e, tf.float32), x, dtype=tf.float32)
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "TensorArray dtype is int32 but Op is trying to write dtype float",
+            "map/while/TensorArrayWrite/TensorArrayWriteV3",
+        ):
+            sess.run(wrong)
+        assert list(sess.run(right)) == [1.0, 2.0]
+
+
+def test_row_146_map_fn_whose_fn_returns_another_structure():
+    x = tf.constant([1, 2])
+    with raises(ValueError, "The two structures don't have the same nested structure."):
+        tf.map_fn(lambda e: (e, -e), x)
+    pos, neg = tf.map_fn(lambda e: (e, -e), x, dtype=(tf.int32, tf.int32))
+    with tf.Session() as sess:
+        assert [list(v) for v in sess.run([pos, neg])] == [[1, 2], [-1, -2]]
+
+
+def test_row_147_foldl_of_no_rows_without_an_initializer():
+    empty = tf.constant([], tf.float32)
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "Tried to read from index 0 but array size is: 0",
+            "foldl/TensorArrayReadV3",
+        ):
+            sess.run(tf.foldl(tf.add, empty))
+        assert sess.run(tf.foldl(tf.add, empty, initializer=0.0)) == 0.0
+
+
+def test_row_148_map_fn_over_a_sparse_tensor():
+    st = tf.SparseTensor([[0, 0]], [1.0], [2, 2])
+    with raises(TypeError, "To perform a map on the values of a sparse tensor use either"):
+        tf.map_fn(lambda x: x, st)
+
+
+def test_row_149_gradients_of_a_complex_tensor_without_grad_ys():
+    c = tf.constant([1 + 2j], dtype=tf.complex64)
+    message = "Gradients of complex tensors must set grad_ys (y.dtype = tf.complex64)"
+    with raises(TypeError, message):
+        tf.gradients(c * c, c)
+    i = tf.constant([3, 4])
+    (g,) = tf.gradients(i, i)
+    with tf.Session() as sess:
+        assert list(sess.run(g)) == [1, 1]
