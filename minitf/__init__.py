@@ -65,6 +65,8 @@ from minitf.ops.array.array_ops import *
 from minitf.ops.array.constant_op import *
 from minitf.ops.control_flow.case import case
 from minitf.ops.control_flow.control_flow_ops import *
+from minitf.ops.control_flow.functional_ops import foldl, foldr, scan
+from minitf.ops.control_flow.map_fn import map_fn
 from minitf.ops.control_flow.while_loop import while_loop
 from minitf.ops.data_flow.data_flow_ops import *
 from minitf.ops.data_flow.tensor_array_ops import TensorArray

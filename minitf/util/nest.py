@@ -126,9 +126,13 @@ def assert_same_structure(first: Any, second: Any, check_types: bool = True) -> 
     if not is_sequence(first):
         return
     if check_types and type(first) is not type(second):
+        # TF's message leads with the same words as the ValueError above.
         raise TypeError(
-            "The two structures don't have the same sequence type. First structure has "
-            f"type {type(first)}, while second structure has type {type(second)}."
+            "The two structures don't have the same nested structure.\n\n"
+            f"First structure: {first}\n\nSecond structure: {second}\n\n"
+            "More specifically: The two structures don't have the same sequence type. "
+            f"First structure has type {type(first)}, while second structure has type "
+            f"{type(second)}."
         )
     for a, b in zip(_children(first), _children(second)):
         assert_same_structure(a, b, check_types)

@@ -1993,3 +1993,65 @@ def test_row_153_shuffle_batch_join_with_less_capacity_than_min_after_dequeue():
                 sess.run(b)
             assert not list(sess.resource_mgr.items())
             assert sess.run(tf.constant(3.0) * 2) == 6.0
+
+
+# -- loops over rows: map_fn, scan, fold -----------------------------------------------------
+
+
+def test_row_154_map_fn_over_a_scalar():
+    with raises(ValueError, "elems must be a 1+ dimensional Tensor, not a scalar"):
+        tf.map_fn(lambda x: x, 1)
+    with tf.Session() as sess:
+        assert list(sess.run(tf.map_fn(lambda x: x, tf.constant([1])))) == [1]
+
+
+def test_row_155_map_fn_whose_fn_returns_another_dtype():
+    x = tf.constant([1, 2])
+    wrong = tf.map_fn(lambda e: tf.cast(e, tf.float32), x)
+    right = tf.map_fn(lambda e: tf.cast(e, tf.float32), x, dtype=tf.float32)
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "TensorArray dtype is int32 but Op is trying to write dtype float",
+            "map/while/TensorArrayWrite/TensorArrayWriteV3",
+        ):
+            sess.run(wrong)
+        assert list(sess.run(right)) == [1.0, 2.0]
+
+
+def test_row_156_map_fn_whose_fn_returns_another_structure():
+    x = tf.constant([1, 2])
+    with raises(ValueError, "The two structures don't have the same nested structure."):
+        tf.map_fn(lambda e: (e, -e), x)
+    pos, neg = tf.map_fn(lambda e: (e, -e), x, dtype=(tf.int32, tf.int32))
+    with tf.Session() as sess:
+        assert [list(v) for v in sess.run([pos, neg])] == [[1, 2], [-1, -2]]
+
+
+def test_row_157_foldl_of_no_rows_without_an_initializer():
+    empty = tf.constant([], tf.float32)
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "Tried to read from index 0 but array size is: 0",
+            "foldl/TensorArrayReadV3",
+        ):
+            sess.run(tf.foldl(tf.add, empty))
+        assert sess.run(tf.foldl(tf.add, empty, initializer=0.0)) == 0.0
+
+
+def test_row_158_map_fn_over_a_sparse_tensor():
+    st = tf.SparseTensor([[0, 0]], [1.0], [2, 2])
+    with raises(TypeError, "To perform a map on the values of a sparse tensor use either"):
+        tf.map_fn(lambda x: x, st)
+
+
+def test_row_159_gradients_of_a_complex_tensor_without_grad_ys():
+    c = tf.constant([1 + 2j], dtype=tf.complex64)
+    message = "Gradients of complex tensors must set grad_ys (y.dtype = tf.complex64)"
+    with raises(TypeError, message):
+        tf.gradients(c * c, c)
+    i = tf.constant([3, 4])
+    (g,) = tf.gradients(i, i)
+    with tf.Session() as sess:
+        assert list(sess.run(g)) == [1, 1]

@@ -27,6 +27,7 @@ from minitf.ops.control_flow.while_context import (
     output_context,
     shape_less_than_or_equal,
 )
+from minitf.ops.data_flow.tensor_array_ops import TensorArray
 
 __all__ = ["while_loop"]
 
@@ -86,6 +87,27 @@ def assert_same_structure(first, second) -> None:
         )
 
 
+def _to_flow(value):
+    """A `TensorArray` loop variable is carried by its flow (TF's ``_convert_tensorarray_to_flow``).
+
+    Args:
+        value: A loop variable, or what the body returned for one.
+    """
+    return value.flow if isinstance(value, TensorArray) else value
+
+
+def _to_arrays(originals: list, tensors: list) -> list:
+    """``tensors``, each flow whose original was a `TensorArray` made an array again.
+
+    The array keeps its handle; the flow is the loop's copy of it (TF's
+    ``_convert_flows_to_tensorarrays``).
+    """
+    return [
+        original._with_flow(t) if isinstance(original, TensorArray) else t
+        for original, t in zip(originals, tensors)
+    ]
+
+
 def while_loop(
     cond,
     body,
@@ -109,7 +131,8 @@ def while_loop(
         cond: A callable of the loop variables returning a scalar bool tensor.
         body: A callable of the loop variables returning new values of the
             same structure.
-        loop_vars: A (nested) tuple, namedtuple or list of tensors.
+        loop_vars: A (nested) tuple, namedtuple or list of tensors and
+            `TensorArray` s (carried by their flows; the body sees arrays).
         shape_invariants: The shapes the loop variables keep across
             iterations (default: their initial shapes).
         parallel_iterations: How many iterations may run at once.
@@ -202,8 +225,9 @@ def build_loop(context: WhileContext, cond, body, loop_vars, shape_invariants):
     Returns:
         The Exits, packed in the structure ``body`` returned.
     """
-    loop_vars = pack_sequence_as(loop_vars, [ops.convert_to_tensor(v) for v in flatten(loop_vars)])
-    flat_vars = flatten(loop_vars)
+    original_vars = loop_vars
+    flat_vars = [ops.convert_to_tensor(_to_flow(v)) for v in flatten(loop_vars)]
+    loop_vars = pack_sequence_as(loop_vars, flat_vars)
     if shape_invariants is None:
         flat_invariants = [v.get_shape() for v in flat_vars]
     else:
@@ -216,11 +240,11 @@ def build_loop(context: WhileContext, cond, body, loop_vars, shape_invariants):
     try:
         with ops.control_dependencies(None):
             body_result, exits = _build_cycle(
-                context, cond, body, loop_vars, flat_vars, flat_invariants, controls
+                context, cond, body, original_vars, flat_vars, flat_invariants, controls
             )
     finally:
         context.Exit()
-    return pack_sequence_as(body_result, exits)
+    return pack_sequence_as(body_result, _to_arrays(flatten(body_result), exits))
 
 
 def _enter_vars(context: WhileContext, flat_vars: list, flat_invariants: list, controls) -> list:
@@ -248,23 +272,27 @@ def _enter_vars(context: WhileContext, flat_vars: list, flat_invariants: list, c
 
 
 def _build_cycle(context, cond, body, loop_vars, flat_vars, flat_invariants, controls):
+    """The loop's cycle; ``cond`` and ``body`` see `TensorArray` loop variables as arrays."""
+    flat_originals = flatten(loop_vars)
     context._values.update(flat_vars)
     enters = _enter_vars(context, flat_vars, flat_invariants, controls)
     context._values = set(enters)  # the initial values themselves are outside: entered anew
     context._loop_enters = enters
     merges = [control_flow_ops.merge([x, x])[0] for x in enters]
     context._pivot_for_pred = merges[0]
-    c = ops.convert_to_tensor(cond(*pack_sequence_as(loop_vars, merges)))
+    c = ops.convert_to_tensor(
+        cond(*pack_sequence_as(loop_vars, _to_arrays(flat_originals, merges)))
+    )
     context._pivot = loop_cond(c, name="LoopCond")
     switches = [control_flow_ops.switch(m, context._pivot) for m in merges]
     body_vars = [array_ops.identity(s[1]) for s in switches]
     context._pivot_for_body = body_vars[0]
-    packed_body_vars = pack_sequence_as(loop_vars, body_vars)
+    packed_body_vars = pack_sequence_as(loop_vars, _to_arrays(flat_originals, body_vars))
     result = body(*packed_body_vars)
     if not _is_sequence(result):
         result = [result]
     assert_same_structure(list(packed_body_vars), list(result))
-    flat_result = [ops.convert_to_tensor(v) for v in flatten(result)]
+    flat_result = [ops.convert_to_tensor(_to_flow(v)) for v in flatten(result)]
     for m, v in zip(merges, flat_result):
         _add_next_and_back_edge(context, m, v)
     exits = []

@@ -51,7 +51,13 @@ def _as_x(x):
     return ops.internal_convert_to_tensor(x, as_ref=True)
 
 
+def _is_backpropagatable(tensor: ops.Tensor) -> bool:
+    """True if gradients flow through ``tensor`` (TF's ``_IsBackpropagatable``): not an integer."""
+    return _is_trainable(tensor) or tensor.dtype.base_dtype == dtypes.variant
+
+
 def _reachable_from(xs: list[ops.Tensor]) -> set[ops.Operation]:
+    """Ops reached from ``xs`` through tensors gradients flow through (TF's ``_MarkReachedOps``)."""
     reached: set[ops.Operation] = set()
     queue = deque(x.op for x in xs)
     while queue:
@@ -60,7 +66,8 @@ def _reachable_from(xs: list[ops.Tensor]) -> set[ops.Operation]:
             continue
         reached.add(op)
         for t in op.outputs:
-            queue.extend(t.consumers())
+            if _is_backpropagatable(t):
+                queue.extend(t.consumers())
     return reached
 
 
@@ -287,20 +294,35 @@ def _stop_ops(xs, between, stop_gradients) -> set[ops.Operation]:
 
 
 def _default_grad_ys(ys, grad_ys) -> list:
+    """Each y's initial gradient, made in the call's name scope (TF's ``_DefaultGradYs``).
+
+    A y without one gets ones of its own dtype, an integer y too; a complex y
+    must be given one. A given gradient is passed through an ``Identity``
+    named ``grad_ys_<i>`` in the scope, so that a TensorArray's gradient
+    finds which ``tf.gradients`` call it belongs to.
+
+    Raises:
+        TypeError: if a complex, boolean or string y has no grad_ys.
+        ValueError: if a grad_ys' shape does not fit its y.
+    """
     from minitf.ops.array import array_ops
 
     result = []
     for i, (y, gy) in enumerate(zip(ys, grad_ys)):
         if gy is None:
-            if not _is_trainable(y):
+            dtype = y.dtype.base_dtype
+            if dtype.is_complex:
                 raise TypeError(
-                    f"Gradients of complex or non-float tensors need grad_ys: {y.name} has "
-                    f"dtype {y.dtype.name}"
+                    f"Gradients of complex tensors must set grad_ys (y.dtype = {dtype!r})"
                 )
+            if not (dtype.is_floating or dtype.is_integer):
+                raise TypeError(f"Expected {dtype.name}, got 1 of type 'int' instead.")
             with ops.colocate_with(y.op):
                 gy = array_ops.ones_like(y, name=f"grad_ys_{i}")
         else:
-            gy = ops.convert_to_tensor(gy, dtype=y.dtype.base_dtype, name=f"grad_ys_{i}")
+            gy = array_ops.identity(
+                ops.convert_to_tensor(gy, dtype=y.dtype.base_dtype), name=f"grad_ys_{i}"
+            )
             if not y.get_shape().is_compatible_with(gy.get_shape()):
                 raise ValueError(
                     f"Incompatible shapes between op input and calculated input gradient: "

@@ -159,7 +159,8 @@ class Variable:
         self._constraint = constraint
         self._save_slice_info = None
         init_from_fn = callable(initial_value)
-        # TF builds variables in an init scope: outer control dependencies do not apply.
+        # TF builds variables in an init scope: outer control dependencies do not apply,
+        # and a variable made in a loop's body is made outside the loop.
         with (
             _outside_control_flow(),
             ops.control_dependencies(None),

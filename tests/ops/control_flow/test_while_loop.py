@@ -380,3 +380,19 @@ def test_a_loop_runs_in_a_simulated_cluster():
 
     cluster.run_clients(client)
     assert out["p"] == 1.5**4
+
+
+def test_variable_made_in_the_body_is_made_outside_the_loop():
+    # TF builds a variable in an init scope, which leaves the loop's context:
+    # one variable, initialized once, read by the loop through an Enter.
+    def body(i, total):
+        w = tf.get_variable("w", [], initializer=tf.constant_initializer(1.5))
+        return i + 1, total + w
+
+    _, total = tf.while_loop(lambda i, t: i < 4, body, [0, tf.constant(0.0)])
+    (w,) = tf.global_variables()
+    assert w.op._control_flow_context is None
+    assert w.initializer._control_flow_context is None
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(total) == 6.0

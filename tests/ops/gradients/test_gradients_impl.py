@@ -98,6 +98,37 @@ def test_grad_ys_shape_mismatch_raises_valueerror():
         tf.gradients(x * 2.0, x, grad_ys=tf.constant([1.0, 2.0]))
 
 
+def test_integer_ys_get_ones_of_their_dtype():
+    # TF 1.15's _DefaultGradYs fills ones for any non-complex y; gradients
+    # flow through no integer tensor (_IsBackpropagatable), so an integer y
+    # computed from x gives None, and an integer x's own gradient is the ones.
+    i = tf.constant([3, 4], dtype=tf.int64)
+    (g,) = tf.gradients(i, i)
+    assert g.dtype == tf.int64
+    assert g.op.name == "gradients/grad_ys_0"
+    np.testing.assert_array_equal(_run(g), [1, 1])
+    x = tf.constant([1.0, 2.0])
+    assert tf.gradients(tf.cast(x, tf.int32) * 3, x) == [None]
+    assert tf.gradients(i * 2, i) == [None]
+    assert tf.gradients(tf.cast(i, tf.float32) * 2.0, i) == [None]
+
+
+def test_complex_ys_need_grad_ys():
+    c = tf.constant([1 + 2j], dtype=tf.complex64)
+    with pytest.raises(TypeError, match=r"Gradients of complex tensors must set grad_ys"):
+        tf.gradients(c * c, c)
+
+
+def test_given_grad_ys_live_in_the_gradients_name_scope():
+    # TF wraps each given grad_ys in an Identity named grad_ys_<i> in the call's scope.
+    x = tf.constant(X)
+    dy = tf.constant(np.ones_like(X) * 2.0)
+    (g,) = tf.gradients(x * 3.0, x, grad_ys=dy, name="gradients_mine")
+    names = [op.name for op in tf.get_default_graph().get_operations()]
+    assert "gradients_mine/grad_ys_0" in names
+    np.testing.assert_array_equal(_run(g), np.full_like(X, 6.0))
+
+
 def test_unconnected_x_gets_none():
     x = tf.constant(1.0)
     z = tf.constant(2.0)
