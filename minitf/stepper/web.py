@@ -314,7 +314,10 @@ class StepperPage:
         if not held:
             return None
         if held not in self._overviews:
-            text, boxes = self.stepper.overview(state)
+            try:
+                text, boxes = self.stepper.overview(state)
+            except errors.OpError:  # a step ended since the state was read (a free run)
+                return None
             key = hashlib.sha256(text.encode()).hexdigest()[:16]
             if key not in self._svgs:
                 self._svgs[key] = render.to_format(text, "svg").decode()
@@ -330,7 +333,10 @@ class StepperPage:
         if not render.dot_available():
             return None
         if (task, step_id) not in self._picture_keys:
-            dot = self.stepper.step_picture(task, step_id, highlight=False).source
+            try:
+                dot = self.stepper.step_picture(task, step_id, highlight=False).source
+            except errors.OpError:  # the step ended since the state was read (a free run)
+                return None
             key = hashlib.sha256(dot.encode()).hexdigest()[:16]
             if key not in self._svgs:
                 self._svgs[key] = render.to_format(dot, "svg").decode()
