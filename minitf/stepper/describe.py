@@ -56,7 +56,7 @@ def describe_state(state: dict) -> str:
         held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
         lines.append(f"{task['task'].replace('/replica:0', '')}{held}")
         for step in task["steps"]:
-            lines.append(f"  step {step['step_id']:x}: {step['done']} of {step['ops']} ops done")
+            lines.append(f"  step {step['step_id']:x}: {_done_words(step)}")
             if step["ready"]:
                 lines.append("    ready:   " + ", ".join(_op_words(op) for op in step["ready"]))
             for op in step["waiting"]:
@@ -82,6 +82,13 @@ def describe_state(state: dict) -> str:
                     f"{resource['global_step']}"
                 )
     return "\n".join(lines) + "\n"
+
+
+def _done_words(step: dict) -> str:
+    """``12 of 28 ops done``; with a loop, whose ops run once per iteration, the runs."""
+    if step.get("loops"):
+        return f"{step['done']} op runs of its {step['ops']} ops (a loop's run once per iteration)"
+    return f"{step['done']} of {step['ops']} ops done"
 
 
 def _op_words(op: dict) -> str:

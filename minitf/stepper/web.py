@@ -34,7 +34,12 @@ from urllib.parse import parse_qs, urlparse
 
 from minitf.framework import errors
 from minitf.stepper.commands import execute
-from minitf.stepper.describe import required_gradients, waits_for_words, waits_in_a_word
+from minitf.stepper.describe import (
+    describe_iteration,
+    required_gradients,
+    waits_for_words,
+    waits_in_a_word,
+)
 from minitf.viz import render
 
 _STATIC = {
@@ -235,6 +240,7 @@ class StepperPage:
             "global_step": state["global_step"],
             "moves": state["moves"],
             "next": _plain_candidate(candidates[0]) if candidates else None,
+            "iteration": _this_iteration(candidates[0], events) if candidates else [],
             "recording_done": self.stepper.recording_done,
             "tasks": [self._task(task) for task in state["tasks"]],
             "overview": self._overview(state),
@@ -382,7 +388,25 @@ def _plain_candidate(c: dict) -> dict:
         "op": c["op"],
         "type": c["type"],
         "offer": bool(c.get("offer")),
+        "where": describe_iteration(c.get("frames") or []),  # "iteration 2 of frame while"
     }
+
+
+def _this_iteration(next_move: dict, events: list[dict]) -> list[str]:
+    """The keys (``TASK|STEP|OP``) of the ops moved in the next move's loop iteration so far.
+
+    The page marks them in the overview: what the loop has done in the
+    iteration it is in. Empty when the next move is in no loop.
+    """
+    frames = next_move.get("frames")
+    if not frames:
+        return []
+    same = ("task", "step_id")
+    return sorted({
+        f"{_short(e['task'])}|{e['step_id']:x}|{e['op']}"
+        for e in events
+        if e.get("frames") == frames and all(e[k] == next_move[k] for k in same)
+    })  # fmt: skip
 
 
 def _handler_for(page: StepperPage):

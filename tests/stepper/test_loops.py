@@ -110,3 +110,30 @@ def test_a_nested_loop_says_the_outer_iteration_too():
     line = describe_event({**made[-1], "frames": frames})
     assert line.endswith("iteration 1 of frame while/while, in iteration 0 of frame while")
     assert held.finish() == 6  # 3 outer iterations, each adding 1 twice
+
+
+@pytest.mark.timeout(120)
+def test_back_over_a_loop_on_processes_replays_to_an_identical_state():
+    import io
+
+    from minitf.stepper import lessons
+
+    lesson = lessons.load("while_loop")
+    output = io.StringIO()
+    stepper = Stepper.launch(lesson.script, lesson.tasks, lesson.args, breaks=lesson.breaks,
+                             output=output)  # fmt: skip
+    try:
+        stepper.until_iteration(2)
+        before = stepper.state(limit=10**6)
+        made = stepper.until_iteration(4)
+        assert {e["frames"][-1][1] for e in made if e["frames"]} == {2, 3}
+        stepper.back(len(made))
+        assert stepper.state(limit=10**6) == before
+        assert stepper.until_iteration(4) == made  # the same moves, in the same iterations
+        stepper.continue_()
+        assert stepper.wait(60) == 0, output.getvalue()[-2000:]
+        assert "x 32.0" in output.getvalue()
+    finally:
+        stepper.close()
+        if stepper.cluster is not None:
+            stepper.cluster.stop()

@@ -143,7 +143,9 @@ def describe_execution(execution) -> dict:
 
     Returns:
         ``{"step_id", "client", "ops", "done", "ready": [op], "waiting": [op],
-        "arrived": [op], "ran": [op name]}`` where each op is ``{"index", "name", "type"}``
+        "arrived": [op], "ran": [op name], "loops"}`` (``loops``: the step has a
+        ``tf.while_loop``, whose ops run once per iteration, each run counted
+        in ``done``) where each op is ``{"index", "name", "type"}``
         (the op that names the unit; a move in a ``tf.while_loop`` also has
         ``"frames"``: ``[[frame name, iteration], ...]``, outermost first), a
         waiting one also has ``"waits_for"`` (`waits_for`) and an arrived one
@@ -176,6 +178,7 @@ def describe_execution(execution) -> dict:
         # An offer: the op's wait is over, and delivering it runs the op (a take_grad's take).
         "arrived": [{**op(i), "offer": i in offers} for i in execution.arrived],
         "ran": _ran(execution, ready, waiting),
+        "loops": getattr(execution, "frames", None) is not None,  # done counts op runs
     }
 
 
