@@ -14,8 +14,8 @@ from minitf.framework import errors
 from minitf.stepper.controller import Stepper
 
 COMMANDS = (
-    "next [TASK], event [TASK], until PATTERN, until-blocked TASK, step N, back [N], state, "
-    "continue, quit"
+    "next [TASK], event [TASK], until PATTERN, until iteration N [of LOOP], until-blocked TASK, "
+    "step N, back [N], state, continue, quit"
 )
 
 
@@ -40,6 +40,8 @@ def execute(stepper: Stepper, line: str) -> dict:
             answer["events"] = [event] if event else []
         elif command == "event":
             answer["events"] = stepper.next_event(args[0] if args else None)
+        elif command == "until" and args[:1] == ["iteration"]:
+            answer["events"] = stepper.until_iteration(*_iteration_args(args[1:]))
         elif command == "until":
             answer["events"] = stepper.until(_one(command, args))
         elif command == "until-blocked":
@@ -61,6 +63,18 @@ def execute(stepper: Stepper, line: str) -> dict:
     except (ValueError, IndexError, errors.OpError) as exc:
         answer["error"] = exc.message if isinstance(exc, errors.OpError) else str(exc)
     return answer
+
+
+def _iteration_args(args: list[str]) -> tuple[int, str | None]:
+    """``N`` or ``N of LOOP`` (after ``until iteration``) as ``(N, LOOP or None)``."""
+    if len(args) == 1 or (len(args) == 3 and args[1] == "of"):
+        try:
+            return int(args[0]), args[2] if len(args) == 3 else None
+        except ValueError:
+            pass
+    raise ValueError(
+        f"until iteration takes N or N of LOOP (until iteration 3 of while), got {args}"
+    )
 
 
 def _one(command: str, args: list[str]) -> str:

@@ -10,6 +10,7 @@ Moves (the same in the terminal, in a notebook and in the browser):
 
 * `Stepper.next` — one move anywhere, or on one task;
 * `Stepper.until` — moves until an op matching a pattern is about to move;
+* `Stepper.until_iteration` — moves until an iteration of a loop starts;
 * `Stepper.until_blocked` — moves on one task until nothing there can move;
 * `Stepper.step` — moves until the global step reaches a number;
 * `Stepper.continue_` — release every task;
@@ -45,7 +46,7 @@ from minitf.runtime.distributed.launcher import LocalCluster, load_recording
 from minitf.runtime.distributed.partition import import_partition, parse_task
 from minitf.runtime.distributed.step_ids import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.transport import Channel
-from minitf.stepper.describe import describe_state
+from minitf.stepper.describe import describe_state, loop_name
 
 if TYPE_CHECKING:
     from minitf.framework.ops import Graph
@@ -100,7 +101,9 @@ class Stepper:
 
     Attributes:
         events: Every move made, in order: ``{"task", "step_id", "move", "op", "type",
-            "offer"}`` (``offer``: a delivery that runs the op that waited).
+            "offer", "frames"}`` (``offer``: a delivery that runs the op that waited;
+            ``frames``: ``[[frame name, iteration], ...]`` of a move in a
+            ``tf.while_loop``, outermost first, else empty).
         on_move: Called with each event after its move (a page showing the state live).
         cluster: The `LocalCluster` this stepper started (`launch`), or None.
     """
@@ -362,7 +365,7 @@ class Stepper:
             ``{"tasks": [task state], "global_step": int or None, "moves": int,
             "candidates": [candidate]}``; a task state is
             `minitf.runtime.distributed.worker.Stepping.state`, a candidate
-            ``{"task", "step_id", "move", "index", "op", "type", "offer"}``.
+            ``{"task", "step_id", "move", "index", "op", "type", "offer", "frames"}``.
         """
         self._refresh()
         tasks = [self._task_state(task, limit) for task in self._tasks.values()]
@@ -655,15 +658,68 @@ class Stepper:
             wait: Seconds to wait for each move to become possible.
         """
         self.check_pattern(pattern)
+
+        def reached(candidate: dict) -> bool:
+            return matches(pattern, candidate["op"], candidate["type"], candidate["task"])
+
+        return self._until(reached, max_moves, wait)
+
+    def until_iteration(
+        self, iteration: int, loop: str | None = None, max_moves: int = 100_000, wait: float = 10.0
+    ) -> list[dict]:
+        """Moves until iteration ``iteration`` of a loop starts: its first move is next (not made).
+
+        The moves of a ``tf.while_loop`` run in iterations of its frame
+        (`minitf.runtime.core.frames`): iteration 0 starts when an ``Enter``
+        runs, iteration 1 when a ``NextIteration`` has run in iteration 0,
+        and so on. Nothing moves if the next move is in that iteration or
+        a later one already. Returns the events of the moves made.
+
+        Args:
+            iteration: The iteration (0 is the first).
+            loop: The loop, by the name scope of its ops (``while``,
+                ``outer/while``) or its frame's name; None: any loop.
+            max_moves: The most moves to make.
+            wait: Seconds to wait for each move to become possible.
+
+        Raises:
+            ValueError: for a negative ``iteration``, or a ``loop`` no
+                registered graph has.
+        """
+        if iteration < 0:
+            raise ValueError(f"an iteration is 0 or more, got {iteration}")
+        if loop is not None:
+            self._check_loop(loop)
+
+        def reached(candidate: dict) -> bool:
+            return any(
+                number >= iteration and loop in (None, frame, loop_name(frame))
+                for frame, number in candidate.get("frames") or []
+            )
+
+        return self._until(reached, max_moves, wait)
+
+    def _until(self, reached: Callable[[dict], bool], max_moves: int, wait: float) -> list[dict]:
+        """Makes moves until the next one is ``reached``; returns their events."""
         made = []
         for _ in range(max_moves):
             candidate = self._first_candidate(None, wait)
-            if candidate is None:
-                break
-            if matches(pattern, candidate["op"], candidate["type"], candidate["task"]):
+            if candidate is None or reached(candidate):
                 break
             made.append(self._make(candidate))
         return made
+
+    def _check_loop(self, loop: str) -> None:
+        """Raises unless a graph registered on a task has a loop named ``loop`` (its LoopCond)."""
+        known = set()
+        for task in self._live():
+            known.update(tuple(op) for op in self._ask(task, "known_ops") or [])
+        loops = sorted({name.rpartition("/")[0] for name, kind in known if kind == "LoopCond"})
+        if known and loop not in loops and not any(loop_name(loop) == name for name in loops):
+            raise ValueError(
+                f"no loop {loop!r}: the loops are {', '.join(loops) or 'none'} "
+                "(the name scope of a loop's ops)"
+            )
 
     def until_blocked(self, task: str, max_moves: int = 100_000) -> list[dict]:
         """Moves on ``task`` until nothing there can move: every step there waits.
@@ -970,7 +1026,9 @@ class Stepper:
                 None, None, f"the move {candidate} could not be made: {exc}"
             ) from exc
         self._settle()
-        event = {k: candidate[k] for k in ("task", "step_id", "move", "op", "type", "offer")}
+        event = {
+            k: candidate[k] for k in ("task", "step_id", "move", "op", "type", "offer", "frames")
+        }
         self.events.append(event)
         self._marks.append(self._log_lengths())
         if self.on_move is not None:
@@ -1052,6 +1110,7 @@ def _candidates(task_states: list[dict]) -> list[dict]:
                             "op": op["name"],
                             "type": op["type"],
                             "offer": op.get("offer", False),
+                            "frames": op.get("frames", []),
                         }
                     )
     return found

@@ -7,10 +7,18 @@ them, and a notebook shows the state as them (`Stepper._repr_html_`).
 from __future__ import annotations
 
 from minitf.runtime.core.watch import describe_wait
+from minitf.viz.graph_data import iteration_words, loop_name
+
+__all__ = ["describe_event", "describe_iteration", "describe_state", "loop_name"]
+
+describe_iteration = iteration_words
 
 
 def describe_event(event: dict) -> str:
     """One move as a line: ``/job:worker/task:1  run  MatMul (MatMul)``.
+
+    A move in a ``tf.while_loop`` says its iteration: ``while/add (AddV2),
+    iteration 2 of frame while``.
 
     Args:
         event: One of `Stepper.events`.
@@ -19,7 +27,8 @@ def describe_event(event: dict) -> str:
     # Delivering an offer runs the op that waited (a take_grad takes its gradients
     # now); the op's outputs reach its step in a later delivery.
     move = "finish" if event.get("offer") else event["move"]
-    return f"{task:<22} {move:<8} {event['op']} ({event['type']})"
+    where = describe_iteration(event.get("frames") or [])
+    return f"{task:<22} {move:<8} {event['op']} ({event['type']})" + (f", {where}" if where else "")
 
 
 def describe_brief(state: dict) -> str:
@@ -47,13 +56,14 @@ def describe_state(state: dict) -> str:
         held = "  (ended)" if task.get("ended") else "  (held)" if task["held"] else ""
         lines.append(f"{task['task'].replace('/replica:0', '')}{held}")
         for step in task["steps"]:
-            lines.append(f"  step {step['step_id']:x}: {step['done']} of {step['ops']} ops done")
+            lines.append(f"  step {step['step_id']:x}: {_done_words(step)}")
             if step["ready"]:
-                lines.append("    ready:   " + ", ".join(op["name"] for op in step["ready"]))
+                lines.append("    ready:   " + ", ".join(_op_words(op) for op in step["ready"]))
             for op in step["waiting"]:
-                lines.append(f"    waiting: {op['name']} — {waits_for_words(op['waits_for'])}")
+                words = waits_for_words(op["waits_for"])
+                lines.append(f"    waiting: {_op_words(op)} — {words}")
             if step["arrived"]:
-                lines.append("    arrived: " + ", ".join(op["name"] for op in step["arrived"]))
+                lines.append("    arrived: " + ", ".join(_op_words(op) for op in step["arrived"]))
         for resource in task["resources"]:
             if resource["kind"] == "queue":
                 capacity = resource.get("capacity", -1)
@@ -72,6 +82,19 @@ def describe_state(state: dict) -> str:
                     f"{resource['global_step']}"
                 )
     return "\n".join(lines) + "\n"
+
+
+def _done_words(step: dict) -> str:
+    """``12 of 28 ops done``; with a loop, whose ops run once per iteration, the runs."""
+    if step.get("loops"):
+        return f"{step['done']} op runs of its {step['ops']} ops (a loop's run once per iteration)"
+    return f"{step['done']} of {step['ops']} ops done"
+
+
+def _op_words(op: dict) -> str:
+    """An op of a step's state: its name, and its iteration if it is in a loop."""
+    where = describe_iteration(op.get("frames") or [])
+    return f"{op['name']} ({where})" if where else op["name"]
 
 
 def required_gradients(state: dict) -> dict[str, int]:

@@ -274,7 +274,7 @@ class SimulatedStepper(Stepper):
             "tasks": tasks,
             "global_step": _global_step(tasks),
             "moves": len(self.events),
-            "candidates": [] if pending is None else [_candidate(pending)],
+            "candidates": [] if pending is None else [self._candidate(pending)],
             "time": self.time,
         }
 
@@ -376,11 +376,17 @@ class SimulatedStepper(Stepper):
                 "next one, `until PATTERN` runs to an op"
             )
         pending = self._run.settle(max(wait, 120.0))
-        return None if pending is None else _candidate(pending)
+        return None if pending is None else self._candidate(pending)
+
+    def _candidate(self, move: dict) -> dict:
+        """The simulation's next move as a stepper's candidate, with its loop frames."""
+        execution = self._run.simulation.executions(move["task"]).get(move["step_id"])
+        frames = [] if execution is None else [list(f) for f in execution.where(move["index"])]
+        return {**_candidate(move), "frames": frames}
 
     def _make(self, candidate: dict) -> dict:
         self._run.grant()
-        keys = ("task", "step_id", "move", "op", "type", "offer", "time")
+        keys = ("task", "step_id", "move", "op", "type", "offer", "time", "frames")
         event = {k: candidate[k] for k in keys}
         self.events.append(event)
         if self.on_move is not None:

@@ -17,6 +17,8 @@ terminal — and answers each with readable lines, or one JSON line with
                              an apply_grad or take_grad, an enqueue or
                              dequeue, an assign or update
 ``until PATTERN``            moves until an op matching PATTERN is about to move
+``until iteration N [of L]``  moves until iteration N of a loop (of loop L,
+                             ``while``) starts: its first move is next
 ``until-blocked TASK``       moves on TASK until nothing there can move
 ``step N``                   moves until the global step is N
 ``back [N]``                 undo the last N moves (1): the run is replayed

@@ -34,7 +34,12 @@ from urllib.parse import parse_qs, urlparse
 
 from minitf.framework import errors
 from minitf.stepper.commands import execute
-from minitf.stepper.describe import required_gradients, waits_for_words, waits_in_a_word
+from minitf.stepper.describe import (
+    describe_iteration,
+    required_gradients,
+    waits_for_words,
+    waits_in_a_word,
+)
 from minitf.viz import render
 
 _STATIC = {
@@ -235,6 +240,7 @@ class StepperPage:
             "global_step": state["global_step"],
             "moves": state["moves"],
             "next": _plain_candidate(candidates[0]) if candidates else None,
+            "iteration": _this_iteration(candidates[0], events) if candidates else [],
             "recording_done": self.stepper.recording_done,
             "tasks": [self._task(task) for task in state["tasks"]],
             "overview": self._overview(state),
@@ -314,7 +320,10 @@ class StepperPage:
         if not held:
             return None
         if held not in self._overviews:
-            text, boxes = self.stepper.overview(state)
+            try:
+                text, boxes = self.stepper.overview(state)
+            except errors.OpError:  # a step ended since the state was read (a free run)
+                return None
             key = hashlib.sha256(text.encode()).hexdigest()[:16]
             if key not in self._svgs:
                 self._svgs[key] = render.to_format(text, "svg").decode()
@@ -330,7 +339,10 @@ class StepperPage:
         if not render.dot_available():
             return None
         if (task, step_id) not in self._picture_keys:
-            dot = self.stepper.step_picture(task, step_id, highlight=False).source
+            try:
+                dot = self.stepper.step_picture(task, step_id, highlight=False).source
+            except errors.OpError:  # the step ended since the state was read (a free run)
+                return None
             key = hashlib.sha256(dot.encode()).hexdigest()[:16]
             if key not in self._svgs:
                 self._svgs[key] = render.to_format(dot, "svg").decode()
@@ -376,7 +388,25 @@ def _plain_candidate(c: dict) -> dict:
         "op": c["op"],
         "type": c["type"],
         "offer": bool(c.get("offer")),
+        "where": describe_iteration(c.get("frames") or []),  # "iteration 2 of frame while"
     }
+
+
+def _this_iteration(next_move: dict, events: list[dict]) -> list[str]:
+    """The keys (``TASK|STEP|OP``) of the ops moved in the next move's loop iteration so far.
+
+    The page marks them in the overview: what the loop has done in the
+    iteration it is in. Empty when the next move is in no loop.
+    """
+    frames = next_move.get("frames")
+    if not frames:
+        return []
+    same = ("task", "step_id")
+    return sorted({
+        f"{_short(e['task'])}|{e['step_id']:x}|{e['op']}"
+        for e in events
+        if e.get("frames") == frames and all(e[k] == next_move[k] for k in same)
+    })  # fmt: skip
 
 
 def _handler_for(page: StepperPage):

@@ -7,6 +7,8 @@ Only text is produced here (no system dependency; `minitf.viz.render` runs
   name scope (or, with ``collapse=``, one folder node per name scope and task);
 * nodes filled and shaped by role (`minitf.viz.graph_data.op_role`), with a
   legend;
+* a cluster per ``tf.while_loop`` frame (nested loops nested), its
+  ``NextIteration`` → ``Merge`` back edge bold;
 * data edges labelled with dtype and shape, control edges dashed, a dotted
   grey line from an op to the op it is colocated with (and an ``@w`` line in
   its label);
@@ -45,7 +47,7 @@ from minitf.viz.dot_text import (
     highlight_from_trace,
     place_name,
 )
-from minitf.viz.graph_data import op_role
+from minitf.viz.graph_data import loop_frames, op_role
 
 __all__ = [
     "graph_dot",
@@ -136,12 +138,23 @@ def _colocation_edges(op: ops.Operation, shown: set[str]) -> list[Edge]:
 def _op_edges(op: ops.Operation, shown: set[str]) -> list[Edge]:
     """The edges into ``op`` from shown ops, and its colocation lines."""
     edges = [
-        Edge(t.op.name, op.name, "data", _tensor_label(t.dtype, t.get_shape()))
+        Edge(
+            t.op.name,
+            op.name,
+            _data_kind(t.op.type, op.type),
+            _tensor_label(t.dtype, t.get_shape()),
+        )
         for t in op.inputs
         if t.op.name in shown
     ]
     edges += [Edge(c.name, op.name, "control") for c in op.control_inputs if c.name in shown]
     return edges + _colocation_edges(op, shown)
+
+
+def _data_kind(source_type: str, target_type: str) -> str:
+    """``"back"`` for a loop's back edge (``NextIteration`` → ``Merge``), else ``"data"``."""
+    back = source_type in ("NextIteration", "RefNextIteration") and target_type == "Merge"
+    return "back" if back else "data"
 
 
 def _assigned_devices(graph, cluster, default_job, default_task) -> dict:
@@ -198,9 +211,12 @@ def graph_dot(
 def _nodes_and_edges(shown_ops, assigned: dict) -> tuple[list[Node], list[Edge]]:
     """A node per op and the edges between them, each op where ``assigned`` (or it) says."""
     shown = {op.name for op in shown_ops}
+    frames = loop_frames(shown_ops[0].graph) if shown_ops else {}
     nodes, edges = [], []
     for op in shown_ops:
-        nodes.append(_op_node(op, _where(assigned.get(op) or op.device), assigned.get(op)))
+        node = _op_node(op, _where(assigned.get(op) or op.device), assigned.get(op))
+        node.frames = frames.get(op.name, ())
+        nodes.append(node)
         edges += _op_edges(op, shown)
     return nodes, edges
 
@@ -441,7 +457,8 @@ def _partition_edges(part, keys: dict, graph_ops: dict, shown: set[str]) -> list
         key = keys[(part.task, node.name)]
         for src, index in node.inputs:
             label = _tensor_label(producers[src].dtypes[index], producers[src].shapes[index])
-            edges.append(Edge(keys[(part.task, src)], key, "data", label))
+            kind = _data_kind(producers[src].op, node.op)
+            edges.append(Edge(keys[(part.task, src)], key, kind, label))
         edges += [Edge(keys[(part.task, c)], key, "control") for c in node.control_inputs]
         op = graph_ops.get(node.name)
         edges += _colocation_edges(op, shown) if op is not None else []
@@ -501,13 +518,16 @@ def partitioned_dot(
         list(fetches), list(targets), list(feeds), cluster, default_job, default_task
     )
     graph_ops = {op.name: op for op in graph.get_operations()}
+    frames = loop_frames(graph)
     keys = _partition_keys(parts)
     feeds_by_name = dict(f for part in parts.values() for f in part.feeds)
     shown = set(graph_ops) & {name for _, name in keys}
     nodes, edges, sends, recvs = [], [], [], {}
     for task, part in parts.items():
         for node in part.nodes:
-            nodes.append(_partition_node(node, keys[(task, node.name)], graph_ops, feeds_by_name))
+            drawn = _partition_node(node, keys[(task, node.name)], graph_ops, feeds_by_name)
+            drawn.frames = frames.get(node.name, ()) if node.name in graph_ops else ()
+            nodes.append(drawn)
             if node.op == partition_lib.SEND:
                 sends.append((keys[(task, node.name)], node))
             elif node.op == partition_lib.RECV:
@@ -574,6 +594,7 @@ def running_steps_dot(parts: list[dict], slide: bool | Slide = True) -> tuple[st
         job, task, _ = _where(part["task"])
         where = (job, task, part["label"] if several[part["task"]] > 1 else "")
         prefix, graph = part["prefix"], part["graph"]
+        frames = loop_frames(graph)
         own = [graph.get_operation_by_name(name) for name in part["ops"]]
         shown = {op.name for op in own}
         for op in own:
@@ -587,7 +608,7 @@ def running_steps_dot(parts: list[dict], slide: bool | Slide = True) -> tuple[st
                     recvs[tensor] = (key, op)
             else:
                 node = _op_node(op, where, op.device)
-                node.key = key
+                node.key, node.frames = key, frames.get(op.name, ())
                 nodes.append(node)
             for edge in _op_edges(op, shown):
                 if edge.kind != "colocation":

@@ -25,7 +25,13 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from minitf.viz.graph_data import ROLE_COLORS, ROLE_SHAPES, ROLE_TEXT_COLORS
+from minitf.viz.graph_data import (
+    LOOP_CONTROL_TYPES,
+    ROLE_COLORS,
+    ROLE_SHAPES,
+    ROLE_TEXT_COLORS,
+    loop_name,
+)
 
 _HIGHLIGHTS = {
     "done": ', penwidth=3, color="#2a9d8f"',
@@ -45,6 +51,9 @@ _EDGE_STYLES = {
     # To or from a stub standing for an op of another task (`PEER`).
     "peer": f"penwidth=1.5, {_TRANSFER}",
     "peer_control": f"style=dashed, penwidth=1.5, {_TRANSFER}",
+    # A loop's NextIteration -> Merge: bold, and no constraint on the layout, so
+    # that the loop is drawn top-down with the edge going back up.
+    "back": 'style=bold, penwidth=2.5, color="#D55E00", fontcolor="#A04000", constraint=false',
     # Drawn from the op colocated with to the colocated op, without weight: a
     # constraint=false line here is routed in zigzags across the scope clusters.
     "colocation": "style=dotted, color=grey55, dir=none, weight=0, minlen=0",
@@ -55,6 +64,15 @@ _CLUSTER_STYLES = {
     "task": 'style="rounded,filled"; fillcolor="#ffffff"; color="#495057"; fontsize=15;',
     "device": "style=rounded; color=grey70; fontcolor=grey40; fontsize=11;",
     "scope": 'style="dashed,rounded"; color=grey60; fontcolor=grey35; fontsize=11;',
+    "frame": (
+        'style="rounded,filled,bold"; fillcolor="#FFF6E0"; color="#E69F00"; penwidth=2; '
+        'fontcolor="#7A4E00"; fontsize=13;'
+    ),
+    # A loop nested in a loop: white on the outer loop's tint.
+    "inner_frame": (
+        'style="rounded,filled,bold"; fillcolor="#FFFFFF"; color="#E69F00"; penwidth=2; '
+        'fontcolor="#7A4E00"; fontsize=13;'
+    ),
 }
 
 _HEADER = [
@@ -80,7 +98,14 @@ _SLIDE_HEADER = [
     "edge [fontname=Helvetica, fontsize=13, color=grey30, arrowsize=0.8];",
 ]
 
-_SLIDE_CLUSTER_FONT = {"job": 22, "task": 20, "device": 14, "scope": 15}
+_SLIDE_CLUSTER_FONT = {
+    "job": 22,
+    "task": 20,
+    "device": 14,
+    "scope": 15,
+    "frame": 17,
+    "inner_frame": 17,
+}
 
 PEER = "peer"
 """The role of a stub node: an op of another task that an edge of the picture leads to."""
@@ -127,6 +152,9 @@ class Node:
         holds_op: Whether a folded scope holds the op it is named after (a
             variable and its helpers, on a slide); it is then drawn in that
             op's shape.
+        frames: The ``tf.while_loop`` frames it is drawn in, outermost
+            first: ``(frame name, parallel_iterations)`` each
+            (`minitf.viz.graph_data.loop_frames`).
     """
 
     name: str
@@ -145,6 +173,7 @@ class Node:
     repeats: int = 1
     rows: tuple[tuple[str, str], ...] = ()
     holds_op: bool = False
+    frames: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self):
         self.key = self.key or self.name
@@ -178,7 +207,8 @@ class Edge:
     Attributes:
         source: The key of the node it leaves.
         target: The key of the node it enters.
-        kind: How it is drawn: ``"data"``, ``"control"``, ``"sendrecv"``,
+        kind: How it is drawn: ``"data"``, ``"back"`` (a loop's
+            ``NextIteration`` → ``Merge``), ``"control"``, ``"sendrecv"``,
             ``"sendrecv_control"``, ``"peer"``, ``"peer_control"`` or
             ``"colocation"``.
         label: The text on it ("" for none).
@@ -196,13 +226,15 @@ class Edge:
 
 @dataclass
 class Cluster:
-    """A job, task, device or name-scope cluster, and what it holds.
+    """A job, task, device, loop-frame or name-scope cluster, and what it holds.
 
     Attributes:
         id: Its DOT name (``cluster_<job>...``).
         label: The text drawn on it.
-        kind: ``"root"``, ``"job"``, ``"task"``, ``"device"`` or ``"scope"``.
-        scope: A name-scope cluster's full scope ("" for the others).
+        kind: ``"root"``, ``"job"``, ``"task"``, ``"device"``, ``"frame"`` (a
+            loop's; ``"inner_frame"`` in a loop's frame) or ``"scope"``.
+        scope: A name-scope cluster's full scope, a frame's loop's name
+            scope ("" for the others).
         nodes: The nodes directly inside it.
         children: The clusters inside it, by their key.
     """
@@ -315,11 +347,30 @@ def _compute_scopes(nodes: list[Node], collapse) -> set[tuple[str, tuple]]:
     """
     roles = defaultdict(set)
     for node in nodes:
-        if node.title or node.role == PEER or "/" not in node.name:
+        top = _compute_scope(node)
+        if top is None or node.title or node.role == PEER:
             continue
         if _group_of(node.name, collapse) is None:
-            roles[node.name.split("/")[0], node.where].add(node.role)
+            roles[top, node.where].add(node.role)
     return {key for key, found in roles.items() if found == {"compute"}}
+
+
+def _compute_scope(node: Node) -> str | None:
+    """The scope a slide folds ``node`` into if that scope only computes, or None.
+
+    The top name scope (``hidden`` of ``hidden/MatMul``); in a loop, the
+    scope under the loop's (``while/dense`` of ``while/dense/MatMul``): the
+    loop's own ops and its frame stay in sight.
+    """
+    if node.frames:
+        if node.kind in LOOP_CONTROL_TYPES:
+            return None
+        prefix = loop_name(node.frames[-1][0]) + "/"
+        if not node.name.startswith(prefix):
+            return None
+        rest = node.name[len(prefix) :].split("/")
+        return prefix + rest[0] if len(rest) > 1 else None
+    return node.name.split("/")[0] if "/" in node.name else None
 
 
 def _fold(
@@ -339,23 +390,29 @@ def _fold(
         group = None if node.role == PEER else _group_of(node.name, collapse)
         if group is None and node.name in scopes and node.role != PEER:
             group = node.name
-        top = node.name.split("/")[0]
+        top = _compute_scope(node)
         if group is None and (top, node.where) in compute and node.name != top:
             group = top
+        if node.frames and node.kind in LOOP_CONTROL_TYPES:
+            group = None  # a loop's own ops stay in sight: they are its structure
         if group is None:
             kept.append(node)
         else:
-            members[(group, node.where)].append(node)
+            members[(group, node.where, node.frames)].append(node)
     for key in [key for key, group_nodes in members.items() if len(group_nodes) == 1]:
         kept += members.pop(key)
     for node in kept:
         node.id, node.state = node.key, highlight.get(node.name)
     drawn_as = {node.key: node.id for node in kept}
-    places = Counter(group for group, _ in members)
-    for (group, where), group_nodes in members.items():
+    places = Counter(group for group, _, _ in members)
+    in_frames = Counter((group, where) for group, where, _ in members)
+    for (group, where, frames), group_nodes in members.items():
         folded = _folded_node(group, where, group_nodes, highlight)
+        folded.frames = frames
         ambiguous = places[group] > 1 or group in drawn_as
         folded.id = f"{group} on {place_name(where)}" if ambiguous else group
+        if in_frames[group, where] > 1:  # a scope with ops in a loop and outside it
+            folded.id += f" in {frames[-1][0]}" if frames else " outside its loops"
         kept.append(folded)
         drawn_as.update((m.key, folded.id) for m in group_nodes)
     return kept, drawn_as
@@ -418,7 +475,7 @@ def _fold_repeats(
     for node in drawn:
         signature = _signature(node.id, edges, drawn_as, names)
         key = (_canonical(names[node.id]), node.kind, node.role, node.where, node.folded,
-               bool(node.title), signature)  # fmt: skip
+               bool(node.title), signature, node.frames)  # fmt: skip
         groups[key].append(node)
     kept, merged_into = [], {}
     for members in groups.values():
@@ -442,6 +499,7 @@ def _fold_repeats(
             folded=first.folded,
             title=canonical if first.title else "",
             repeats=len(members),
+            frames=first.frames,
         )
         node.id = f"{canonical} x{len(members)} on {place_name(first.where)}"
         kept.append(node)
@@ -608,12 +666,38 @@ def _cluster_tree(nodes: list[Node], devices: bool = True) -> Cluster:
                 child = Cluster(f"{where.id}_{key}", label, kind)
                 where = where.children.setdefault(key, child)
         scope = ""
-        for part in filter(None, _scope_parent(node).split("/")):
+        for depth, (frame, parallel) in enumerate(node.frames):
+            scope = loop_name(frame)
+            kind = "inner_frame" if depth % 2 else "frame"
+            child = Cluster(f"{where.id}/frame:{frame}", frame_label(frame, parallel), kind, scope)
+            where = where.children.setdefault("frame:" + frame, child)
+        parent = _scope_parent(node)
+        if scope and parent.startswith(scope + "/"):
+            parts, parent = parent[len(scope) + 1 :].split("/"), scope
+        elif scope == parent:
+            parts = []
+        else:  # an op of the loop named outside the loop's scope
+            parts, scope = parent.split("/"), ""
+        for part in filter(None, parts):
             scope = f"{scope}/{part}" if scope else part
             child = Cluster(f"{where.id}/{part}", part + "/", "scope", scope)
             where = where.children.setdefault(part, child)
         where.nodes.append(node)
     return root
+
+
+BACK_EDGE_LABEL = "next iteration"
+"""The first line of a loop's back edge's label (``NextIteration`` → ``Merge``)."""
+
+
+def frame_label(frame: str, parallel_iterations: int) -> str:
+    """A loop frame cluster's label: ``while (frame while/while_context, parallel_iterations 10)``.
+
+    Args:
+        frame: The frame's name.
+        parallel_iterations: How many of its iterations may run at once.
+    """
+    return f"{loop_name(frame)} (frame {frame}, parallel_iterations {parallel_iterations})"
 
 
 def _size(cluster: Cluster) -> int:
@@ -760,6 +844,8 @@ def _labels(root: Cluster, nodes: list[Node]) -> dict[str, _Label]:
         for node in cluster.nodes:
             owner = _owner(node.name, variables)
             start = depth if owner in (None, node.name) else min(depth, owner.count("/"))
+            if cluster.scope and not node.name.startswith(cluster.scope + "/"):
+                start = 0  # in a loop's frame, named outside the loop's scope
             labels[node.id] = _Label(node, min(start, node.name.count("/")))
         for child in cluster.children.values():
             walk(child)
@@ -821,8 +907,11 @@ def _cluster_lines(cluster: Cluster, lines_of, slide: Slide | None) -> list[str]
 
 def _edge_line(edge: Edge) -> str:
     attrs = [_EDGE_STYLES[edge.kind]] if _EDGE_STYLES[edge.kind] else []
-    if edge.label:
-        attrs.append(f"label={quote(edge.label)}")
+    label = edge.label
+    if edge.kind == "back":
+        label = "\n".join(filter(None, [BACK_EDGE_LABEL, label]))
+    if label:
+        attrs.append(f"label={quote(label)}")
     attr_text = f" [{', '.join(attrs)}]" if attrs else ""
     source = quote(edge.source) + (f":{quote(edge.source_port)}" if edge.source_port else "")
     target = quote(edge.target) + (f":{quote(edge.target_port)}" if edge.target_port else "")
@@ -850,11 +939,14 @@ def _stub_line(node: Node, label: _Label, width: int) -> str:
     return f"{quote(node.id)} [shape=plain, label=<{table}>, tooltip={quote(node.tooltip)}];"
 
 
-def _legend(states: set[str], folded: bool, peers: bool, slide: Slide | None) -> list[str]:
+def _legend(
+    states: set[str], folded: bool, peers: bool, slide: Slide | None, loops: bool = False
+) -> list[str]:
     """A cluster of sample boxes: each role in its shape and fill, and the other marks in use.
 
-    The other marks: a folded scope, a stub for another task's op, and each
-    highlight state drawn. On a slide the samples stand in two columns.
+    The other marks: a folded scope, a stub for another task's op, a loop's
+    frame, and each highlight state drawn. On a slide the samples stand in
+    two columns.
     """
     font = 14 if slide else 12
     lines = [
@@ -880,6 +972,12 @@ def _legend(states: set[str], folded: bool, peers: bool, slide: Slide | None) ->
             "color=grey40];"
         )
         names.append("legend_peer")
+    if loops:
+        lines.append(
+            '"legend_frame" [label="loop frame", shape=box, style="rounded,filled,bold", '
+            'fillcolor="#FFF6E0", color="#E69F00", penwidth=2];'
+        )
+        names.append("legend_frame")
     for state in sorted(states, key=_STRENGTH.get):
         lines.append(
             f'"legend_{state}" [label="{state}", shape=box, style=filled, '
@@ -995,5 +1093,6 @@ def emit(
     lines += [f"{{rank=same; {quote(a)}; {quote(b)};}}" for a, b in dict.fromkeys(pairs)]
     states = {node.state for node in drawn if node.state in _STRENGTH}
     folded = any(node.folded for node in drawn)
-    lines += _legend(states, folded, any(n.role == PEER for n in drawn), layout)
+    peers, loops = any(n.role == PEER for n in drawn), any(n.frames for n in drawn)
+    lines += _legend(states, folded, peers, layout, loops)
     return "\n".join(lines + ["}"]) + "\n"

@@ -200,3 +200,82 @@ def to_networkx(graph: ops.Graph) -> nx.DiGraph:
                 {"name": edge["name"], "dtype": edge["dtype"], "shape": edge["shape"]}
             )
     return g
+
+
+LOOP_CONTROL_TYPES = frozenset(
+    {"Enter", "RefEnter", "Merge", "Switch", "LoopCond", "NextIteration", "RefNextIteration",
+     "Exit", "RefExit"}
+)  # fmt: skip
+"""The op types that wire a ``tf.while_loop``'s cycle: a picture never folds them into a scope."""
+
+
+def loop_name(frame: str) -> str:
+    """The loop a frame runs, as its ops are named: ``while/while_context`` → ``while``.
+
+    Args:
+        frame: A frame's name (an ``Enter``'s ``frame_name``).
+    """
+    return frame[: -len("/while_context")] if frame.endswith("/while_context") else frame
+
+
+def iteration_words(frames) -> str:
+    """Where an op of a loop ran, in words: ``iteration 2 of frame while``.
+
+    A nested loop's says the enclosing iterations too: ``iteration 1 of
+    frame while/while, in iteration 2 of frame while``.
+
+    Args:
+        frames: ``[(frame name, iteration), ...]``, outermost first (empty:
+            not in a loop, and the answer is "").
+    """
+    words = [
+        f"iteration {number} of frame {loop_name(frame)}" for frame, number in reversed(frames)
+    ]
+    return ", in ".join(words)
+
+
+def loop_frames(graph: ops.Graph) -> dict[str, tuple[tuple[str, int], ...]]:
+    """The loop frames each op of ``graph`` is drawn in: ``{op name: ((frame, parallel), ...)}``.
+
+    Worked out from the dataflow, as TF's executor does (so it also holds for
+    a partition rebuilt on its task, whose ops have no ``WhileContext``):
+    an op is in the frame of its inputs; an ``Enter``'s consumers are in its
+    ``frame_name``, a child of the ``Enter``'s own frame; an ``Exit``'s are
+    in the parent frame. A picture draws an ``Enter`` in the frame it enters,
+    beside the ``Exit`` that leaves it. Frames are outermost first, each with
+    its ``parallel_iterations``; an op outside every loop has ``()``.
+
+    Args:
+        graph: The graph.
+    """
+    operations = graph.get_operations()
+    consumers: dict[str, list[ops.Operation]] = {}
+    for op in operations:
+        for source in [t.op for t in op.inputs] + list(op.control_inputs):
+            consumers.setdefault(source.name, []).append(op)
+    frame_of: dict[str, tuple] = {}
+    queue = [op for op in operations if not op.inputs and not op.control_inputs]
+    for op in queue:
+        frame_of[op.name] = ()
+    while queue:
+        op = queue.pop()
+        out = _frames_after(op, frame_of[op.name])
+        for consumer in consumers.get(op.name, []):
+            if consumer.name not in frame_of:
+                frame_of[consumer.name] = out
+                queue.append(consumer)
+    return {
+        name: _frames_after(graph.get_operation_by_name(name), frames)
+        if graph.get_operation_by_name(name).type in ("Enter", "RefEnter")
+        else frames
+        for name, frames in frame_of.items()
+    }
+
+
+def _frames_after(op: ops.Operation, frames: tuple) -> tuple:
+    """The frames ``op``'s outputs are in, when ``op`` runs in ``frames``."""
+    if op.type in ("Enter", "RefEnter"):
+        return (*frames, (op.get_attr("frame_name"), op.get_attr("parallel_iterations")))
+    if op.type in ("Exit", "RefExit"):
+        return frames[:-1]
+    return frames

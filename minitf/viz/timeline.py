@@ -39,8 +39,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from minitf.runtime.core.step_stats import NOTE_FIELDS
-from minitf.viz.graph_data import op_role
+from minitf.runtime.core.step_stats import LOOP_FIELDS, NOTE_FIELDS, frames_of
+from minitf.viz.graph_data import iteration_words, op_role
 
 
 class Timeline:
@@ -377,9 +377,11 @@ def _slice_events(s: _Slice) -> list[dict]:
         "output_bytes": node.get("output_bytes", 0),
         "wait_micros": node.get("wait_micros", 0),
     }
-    args.update({k: node[k] for k in NOTE_FIELDS if k in node})
+    args.update({k: node[k] for k in NOTE_FIELDS + LOOP_FIELDS if k in node})
     if "transfer" in node:
         args["description"] = transfer_names(node["node_name"], node["transfer"])[0]
+    elif "iteration" in node:  # the same op, once per iteration: say which
+        args["description"] = iteration_words(frames_of(node))
     op = {"name": node["op"], "cat": op_role(node["op"]), "ph": "X", "pid": s.pid, "tid": s.tid,
           "ts": s.ts, "dur": s.dur, "args": args}  # fmt: skip
     if not s.wait:

@@ -114,6 +114,7 @@ class _Op:
     dropped: bool = False  # an apply_grad whose gradient was stale
     client: str = ""  # the task whose step it is (`step_clients`)
     transfer: dict | None = field(default=None, compare=False)
+    iteration: int | None = None  # an op of a tf.while_loop: its iteration
 
     @property
     def duration(self) -> float:
@@ -285,6 +286,7 @@ def _op(node: dict, origin: int, client: str = "") -> _Op:
         dropped=bool(accumulated.get("stale")),
         client=client,
         transfer=node.get("transfer"),
+        iteration=node.get("iteration"),
     )
 
 
@@ -388,7 +390,7 @@ def _label_longest(ax: Axes, bands: list[_Band], span: float, style: _Style = _P
     long_ops.sort(key=lambda item: -item[0].duration)
     ms_per_char = span / (style.width_in * 0.72) * (style.label_font * 0.62 / 72)
     for op, y in long_ops[: style.max_labels]:
-        text = _fitting_name(op.name, op.duration, ms_per_char, op.transfer)
+        text = _fitting_name(op.name, op.duration, ms_per_char, op.transfer, op.iteration)
         if text:
             ax.text(
                 op.start + op.duration / 2,
@@ -405,14 +407,24 @@ def _label_longest(ax: Axes, bands: list[_Band], span: float, style: _Style = _P
 
 
 def _fitting_name(
-    name: str, width: float, ms_per_char: float, transfer: dict | None = None
+    name: str,
+    width: float,
+    ms_per_char: float,
+    transfer: dict | None = None,
+    iteration: int | None = None,
 ) -> str | None:
     """The op's name in words (`transfer_names`), the longest that fits in ``width`` ms.
+
+    An op of a loop runs once per iteration under one name: its name says
+    which (``while/add (iteration 2)``, or ``add, it. 2`` where less fits).
 
     Returns:
         The name, or None if even the shortest does not fit.
     """
-    for text in transfer_names(name, transfer):
+    names = transfer_names(name, transfer)
+    if iteration is not None:
+        names = [f"{names[0]} (iteration {iteration})"] + [f"{n}, it. {iteration}" for n in names]
+    for text in names:
         if (len(text) + 2) * ms_per_char <= width:
             return text
     return None

@@ -387,3 +387,36 @@ def test_an_apply_grad_that_drops_a_stale_gradient_is_drawn_dropped():
     finally:
         stepper.continue_()
         stepper.close()
+
+
+def _page_text(browser, element_id: str) -> str:
+    return browser.execute_script(f"return document.getElementById('{element_id}').textContent")
+
+
+def test_a_loop_on_the_page_names_each_move_s_iteration_and_marks_the_current_one(browser):
+    # The while_loop lesson on a simulated cluster (fast, the same every time):
+    # x = w ** 5 by a loop of 5 iterations on worker 0 (docs/loops.md).
+    from minitf.stepper import lessons
+
+    stepper = lessons.start(lessons.load("while_loop"), output=io.StringIO())
+    page = StepperPage(stepper, title="while_loop.py").start()
+    try:
+        browser.get(page.url)
+        _wait(browser, lambda b: "while (frame while/while_context, parallel_iterations 10)"
+              in (b.execute_script("return document.getElementById('overview').textContent")
+                  or ""), "the loop's frame cluster in the overview")  # fmt: skip
+        assert page.command("until iteration 2 of while").get("events")
+        _wait(browser, lambda b: "iteration 2 of frame while" in _page_text(b, "next-move"),
+              "the next move's iteration")  # fmt: skip
+        page.command("next")
+        _wait(browser, lambda b: "it. 2 of frame while" in _page_text(b, "recent"),
+              "the last move's iteration")  # fmt: skip
+        # The op just moved is in the iteration the next move is in: it is marked.
+        marked = _wait(browser, lambda b: b.execute_script(
+            "return [...document.querySelectorAll('#overview g.node.this-iteration')]"
+            ".map(n => n.dataset.ops);"), "the current iteration's ops marked")  # fmt: skip
+        assert any(stepper.events[-1]["op"] in ops.split("\n") for ops in marked)
+    finally:
+        page.close()
+        stepper.continue_()
+        stepper.close()

@@ -293,6 +293,8 @@ class StepExecution:
         if isinstance(result, BaseException):
             raise as_op_error(result, step.op)
         store_outputs(step, self.vals, result)
+        # In a loop, its iteration may end with it: where it ran is read first.
+        where = self.where(i) if self._thread is not None else ()
         self._finish(i, unit)
         if result is DEAD and self._dead_preds is not None:
             self._mark_dead(step)  # a _Recv of a dead value, a control edge's too
@@ -302,9 +304,17 @@ class StepExecution:
             start, returned = self._starts.pop(i)
             wait = max(0, arrived_ns - returned)
             end = self.ctx.clock.now_ns()
-            self.ctx.trace.append(
-                OpEvent.of(step, start, end, self.vals, self.ctx, self._thread, wait)
-            )
+            event = OpEvent.of(step, start, end, self.vals, self.ctx, self._thread, wait)
+            event.frames = where
+            self.ctx.trace.append(event)
+
+    def where(self, i: int) -> tuple[tuple[str, int], ...]:
+        """The loop frames and iterations move ``i`` runs in, outermost first: none here.
+
+        Args:
+            i: A move of the step.
+        """
+        return ()
 
     def offers(self) -> set[int]:
         """Arrived units whose delivery runs the op that waited (an `Offer`), not its outputs."""

@@ -161,6 +161,7 @@ class Frames:
         self.iterations: dict[int, Iteration] = {}
         self._next_tag = 0
         self._children: dict[tuple[int, str], Frame] = {}
+        self.ran = bytearray(info.n)  # 1 for each step finished in some iteration (observers)
         self.root = self._new_iteration(Frame("", None, 1, 0), 0, root_vals)
         for i in info.roots:
             self._make_ready(self.root, i)
@@ -169,6 +170,20 @@ class Frames:
         """The iteration and the step index of the move ``k``."""
         tag, i = divmod(k, self.info.n)
         return self.iterations[tag], i
+
+    def where(self, k: int) -> tuple[tuple[str, int], ...]:
+        """The frames and iterations of move ``k``, outermost first: ``(frame name, iteration)``.
+
+        A move of the root frame gives ``()``; a move of iteration 2 of a loop
+        in iteration 1 of another gives ``(("outer...", 1), ("inner...", 2))``.
+        Observers (a trace, the stepper) call it while the move's iteration runs.
+        """
+        it = self.iterations[k // self.info.n]
+        chain = []
+        while it.frame.parent is not None:
+            chain.append((it.frame.name, it.number))
+            it = it.frame.parent
+        return tuple(reversed(chain))
 
     def pending_of(self, k: int) -> int:
         """The pending count of step ``k`` in its iteration."""
@@ -211,6 +226,7 @@ class Frames:
     def finished(self, it: Iteration, i: int, dead: bool) -> None:
         """Step ``i`` has finished in ``it``: its outputs go where its kind sends them."""
         kind = self.info.kinds[i]
+        self.ran[i] = 1
         if kind == NORMAL:
             self._activate(i, it, dead)
         elif kind == EXIT:

@@ -63,6 +63,14 @@ class LoopStepExecution(StepExecution):
         """What the waiting move ``i`` waits for (see `StepExecution.waits_for`)."""
         return waits_of(self.units[i].step, self.frames.locate(i)[0].vals)
 
+    def where(self, k: int) -> tuple[tuple[str, int], ...]:
+        """The frames and iterations of move ``k``, outermost first (`Frames.where`).
+
+        Args:
+            k: A move of the step (ready, waiting or arrived).
+        """
+        return self.frames.where(k)
+
     def run_op(self, k: int) -> None:
         """Runs the ready move ``k``: its op, in its iteration's value slots.
 
@@ -86,6 +94,7 @@ class LoopStepExecution(StepExecution):
             return
         traced = self._thread is not None
         start = self.ctx.clock.now_ns() if traced else 0
+        where = self.frames.where(k) if traced else ()  # its iteration may end with it
         if step.is_async:
             self.waiting.add(k)
             start_waiting(step, self.ctx, self._completion(k), vals)
@@ -97,7 +106,9 @@ class LoopStepExecution(StepExecution):
         self.frames.finished(iteration, i, False)
         if traced:
             end = self.ctx.clock.now_ns()
-            self.ctx.trace.append(OpEvent.of(step, start, end, vals, self.ctx, self._thread))
+            event = OpEvent.of(step, start, end, vals, self.ctx, self._thread)
+            event.frames = where
+            self.ctx.trace.append(event)
 
     def deliver(self, k: int) -> None:
         """Hands the arrived completion of move ``k`` to its iteration (`StepExecution.deliver`).

@@ -28,7 +28,9 @@ for the teaching pictures)::
                            "peer": "/job:worker/...", "bytes": 1024},
               "elements": {"queue": "sync_token_q", "direction": "enqueue",
                            "ids": [17, 18]},         # queue element ids moved
-              "not_computed": "nothing in the step reads its outputs"},
+              "not_computed": "nothing in the step reads its outputs",
+              "frame": "while/while_context",         # an op of a tf.while_loop:
+              "iteration": 2},                        # its frame and iteration
              ...]}]}
 
 ``waited_on`` kinds: ``"queue"`` (``name``, ``size`` and ``capacity``; a
@@ -68,7 +70,9 @@ class OpEvent:
         notes: What its kernel noted (`StepContext.note`), or None.
     """
 
-    __slots__ = ("step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes")
+    __slots__ = (
+        "step", "start_ns", "end_ns", "thread", "output_bytes", "wait_ns", "notes", "frames"
+    )  # fmt: skip
 
     def __init__(self, step, start_ns, end_ns, thread, output_bytes, wait_ns=0, notes=None):
         self.step = step
@@ -78,6 +82,8 @@ class OpEvent:
         self.output_bytes = output_bytes
         self.wait_ns = wait_ns
         self.notes = notes
+        # In a tf.while_loop: its frames and iterations, outermost first (`Frames.where`).
+        self.frames: tuple[tuple[str, int], ...] = ()
 
     name = property(lambda self: self.step.op.name, doc="The op's name.")
     type = property(lambda self: self.step.op.type, doc="The op's type.")
@@ -161,11 +167,46 @@ def node_stats(event, step_id: int, clock_offset_micros: int = 0) -> dict[str, A
         asynchronous=event.step.is_async,
         wait_micros=event.wait_ns // 1000,
     )
+    if event.frames:
+        stats.update(loop_fields(event.frames))
     if event.notes:
         stats.update(event.notes)
         if not event.wait_ns:
             stats.pop("waited_on", None)  # it did not have to wait after all
     return stats
+
+
+LOOP_FIELDS = ("frame", "iteration", "outer_iterations")
+"""The fields of an op that ran in a ``tf.while_loop`` (`loop_fields`)."""
+
+
+def loop_fields(frames: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+    """The fields of an op that ran in a loop: ``frame``, ``iteration`` and ``outer_iterations``.
+
+    TF's trace names an op the same in every iteration; these say which one
+    ran (``outer_iterations``: the enclosing loops' frames and iterations,
+    outermost first, for a nested loop).
+
+    Args:
+        frames: Its frames and iterations, outermost first (`Frames.where`).
+    """
+    frame, iteration = frames[-1]
+    fields: dict[str, Any] = {"frame": frame, "iteration": iteration}
+    if len(frames) > 1:
+        fields["outer_iterations"] = [list(f) for f in frames[:-1]]
+    return fields
+
+
+def frames_of(stats: dict) -> list[tuple[str, int]]:
+    """The frames and iterations of a ``node_stats`` entry, outermost first (`loop_fields` undone).
+
+    Args:
+        stats: A ``node_stats`` entry (``[]`` for an op outside every loop).
+    """
+    if "iteration" not in stats:
+        return []
+    outer = [tuple(f) for f in stats.get("outer_iterations", [])]
+    return [*outer, (stats["frame"], stats["iteration"])]
 
 
 def folded_stats(plan, start_ns: int, step_id: int) -> list[dict]:

@@ -143,16 +143,24 @@ def describe_execution(execution) -> dict:
 
     Returns:
         ``{"step_id", "client", "ops", "done", "ready": [op], "waiting": [op],
-        "arrived": [op], "ran": [op name]}`` where each op is ``{"index", "name", "type"}``
-        (the op that names the unit), a waiting one also has ``"waits_for"``
-        (`waits_for`) and an arrived one ``"offer"``: True when delivering it
-        runs the op that waited (its resource can now serve it), False when
-        it hands the op's outputs to the step.
+        "arrived": [op], "ran": [op name], "loops"}`` (``loops``: the step has a
+        ``tf.while_loop``, whose ops run once per iteration, each run counted
+        in ``done``) where each op is ``{"index", "name", "type"}``
+        (the op that names the unit; a move in a ``tf.while_loop`` also has
+        ``"frames"``: ``[[frame name, iteration], ...]``, outermost first), a
+        waiting one also has ``"waits_for"`` (`waits_for`) and an arrived one
+        ``"offer"``: True when delivering it runs the op that waited (its
+        resource can now serve it), False when it hands the op's outputs to
+        the step.
     """
     units = execution.units
 
     def op(i: int) -> dict:
-        return {"index": i, "name": units[i].op.name, "type": units[i].op.type}
+        found = {"index": i, "name": units[i].op.name, "type": units[i].op.type}
+        frames = execution.where(i)
+        if frames:  # a move in a tf.while_loop: its frames and iterations
+            found["frames"] = [list(f) for f in frames]
+        return found
 
     arrived = set(execution.arrived)
     ready, waiting = set(execution.ready), execution.waiting
@@ -169,10 +177,20 @@ def describe_execution(execution) -> dict:
         ],
         # An offer: the op's wait is over, and delivering it runs the op (a take_grad's take).
         "arrived": [{**op(i), "offer": i in offers} for i in execution.arrived],
-        "ran": [
-            name.name
-            for i, count in enumerate(execution.pending)
-            if not count and i not in ready and i not in waiting
-            for name in units[i].ops
-        ],
+        "ran": _ran(execution, ready, waiting),
+        "loops": getattr(execution, "frames", None) is not None,  # done counts op runs
     }
+
+
+def _ran(execution, ready: set, waiting: set) -> list[str]:
+    """The names of the ops a step has finished (with loops: in some iteration)."""
+    frames = getattr(execution, "frames", None)
+    if frames is not None:
+        return [execution.plan.steps[i].op.name for i, ran in enumerate(frames.ran) if ran]
+    units = execution.units
+    return [
+        name.name
+        for i, count in enumerate(execution.pending)
+        if not count and i not in ready and i not in waiting
+        for name in units[i].ops
+    ]

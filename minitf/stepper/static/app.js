@@ -124,7 +124,7 @@ function renderNextMove() {
   box.dataset.task = move.task;
   box.dataset.step = move.step_id;
   box.append("next: ", el("b", {}, move.task), ` ${moveWord(move)} `, el("code", {}, move.op),
-    ` (${move.type})`);
+    ` (${move.type})`, move.where ? el("span", { class: "iteration" }, `, ${move.where}`) : null);
 }
 
 function moveWord(move) {
@@ -171,8 +171,9 @@ function renderSide() {
   }
   $("waiting").replaceChildren(...(waiting.length ? waiting : [el("li", { class: "quiet" }, "nothing waits")]));
   const recent = (state.events || []).slice(-6).reverse().map((e) =>
-    el("li", { title: `${e.op} (${e.type})` }, `${e.number}. `, el("b", {}, e.task), ` ${moveWord(e)} `,
-      el("code", {}, shortName(e.op))));
+    el("li", { title: `${e.op} (${e.type})${e.where ? `, ${e.where}` : ""}` }, `${e.number}. `,
+      el("b", {}, e.task), ` ${moveWord(e)} `, el("code", {}, shortName(e.op)),
+      e.where ? el("span", { class: "iteration" }, ` · ${e.where.replace(/^iteration /, "it. ")}`) : null));
   $("recent").replaceChildren(...(recent.length ? recent : [el("li", { class: "quiet" }, "no moves yet: press next")]));
 }
 
@@ -331,7 +332,7 @@ $("find").addEventListener("keydown", (event) => {
   }, { passive: false });
 })();
 
-const STATES = ["next", "blocked", "dropped", "ready", "done", "part", "idle"];
+const STATES = ["next", "blocked", "dropped", "ready", "done", "part", "idle", "this-iteration"];
 
 function colourBoxes(box, boxes) {
   const marks = new Map(); // op key -> "done" | "running" | "blocked"
@@ -346,6 +347,7 @@ function colourBoxes(box, boxes) {
   const move = state.next;
   const nextKey = move ? `${move.task}|${move.step_id}|${move.op}` : null;
   const dropped = new Set(state.dropped || []);
+  const thisIteration = new Set(state.iteration || []);
   const members = new Map(); // DOT id -> op keys
   for (const [key, id] of Object.entries(boxes)) {
     if (!members.has(id)) members.set(id, []);
@@ -367,6 +369,8 @@ function colourBoxes(box, boxes) {
     else if (found.every((m) => m === "done")) mark = "done";
     else if (found.includes("done")) mark = "part";
     node.classList.add(mark);
+    // A loop's ops that have moved in the iteration the next move is in.
+    if (keys.some((k) => thisIteration.has(k))) node.classList.add("this-iteration");
     const waitsFor = keys.map((k) => words.get(k)).find((w) => w);
     if (waitsFor) addBadge(node, waitsFor);
     else if (mark === "dropped") addBadge(node, "dropped: stale");
@@ -425,7 +429,8 @@ function renderTimeline() {
     cellBox.setAttribute("height", laneHeight - 8);
     cellBox.setAttribute("class", `move ${event.move}${i === events.length - 1 ? " last" : ""}`);
     const tip = document.createElementNS(ns, "title");
-    tip.textContent = `${event.number}. ${event.task} ${moveWord(event)} ${event.op} (${event.type})`;
+    tip.textContent = `${event.number}. ${event.task} ${moveWord(event)} ${event.op} (${event.type})`
+      + (event.where ? `, ${event.where}` : "");
     cellBox.append(tip);
     svg.append(cellBox);
   });
