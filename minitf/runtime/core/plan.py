@@ -241,8 +241,17 @@ def prune(fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) 
             continue
         needed.add(op)
         stack.extend(t.op for t in op.inputs if t not in fed)
-        stack.extend(op.control_inputs)
+        stack.extend(c for c in op.control_inputs if not _fed_placeholder(c, fed))
     return [op for op in _creation_order(needed)]
+
+
+def _fed_placeholder(op: Operation, fed: set[Tensor]) -> bool:
+    """A placeholder whose value is fed: TF moves its control edges to the feed.
+
+    (``subgraph.cc``'s ``FeedInputs``): an op that waits on it waits for
+    nothing, since the fed value is there when the step starts.
+    """
+    return op.type in ("Placeholder", "PlaceholderV2") and op.outputs[0] in fed
 
 
 def _creation_order(ops: set[Operation]) -> list[Operation]:

@@ -470,3 +470,16 @@ def test_an_op_is_isolated_only_if_it_touches_nothing_but_its_inputs_and_outputs
     control_flow = [n for n, t in types.items() if t in ("Switch", "Merge")]
     assert control_flow and not any(isolated[n] for n in control_flow)
     assert isolated["cond/mul"] is True  # inside a branch, still only its inputs
+
+
+def test_a_fed_placeholder_that_is_only_a_control_input_is_not_run():
+    # TF's FeedInputs moves a fed Placeholder's control edges to the feed:
+    # the op waits for nothing, and the placeholder itself never runs.
+    b = tf.placeholder(tf.float32, [])
+    s = tf.constant(3.0)
+    with tf.control_dependencies([b]):
+        y = s * 2
+    with tf.Session() as sess:
+        assert sess.run(y, {b: 1.0}) == 6.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must feed a value"):
+            sess.run(y)  # unfed, it runs, and fails as in TF
