@@ -1869,19 +1869,3 @@ def test_row_142_a_shape_invariant_that_does_not_fit():
 
     with raises(ValueError, "The shape invariant specified for Const:0 is not compatible"):
         tf.while_loop(cond, lambda i: i, [tf.constant([1, 2])], [tf.TensorShape([3])])
-
-
-def test_row_143_a_loop_split_across_tasks():
-    from minitf.runtime.distributed.launcher import LocalCluster
-
-    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
-        with tf.device("/job:ps/task:0"):
-            v = tf.Variable(2.0, name="v")
-        with tf.device("/job:worker/task:0"):
-            split = tf.while_loop(lambda i: i < 3.0, lambda i: i + v.read_value(), [0.0])
-            whole = tf.while_loop(lambda i: i < 3.0, lambda i: i + v, [0.0])
-        with tf.Session(cluster.target("worker", 0)) as sess:
-            sess.run(v.initializer)
-            with raises(tf.errors.UnimplementedError, "while/while_context", "more than one task"):
-                sess.run(split)
-            assert sess.run(whole, options=tf.RunOptions(timeout_in_ms=20000)) == 4.0
