@@ -273,3 +273,37 @@ def test_a_tensor_sent_in_a_loop_is_keyed_by_frame_and_iteration(ps_and_worker, 
     assert sorted(k for k in keys if ";while/read:0" in k) == [
         f"{ps};{worker};while/read:0;while/while_context:{n}" for n in range(3)
     ]
+
+
+def test_every_tensor_a_loop_sends_is_taken_even_on_a_branch_not_taken(ps_and_worker, monkeypatch):
+    # On a branch not taken the loop's first iteration still runs on both
+    # tasks, dead: the ps sends its dead read, and the worker's _Recv (its
+    # control loop's Merge is alive) takes it. Nothing is left behind.
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(2.0, name="v")
+    with tf.device("/job:worker/task:0"):
+        flag = tf.placeholder(tf.bool, [])
+        loop = lambda: tf.while_loop(  # noqa: E731
+            lambda i, s: i < 2, lambda i, s: (i + 1, s + v.read_value()), [0, 0.0]
+        )[1]
+        r = tf.cond(flag, loop, lambda: tf.constant(-1.0))
+    sent, taken = [], []
+    send, recv = Rendezvous.send, Rendezvous.recv
+
+    def spy_send(self, step_id, key, value):
+        sent.append(key)
+        return send(self, step_id, key, value)
+
+    def spy_recv(self, step_id, key, ctx, done):
+        taken.append(key)
+        return recv(self, step_id, key, ctx, done)
+
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(v.initializer)
+        monkeypatch.setattr(Rendezvous, "send", spy_send)
+        monkeypatch.setattr(Rendezvous, "recv", spy_recv)
+        assert sess.run(r, {flag: False}, options=OPTIONS) == -1.0
+        assert any(";cond/while/read:0;" in key for key in sent)
+        assert sorted(sent) == sorted(taken)
+        assert sess.run(r, {flag: True}, options=OPTIONS) == 4.0
+        assert sorted(sent) == sorted(taken)
