@@ -41,6 +41,8 @@ from minitf.framework.ops import Graph, Operation, Tensor
 from minitf.ops.control_flow.control_flow_util import output_context
 
 _DUMMY_SHAPE = tensor_shape.TensorShape([0])
+CONTROL_LOOP = "_cloop/"
+"""The name prefix of a control loop's ops (TF's ``_cloop``)."""
 
 
 class ControlLoops:
@@ -130,7 +132,7 @@ class ControlLoops:
 
 def _name(loop, op_type: str) -> str:
     """A control loop's op name: ``_cloop/while/while_context/Merge``."""
-    return f"_cloop/{loop.name}/{op_type}"
+    return f"{CONTROL_LOOP}{loop.name}/{op_type}"
 
 
 def _const_attrs() -> dict:
