@@ -38,6 +38,7 @@ import numpy as np
 from minitf.framework import device as pydev
 from minitf.framework import ops
 from minitf.runtime.distributed import partition as partition_lib
+from minitf.runtime.distributed.partition_loops import CONTROL_LOOP
 from minitf.viz.dot_text import (
     PEER,
     Edge,
@@ -406,6 +407,8 @@ def _added_node_tooltip(node, feeds: dict[str, str]) -> str:
         lines.append(f"sends to {node.attrs['recv_task']}")
     elif node.op == partition_lib.RECV:
         lines.append(f"receives from {node.attrs['send_task']}")
+    elif node.name.startswith(CONTROL_LOOP):
+        lines.append("a copy of its loop's control: it runs once per iteration of the loop")
     else:
         lines.append(f"holds the value the client feeds for {feeds.get(node.name, '?')}")
     if "tensor_name" in node.attrs:
@@ -417,6 +420,8 @@ def _added_node_title(node, feeds: dict[str, str]) -> str:
     """What a Send, Recv or feed node carries: ``"w1/read:0"`` (``"^w1/Assign"`` for control)."""
     if "tensor_name" in node.attrs:
         return node.attrs["tensor_name"].rsplit(";", 1)[-1]
+    if node.name.startswith(CONTROL_LOOP):
+        return "control loop"
     return feeds.get(node.name, node.name) + " (fed)"
 
 

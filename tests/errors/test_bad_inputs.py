@@ -1871,26 +1871,7 @@ def test_row_142_a_shape_invariant_that_does_not_fit():
         tf.while_loop(cond, lambda i: i, [tf.constant([1, 2])], [tf.TensorShape([3])])
 
 
-def test_row_143_a_loop_split_across_tasks():
-    from minitf.runtime.distributed.launcher import LocalCluster
-
-    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
-        with tf.device("/job:ps/task:0"):
-            v = tf.Variable(2.0, name="v")
-        with tf.device("/job:worker/task:0"):
-            split = tf.while_loop(lambda i: i < 3.0, lambda i: i + v.read_value(), [0.0])
-            whole = tf.while_loop(lambda i: i < 3.0, lambda i: i + v, [0.0])
-        with tf.Session(cluster.target("worker", 0)) as sess:
-            sess.run(v.initializer)
-            with raises(tf.errors.UnimplementedError, "while/while_context", "more than one task"):
-                sess.run(split)
-            assert sess.run(whole, options=tf.RunOptions(timeout_in_ms=20000)) == 4.0
-
-
-# -- dynamic_rnn and the cell wrappers ---------------------------------------------------------
-
-
-def test_row_144_dynamic_rnn_without_initial_state_or_dtype():
+def test_row_143_dynamic_rnn_without_initial_state_or_dtype():
     with tf.Graph().as_default():
         x = tf.zeros([2, 4, 3])
         with raises(ValueError, "If there is no initial_state, you must give a dtype."):
@@ -1899,7 +1880,7 @@ def test_row_144_dynamic_rnn_without_initial_state_or_dtype():
         tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(2), x, dtype=tf.float32)
 
 
-def test_row_145_dynamic_rnn_inputs_without_a_time_axis():
+def test_row_144_dynamic_rnn_inputs_without_a_time_axis():
     with tf.Graph().as_default():
         cell = tf.nn.rnn_cell.GRUCell(2)
         with raises(ValueError, "Shape (4, 2) must have rank at least 3"):
@@ -1907,7 +1888,7 @@ def test_row_145_dynamic_rnn_inputs_without_a_time_axis():
         tf.nn.dynamic_rnn(cell, tf.zeros([2, 1, 4]), dtype=tf.float32)
 
 
-def test_row_146_dynamic_rnn_sequence_length_not_a_vector():
+def test_row_145_dynamic_rnn_sequence_length_not_a_vector():
     with tf.Graph().as_default():
         cell, x = tf.nn.rnn_cell.BasicRNNCell(2), tf.zeros([2, 4, 3])
         with raises(ValueError, "sequence_length must be a vector of length batch_size", "(1, 2)"):
@@ -1915,7 +1896,7 @@ def test_row_146_dynamic_rnn_sequence_length_not_a_vector():
         tf.nn.dynamic_rnn(cell, x, sequence_length=[4, 4], dtype=tf.float32)
 
 
-def test_row_147_dynamic_rnn_sequence_length_of_another_batch_size():
+def test_row_146_dynamic_rnn_sequence_length_of_another_batch_size():
     with tf.Graph().as_default():
         lengths = tf.placeholder(tf.int32, [None])
         outputs, _ = tf.nn.dynamic_rnn(
@@ -1934,7 +1915,7 @@ def test_row_147_dynamic_rnn_sequence_length_of_another_batch_size():
             assert sess.run(outputs, {lengths: [1, 2]}).shape == (2, 4, 2)
 
 
-def test_row_148_dynamic_rnn_inputs_with_different_time_steps():
+def test_row_147_dynamic_rnn_inputs_with_different_time_steps():
     with tf.Graph().as_default():
         cell = tf.nn.rnn_cell.BasicRNNCell(2)
         a, b = tf.zeros([2, 4, 3]), tf.zeros([2, 3, 3])
@@ -1942,7 +1923,7 @@ def test_row_148_dynamic_rnn_inputs_with_different_time_steps():
             tf.nn.dynamic_rnn(cell, (a, b), dtype=tf.float32)
 
 
-def test_row_149_dropout_wrapper_keep_prob_out_of_range():
+def test_row_148_dropout_wrapper_keep_prob_out_of_range():
     with tf.Graph().as_default():
         cell = tf.nn.rnn_cell.BasicRNNCell(2)
         with raises(ValueError, "Parameter output_keep_prob must be between 0 and 1: 1"):
@@ -1950,7 +1931,7 @@ def test_row_149_dropout_wrapper_keep_prob_out_of_range():
         tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.5)
 
 
-def test_row_150_dropout_wrapper_variational_recurrent():
+def test_row_149_dropout_wrapper_variational_recurrent():
     with tf.Graph().as_default():
         cell = tf.nn.rnn_cell.BasicRNNCell(2)
         with raises(NotImplementedError, "variational_recurrent=True", "not implemented"):
@@ -1959,7 +1940,7 @@ def test_row_150_dropout_wrapper_variational_recurrent():
             tf.nn.rnn_cell.DropoutWrapper(cell, variational_recurrent=True)
 
 
-def test_row_151_reverse_an_axis_twice():
+def test_row_150_reverse_an_axis_twice():
     with tf.Graph().as_default() as g:
         with raises(ValueError, "axis 0 specified more than once."):
             tf.reverse(tf.zeros([2, 3]), [0, -2])
@@ -1969,7 +1950,7 @@ def test_row_151_reverse_an_axis_twice():
 # -- shuffled batches -----------------------------------------------------------------------
 
 
-def test_row_152_shuffle_batch_with_no_more_capacity_than_min_after_dequeue():
+def test_row_151_shuffle_batch_with_no_more_capacity_than_min_after_dequeue():
     x = tf.constant(1.0)
     with raises(ValueError, "capacity 10 must be bigger than min_after_dequeue 10."):
         tf.train.shuffle_batch([x], batch_size=2, capacity=10, min_after_dequeue=10)
@@ -1979,7 +1960,7 @@ def test_row_152_shuffle_batch_with_no_more_capacity_than_min_after_dequeue():
     assert batched.shape.as_list() == [2]
 
 
-def test_row_153_shuffle_batch_join_with_less_capacity_than_min_after_dequeue():
+def test_row_152_shuffle_batch_join_with_less_capacity_than_min_after_dequeue():
     with tf.Graph().as_default() as g:
         b = tf.train.shuffle_batch_join(
             [[tf.constant(1.0)]], batch_size=2, capacity=5, min_after_dequeue=10
@@ -1998,14 +1979,14 @@ def test_row_153_shuffle_batch_join_with_less_capacity_than_min_after_dequeue():
 # -- loops over rows: map_fn, scan, fold -----------------------------------------------------
 
 
-def test_row_154_map_fn_over_a_scalar():
+def test_row_153_map_fn_over_a_scalar():
     with raises(ValueError, "elems must be a 1+ dimensional Tensor, not a scalar"):
         tf.map_fn(lambda x: x, 1)
     with tf.Session() as sess:
         assert list(sess.run(tf.map_fn(lambda x: x, tf.constant([1])))) == [1]
 
 
-def test_row_155_map_fn_whose_fn_returns_another_dtype():
+def test_row_154_map_fn_whose_fn_returns_another_dtype():
     x = tf.constant([1, 2])
     wrong = tf.map_fn(lambda e: tf.cast(e, tf.float32), x)
     right = tf.map_fn(lambda e: tf.cast(e, tf.float32), x, dtype=tf.float32)
@@ -2019,7 +2000,7 @@ def test_row_155_map_fn_whose_fn_returns_another_dtype():
         assert list(sess.run(right)) == [1.0, 2.0]
 
 
-def test_row_156_map_fn_whose_fn_returns_another_structure():
+def test_row_155_map_fn_whose_fn_returns_another_structure():
     x = tf.constant([1, 2])
     with raises(ValueError, "The two structures don't have the same nested structure."):
         tf.map_fn(lambda e: (e, -e), x)
@@ -2028,7 +2009,7 @@ def test_row_156_map_fn_whose_fn_returns_another_structure():
         assert [list(v) for v in sess.run([pos, neg])] == [[1, 2], [-1, -2]]
 
 
-def test_row_157_foldl_of_no_rows_without_an_initializer():
+def test_row_156_foldl_of_no_rows_without_an_initializer():
     empty = tf.constant([], tf.float32)
     with tf.Session() as sess:
         with raises(
@@ -2040,13 +2021,13 @@ def test_row_157_foldl_of_no_rows_without_an_initializer():
         assert sess.run(tf.foldl(tf.add, empty, initializer=0.0)) == 0.0
 
 
-def test_row_158_map_fn_over_a_sparse_tensor():
+def test_row_157_map_fn_over_a_sparse_tensor():
     st = tf.SparseTensor([[0, 0]], [1.0], [2, 2])
     with raises(TypeError, "To perform a map on the values of a sparse tensor use either"):
         tf.map_fn(lambda x: x, st)
 
 
-def test_row_159_gradients_of_a_complex_tensor_without_grad_ys():
+def test_row_158_gradients_of_a_complex_tensor_without_grad_ys():
     c = tf.constant([1 + 2j], dtype=tf.complex64)
     message = "Gradients of complex tensors must set grad_ys (y.dtype = tf.complex64)"
     with raises(TypeError, message):

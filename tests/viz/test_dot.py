@@ -238,6 +238,18 @@ def test_partition_edges_carry_dtype_shape_and_bytes():
     assert picture.label("w1/read")[-1] == "@w1"  # colocation marks in partitions too
 
 
+def test_a_loop_split_across_tasks_shows_each_tasks_control_loop():
+    with tf.device("/job:ps/task:0"):
+        v = tf.get_variable("v", initializer=2.0, use_resource=True)
+    with tf.device("/job:worker/task:0"):
+        r = tf.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s + v.read_value()), [0, 0.0])
+    text = dot.partitioned_dot(tf.get_default_graph(), [r[1]], cluster={"ps": 1, "worker": 1})
+    picture = Picture(text)
+    merge = "_cloop/while/while_context/Merge on /job:ps/task:0/device:CPU:0"
+    assert picture.label(merge) == ["control loop", "on /job:ps/task:0", "Merge"]
+    assert "runs once per iteration" in picture.attrs[merge]["tooltip"]
+
+
 def test_colocated_ops_are_marked_and_joined_to_their_op():
     w = tf.Variable(tf.ones([2]), name="w")
     with tf.colocate_with(w):

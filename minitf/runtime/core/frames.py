@@ -108,19 +108,39 @@ class FrameInfo:
 
 
 class Iteration:
-    """One iteration of one frame: its value slots, pending and dead counts, what still runs."""
+    """One iteration of one frame: its value slots, pending and dead counts, what still runs.
 
-    __slots__ = ("frame", "number", "tag", "vals", "pending", "dead", "outstanding", "children")
+    Attributes:
+        key: Where it is, the same on every task that runs the loop: ``""``
+            for the root frame, else the frame names and iteration numbers
+            from the outermost loop in, ``"outer/while_context:2|inner/while_context:0"``
+            (TF's ``FrameAndIter``). A ``_Send`` or ``_Recv`` run in it adds
+            it to its rendezvous key, so iterations do not collide.
+    """
+
+    __slots__ = (
+        "frame", "number", "tag", "key", "vals", "pending", "dead", "outstanding", "children",
+    )  # fmt: skip
 
     def __init__(self, frame: Frame, number: int, tag: int, vals: list, info: FrameInfo):
         self.frame = frame
         self.number = number
         self.tag = tag
+        self.key = _key_of(frame, number)
         self.vals = vals
         self.pending = info.initial_pending.copy()
         self.dead = [0] * info.n
         self.outstanding = 0  # its ops ready, running or waiting
         self.children = 0  # frames entered from it that have not ended
+
+
+def _key_of(frame: Frame, number: int) -> str:
+    """The `Iteration.key` of iteration ``number`` of ``frame``."""
+    if frame.parent is None:
+        return ""
+    outer = frame.parent.key
+    here = f"{frame.name}:{number}"
+    return f"{outer}|{here}" if outer else here
 
 
 class Frame:

@@ -82,6 +82,7 @@ class LoopStepExecution(StepExecution):
         """
         self.ready.remove(k)
         iteration, i = self.frames.locate(k)
+        self.ctx.frame_iter = iteration.key  # a _Send or _Recv keys its tensor with it
         unit = self.plan.op_units[i]
         step, vals = unit.step, iteration.vals
         if self.frames.is_dead(iteration, i):

@@ -1,7 +1,8 @@
 """The rendezvous: where tensors sent between tasks wait for the op that receives them.
 
 A partitioned step has a ``_Send`` op on the producing task and a ``_Recv``
-op on the consuming task, both naming one key. The ``_Send`` pushes the value
+op on the consuming task, both naming one key (in a loop, with the frame and
+iteration: `StepContext.rendezvous_key`). The ``_Send`` pushes the value
 over the wire to the consumer's task, which files it here under
 ``(step id, key)``; the ``_Recv`` — an asynchronous kernel — takes it, now or
 when it arrives. Either may come first.
@@ -166,18 +167,20 @@ def _send_kernel(op):
                 f"{source.op.type} op {source.op.name!r} produced {tensor.dtype} for its "
                 f"{source.dtype.name} output {source.name}",
             )
-        ctx.post(recv_task, key, tensor, op)
+        where = ctx.rendezvous_key(key)
+        ctx.post(recv_task, where, tensor, op)
         if ctx.trace is not None:
-            ctx.note(op.name, "transfer", _transfer("send", key, tensor))
+            ctx.note(op.name, "transfer", _transfer("send", where, tensor))
 
     return compute
 
 
 @register_kernel("_Recv", is_async=True, stateful=True)
 def _recv_kernel(op):
-    key = op.get_attr("tensor_name")
+    base = op.get_attr("tensor_name")
 
     def compute(ctx, done):
+        key = ctx.rendezvous_key(base)
         if ctx.trace is None:
             ctx.rendezvous.recv(ctx.step_id, key, ctx, done)
             return

@@ -99,6 +99,10 @@ class StepContext:
             wait for the step's reply instead of leaving in a message of
             their own (`Worker.start_graph`), or None.
         carried: Those tensors, ``(key, value)`` pairs, once the step has ended.
+        frame_iter: Where in the step's loops the op being run runs: ``""`` in
+            the root frame, else its frame and iteration,
+            ``"while/while_context:3"`` (`minitf.runtime.core.frames.Iteration.key`);
+            a ``_Send`` or ``_Recv`` in a loop adds it to its key (`rendezvous_key`).
         step_container: The resources that live for this step only (see the property).
 
     Args:
@@ -109,7 +113,7 @@ class StepContext:
     __slots__ = (
         "step_id", "resource_mgr", "cancellation", "deadline", "rendezvous", "transport",
         "client", "clock", "defer_attempts", "trace", "notes", "outbox", "carry_to", "carried",
-        "_step_container",
+        "_step_container", "frame_iter",
     )  # fmt: skip
 
     def __init__(
@@ -140,6 +144,7 @@ class StepContext:
         self.carry_to: str | None = None
         self.carried: list[tuple[str, Any]] | None = None
         self._step_container: ResourceMgr | None = None
+        self.frame_iter = ""
 
     @property
     def step_container(self) -> ResourceMgr:
@@ -158,6 +163,21 @@ class StepContext:
                     self._step_container = ResourceMgr(f"__per_step_{self.step_id}")
                 container = self._step_container
         return container
+
+    def rendezvous_key(self, key: str) -> str:
+        """The rendezvous key of a tensor in the op's iteration: ``key;frame:iteration``.
+
+        Inside a ``tf.while_loop`` split across tasks, the same ``_Send`` and
+        ``_Recv`` run once per iteration; TF's key names the frame and the
+        iteration (``FrameAndIter`` in its parsed key), so that iteration 3's
+        tensor is never taken by iteration 4's ``_Recv``. In the root frame
+        the key stays as the partitioner made it.
+
+        Args:
+            key: The ``_Send``/``_Recv``'s ``tensor_name``: ``src;dst;tensor``.
+        """
+        where = self.frame_iter
+        return f"{key};{where}" if where else key
 
     def post(self, task: str, key: str, value: Any, op: Operation) -> None:
         """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.

@@ -15,7 +15,9 @@ moves, all here:
    consumer's, both carrying one *rendezvous key*
    ``"<src device>;<dst device>;<tensor name>"`` (the step id is added at run
    time); a control edge that crosses tasks becomes a ``_Send``/``_Recv`` of
-   an empty value, and the consumer waits on the ``_Recv``;
+   an empty value, and the consumer waits on the ``_Recv``; a task that
+   receives inside a ``tf.while_loop`` gets a copy of the loop's control
+   (`minitf.runtime.distributed.partition_loops`);
 3. **describe** — each partition becomes a list of node descriptions that
    can be pickled to its task, which rebuilds the ops (`import_partition`)
    and plans them like a local session would.
@@ -33,7 +35,7 @@ from minitf.framework import device as pydev
 from minitf.framework import dtypes, errors, tensor_shape
 from minitf.framework.ops import Graph, Operation, Tensor
 from minitf.runtime.core.pipeline import order_step
-from minitf.runtime.distributed.partition_loops import check_outside_loops, loop_inputs
+from minitf.runtime.distributed.partition_loops import ControlLoops, loop_inputs
 
 SEND, RECV = "_Send", "_Recv"
 
@@ -238,6 +240,12 @@ def partition(
             parts[task] = Partition(task, dead_values=dead_values)
         return parts[task]
 
+    def add_node(task, name, op_type, inputs, attrs, out_dtypes, shapes) -> None:
+        node = NodeDesc(name, op_type, inputs, [], full_device_of(task), attrs, out_dtypes, shapes)
+        part_for(task).nodes.append(node)
+
+    loops = ControlLoops(devices, add_node)
+
     def feed_input(t: Tensor, task: str) -> tuple[str, int]:
         key = (t, task)
         if key not in fed_as:
@@ -259,74 +267,36 @@ def partition(
             p.feeds.append((name, t.name))
         return (fed_as[key], 0)
 
+    def add_pair(producer: Operation, task: str, what: str, send: str, recv: str, sent_in: list,
+                 sent_ctrl: list, dtype, shape) -> None:  # fmt: skip
+        """Adds a ``_Send`` of ``what`` (``t.name``, ``^op``) and its ``_Recv`` on ``task``."""
+        src_task, src = task_of(devices[producer]), devices[producer]
+        rkey = f"{src};{full_device_of(task)};{what}"
+        send_attrs = {"tensor_name": rkey, "recv_task": task}
+        part_for(src_task).nodes.append(NodeDesc(send, SEND, sent_in, sent_ctrl, src, send_attrs,
+                                                 [], []))  # fmt: skip
+        part_for(src_task).targets.append(send)
+        gate = loops.gate(producer, task)  # in a loop: the _Recv runs once per iteration
+        recv_attrs = {"tensor_name": rkey, "send_task": src_task}
+        part_for(task).nodes.append(NodeDesc(recv, RECV, [], gate, full_device_of(task), recv_attrs,
+                                             [dtype], [shape]))  # fmt: skip
+
     def recv_input(t: Tensor, task: str) -> tuple[str, int]:
-        src_task = task_of(devices[t.op])
         key = (t, task)
         if key not in sent:
-            rkey = f"{devices[t.op]};{full_device_of(task)};{t.name}"
-            name = f"_recv/{t.op.name}/{t.value_index}"
+            sent[key] = f"_recv/{t.op.name}/{t.value_index}"
             send = f"_send/{t.op.name}/{t.value_index}/to_{_tag(task)}"
-            part_for(src_task).nodes.append(
-                NodeDesc(
-                    send,
-                    SEND,
-                    [(t.op.name, t.value_index)],
-                    [],
-                    devices[t.op],
-                    {"tensor_name": rkey, "recv_task": task},
-                    [],
-                    [],
-                )
-            )
-            part_for(src_task).targets.append(send)
-            part_for(task).nodes.append(
-                NodeDesc(
-                    name,
-                    RECV,
-                    [],
-                    [],
-                    full_device_of(task),
-                    {"tensor_name": rkey, "send_task": src_task},
-                    [t.dtype],
-                    [t.get_shape()],
-                )
-            )
-            sent[key] = name
+            add_pair(t.op, task, t.name, send, sent[key], [(t.op.name, t.value_index)], [],
+                     t.dtype, t.get_shape())  # fmt: skip
         return (sent[key], 0)
 
     def control_recv(c: Operation, task: str) -> str:
         key = ("^", c, task)
         if key not in sent:
-            src_task = task_of(devices[c])
-            rkey = f"{devices[c]};{full_device_of(task)};^{c.name}"
-            name = f"_recv/{c.name}/ctrl_{_tag(task)}"
+            sent[key] = f"_recv/{c.name}/ctrl_{_tag(task)}"
             send = f"_send/{c.name}/ctrl_to_{_tag(task)}"
-            part_for(src_task).nodes.append(
-                NodeDesc(
-                    send,
-                    SEND,
-                    [],
-                    [c.name],
-                    devices[c],
-                    {"tensor_name": rkey, "recv_task": task},
-                    [],
-                    [],
-                )
-            )
-            part_for(src_task).targets.append(send)
-            part_for(task).nodes.append(
-                NodeDesc(
-                    name,
-                    RECV,
-                    [],
-                    [],
-                    full_device_of(task),
-                    {"tensor_name": rkey, "send_task": src_task},
-                    [dtypes.bool],
-                    [tensor_shape.TensorShape([])],
-                )
-            )
-            sent[key] = name
+            add_pair(c, task, f"^{c.name}", send, sent[key], [], [c.name], dtypes.bool,
+                     tensor_shape.TensorShape([]))  # fmt: skip
         return sent[key]
 
     in_step = set(ops)
@@ -339,7 +309,6 @@ def partition(
             elif task_of(devices[t.op]) == task:
                 inputs.append((t.op.name, t.value_index))
             else:
-                check_outside_loops(t.op, op, devices)
                 inputs.append(recv_input(t, task))
         control = []
         for c in op.control_inputs:
@@ -348,7 +317,6 @@ def partition(
             if task_of(devices[c]) == task:
                 control.append(c.name)
             else:
-                check_outside_loops(c, op, devices)
                 control.append(control_recv(c, task))
         part_for(task).nodes.append(
             NodeDesc(
@@ -362,6 +330,7 @@ def partition(
                 [t.get_shape() for t in op.outputs],
             )
         )
+    loops.finish(recv_input)
     for t in fetches:
         if t not in fed:
             part_for(task_of(devices[t.op])).fetches.append(t.name)

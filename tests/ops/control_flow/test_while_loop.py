@@ -344,24 +344,6 @@ def test_a_loop_on_a_worker_reads_a_variable_on_the_ps_and_sends_its_result_back
             assert sess.run([on_ps, doubled], options=options) == [4, 2 * 1.5**4]
 
 
-def test_a_loop_split_across_tasks_is_refused_naming_the_loop():
-    from minitf.runtime.distributed.launcher import LocalCluster
-
-    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
-        with tf.device("/job:ps/task:0"):
-            v = tf.Variable(2.0, name="v")
-        with tf.device("/job:worker/task:0"):
-            # read_value() in the body is an op of the loop colocated with v, on the ps.
-            r = tf.while_loop(
-                lambda i, s: i < 3, lambda i, s: (i + 1, s + v.read_value()), [0, 0.0]
-            )
-        with tf.Session(cluster.target("worker", 0)) as sess:
-            sess.run(v.initializer)
-            with pytest.raises(tf.errors.UnimplementedError) as info:
-                sess.run(r)
-    assert "The while loop 'while/while_context' has ops on more than one task" in str(info.value)
-
-
 def test_a_loop_runs_in_a_simulated_cluster():
     from minitf.cluster.simulated import SimulatedCluster
 
