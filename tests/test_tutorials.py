@@ -16,9 +16,9 @@ TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
 IDS = [p.stem for p in TUTORIALS]
 
 
-def test_there_are_eleven_tutorials_numbered_in_order():
+def test_there_are_twelve_tutorials_numbered_in_order():
     numbers = [int(p.name[:2]) for p in TUTORIALS]
-    assert numbers == list(range(1, 12))
+    assert numbers == list(range(1, 13))
 
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=IDS)
