@@ -147,7 +147,7 @@ class Scaffold:
 
     @property
     def summary_op(self):
-        """The summary op given, or None (minitf writes no summaries)."""
+        """The op whose summaries a `SummarySaverHook` writes (None: there are no summaries)."""
         return self._summary_op
 
     @property
