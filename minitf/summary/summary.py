@@ -23,6 +23,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
@@ -78,7 +79,9 @@ def _collect(value: ops.Tensor, collections, default_collections: list[str]) -> 
         ops.add_to_collection(key, value)
 
 
-def scalar(name: str, tensor, collections=None, family: str | None = None) -> ops.Tensor:
+def scalar(
+    name: str, tensor: Any, collections: list[str] | None = None, family: str | None = None
+) -> ops.Tensor:
     """A summary of one real number: TensorBoard's scalars dashboard plots it over steps.
 
     Args:
@@ -100,7 +103,9 @@ def scalar(name: str, tensor, collections=None, family: str | None = None) -> op
     return value
 
 
-def histogram(name: str, values, collections=None, family: str | None = None) -> ops.Tensor:
+def histogram(
+    name: str, values: Any, collections: list[str] | None = None, family: str | None = None
+) -> ops.Tensor:
     """A summary of the distribution of ``values``, in TF's fixed exponential buckets.
 
     Args:
@@ -126,7 +131,11 @@ def histogram(name: str, values, collections=None, family: str | None = None) ->
 
 
 def image(
-    name: str, tensor, max_outputs: int = 3, collections=None, family: str | None = None
+    name: str,
+    tensor: Any,
+    max_outputs: int = 3,
+    collections: list[str] | None = None,
+    family: str | None = None,
 ) -> ops.Tensor:
     """A summary of up to ``max_outputs`` images of a batch, each a PNG.
 
@@ -160,10 +169,10 @@ def image(
 
 def audio(
     name: str,
-    tensor,
-    sample_rate,
+    tensor: Any,
+    sample_rate: Any,
     max_outputs: int = 3,
-    collections=None,
+    collections: list[str] | None = None,
     family: str | None = None,
 ) -> ops.Tensor:
     """A summary of up to ``max_outputs`` sound clips of a batch, each a 16-bit WAV.
@@ -190,9 +199,9 @@ def audio(
 
 def tensor_summary(
     name: str,
-    tensor,
+    tensor: Any,
     summary_description: str | None = None,
-    collections=None,
+    collections: list[str] | None = None,
     summary_metadata: SummaryMetadata | None = None,
     family: str | None = None,
     display_name: str | None = None,
@@ -227,7 +236,7 @@ def tensor_summary(
     return value
 
 
-def text(name: str, tensor, collections=None) -> ops.Tensor:
+def text(name: str, tensor: Any, collections: list[str] | None = None) -> ops.Tensor:
     """A summary of a string tensor, shown by TensorBoard's text dashboard (as Markdown).
 
     Args:
@@ -252,7 +261,9 @@ def text(name: str, tensor, collections=None) -> ops.Tensor:
                           collections=collections)  # fmt: skip
 
 
-def merge(inputs, collections=None, name: str | None = None) -> ops.Tensor:
+def merge(
+    inputs: list, collections: list[str] | None = None, name: str | None = None
+) -> ops.Tensor:
     """One summary with the values of ``inputs`` (a tag twice is an error when it runs).
 
     Args:
@@ -270,7 +281,9 @@ def merge(inputs, collections=None, name: str | None = None) -> ops.Tensor:
     return value
 
 
-def merge_all(key: str = GraphKeys.SUMMARIES, scope: str | None = None, name: str | None = None):
+def merge_all(
+    key: str = GraphKeys.SUMMARIES, scope: str | None = None, name: str | None = None
+) -> ops.Tensor | None:
     """Merges every summary of collection ``key`` of the default graph.
 
     Args:

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 import warnings
+from typing import Any
 
 from minitf.framework import ops
 from minitf.framework.event_pb2 import Event, SessionLog
@@ -55,7 +56,7 @@ class FileWriter:
         flush_secs: float = 120,
         graph_def: ops.Graph | GraphDef | None = None,
         filename_suffix: str | None = None,
-        session=None,
+        session: Any = None,
     ):
         if session is not None:
             raise ValueError("minitf's FileWriter writes from Python only: pass session=None")
@@ -124,7 +125,12 @@ class FileWriter:
         """
         self._add_event(Event(session_log=session_log), global_step)
 
-    def add_graph(self, graph, global_step: int | None = None, graph_def=None) -> None:
+    def add_graph(
+        self,
+        graph: ops.Graph | GraphDef | None,
+        global_step: int | None = None,
+        graph_def: ops.Graph | GraphDef | None = None,
+    ) -> None:
         """Writes a graph for TensorBoard's graph dashboard.
 
         Args:
