@@ -159,7 +159,10 @@ def attr_value(value: Any) -> AttrValue | None:
     kind = _kind(value)
     if kind is None:
         return None
-    return AttrValue(**{kind: _field_value(kind, value)})
+    try:
+        return AttrValue(**{kind: _field_value(kind, value)})
+    except (TypeError, ValueError):  # e.g. an array of Python objects that are not strings
+        return None
 
 
 def _node_def(op: ops.Operation) -> NodeDef:
