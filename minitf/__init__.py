@@ -21,6 +21,7 @@ from minitf import (
     queue,
     random,
     sparse,
+    summary,
     test,
     train,
 )
@@ -35,6 +36,7 @@ from minitf.framework import dtypes, errors
 from minitf.framework.device import DeviceSpec
 from minitf.framework.dtypes import *
 from minitf.framework.dtypes import DType, as_dtype
+from minitf.framework.event_pb2 import Event, SessionLog
 from minitf.framework.graph_keys import GraphKeys
 from minitf.framework.indexed_slices import IndexedSlices
 from minitf.framework.ops import (
@@ -59,6 +61,7 @@ from minitf.framework.ops import (
 )
 from minitf.framework.random_seed import get_seed, set_random_seed
 from minitf.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from minitf.framework.summary_pb2 import HistogramProto, Summary, SummaryMetadata
 from minitf.framework.tensor_shape import Dimension, TensorShape, broadcast_static_shape
 from minitf.framework.versions import __version__
 from minitf.ops.array.array_ops import *

@@ -658,7 +658,7 @@ class Message(_Child):
 
     def _clear(self, field: _Field) -> None:
         child = self._data.pop(field.name, None)
-        if child is not None:
+        if isinstance(child, _Child):
             child._listener = None  # a detached child no longer changes this message
         self._present.discard(field.name)
         oneof = getattr(field, "oneof", None)

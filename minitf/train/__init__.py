@@ -15,6 +15,8 @@ from minitf.framework.example_pb2 import (
 from minitf.framework.meta_graph import export_meta_graph
 from minitf.runtime.distributed.cluster_spec import ClusterDef, ClusterSpec, JobDef
 from minitf.runtime.distributed.server import Server
+from minitf.summary.summary_iterator import summary_iterator
+from minitf.summary.writer import FileWriterCache as SummaryWriterCache
 from minitf.train import queue_runner
 from minitf.train.adagrad import AdagradOptimizer
 from minitf.train.adam import AdamOptimizer
@@ -29,6 +31,7 @@ from minitf.train.basic_session_run_hooks import (
     SecondOrStepTimer,
     StepCounterHook,
     StopAtStepHook,
+    SummarySaverHook,
 )
 from minitf.train.checkpoint_management import (
     checkpoint_exists,

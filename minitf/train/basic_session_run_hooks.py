@@ -1,4 +1,4 @@
-"""TF1's stock hooks: stop at a step, save checkpoints, count and log steps, catch NaN.
+"""TF1's stock hooks: stop at a step, save checkpoints and summaries, count steps, catch NaN.
 
 Each is a `minitf.train.SessionRunHook` that a `MonitoredSession` calls
 around every ``run``. A hook that needs a number from the step asks for it
@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import ops
+from minitf.framework.event_pb2 import SessionLog
 from minitf.framework.graph_keys import GraphKeys
+from minitf.framework.summary_pb2 import Summary
+from minitf.summary.writer import FileWriter, FileWriterCache
 from minitf.train import training_util
 from minitf.train.session_run_hook import SessionRunArgs, SessionRunHook
 
@@ -135,16 +138,17 @@ class StopAtStepHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs the global steps per second every N steps or seconds.
+    """Logs the global steps per second every N steps or seconds, and writes it as a summary.
 
-    ``output_dir`` and ``summary_writer`` are accepted for TF's signature;
-    minitf writes no summaries, so the rate goes to the log only.
+    With a ``summary_writer`` (or an ``output_dir``, whose cached
+    `FileWriter` is used) the rate is also written as the scalar
+    ``global_step/sec`` (the global step's op name, then ``/sec``), as TF does.
 
     Args:
         every_n_steps: Log every this many global steps.
         every_n_secs: Or: log every this many seconds.
-        output_dir: Accepted for compatibility.
-        summary_writer: Accepted for compatibility.
+        output_dir: The directory whose `FileWriterCache` writer to write with.
+        summary_writer: The `FileWriter` to write with.
 
     Raises:
         ValueError: unless exactly one of ``every_n_steps`` and ``every_n_secs``
@@ -161,11 +165,15 @@ class StepCounterHook(SessionRunHook):
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
         self._timer = SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_steps)
+        self._output_dir, self._summary_writer = output_dir, summary_writer
         self.rates: list[float] = []
         """Every rate logged, in global steps per second."""
 
     def begin(self) -> None:
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step = _global_step_or_raise("StepCounterHook")
+        self._summary_tag = self._global_step.op.name + "/sec"
 
     def before_run(self, run_context) -> SessionRunArgs:
         return SessionRunArgs(self._global_step)
@@ -177,7 +185,10 @@ class StepCounterHook(SessionRunHook):
             if secs:
                 rate = steps / secs
                 self.rates.append(rate)
-                logger.info("global_step/sec: %g", rate)
+                if self._summary_writer is not None:
+                    value = Summary.Value(tag=self._summary_tag, simple_value=rate)
+                    self._summary_writer.add_summary(Summary(value=[value]), step)
+                logger.info("%s: %g", self._summary_tag, rate)
 
 
 class LoggingTensorHook(SessionRunHook):
@@ -478,3 +489,81 @@ class CheckpointSaverHook(SessionRunHook):
             )
         self._saver = savers[0]
         return self._saver
+
+
+class SummarySaverHook(SessionRunHook):
+    """Runs the summary op every N steps or seconds and writes what it returns to an event file.
+
+    The summaries are fetched in the same ``run`` as the caller's fetches and
+    written with the global step after it. The first step also writes a
+    ``SessionLog.START``, which tells TensorBoard that events of later steps
+    from an earlier run (one that crashed) are to be dropped.
+
+    Args:
+        save_steps: Save every this many global steps.
+        save_secs: Or: save every this many seconds.
+        output_dir: The directory whose `FileWriterCache` writer to write with.
+        summary_writer: The `FileWriter` to write with.
+        scaffold: A `Scaffold` whose ``summary_op`` to run.
+        summary_op: Or: the summary op (or a list of them) to run.
+
+    Raises:
+        ValueError: unless exactly one of ``scaffold`` and ``summary_op`` is
+            given, or exactly one of ``save_steps`` and ``save_secs``.
+    """
+
+    def __init__(
+        self,
+        save_steps: int | None = None,
+        save_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer: FileWriter | None = None,
+        scaffold: Scaffold | None = None,
+        summary_op: ops.Tensor | list[ops.Tensor] | None = None,
+    ):
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op, self._scaffold = summary_op, scaffold
+        self._summary_writer, self._output_dir = summary_writer, output_dir
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self) -> None:
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
+        self._next_step: int | None = None
+        self._global_step = _global_step_or_raise("SummarySaverHook")
+
+    def before_run(self, run_context) -> SessionRunArgs:
+        # The step this run will be is known from the last one; the first run always saves.
+        self._request_summary = self._next_step is None or self._timer.should_trigger_for_step(
+            self._next_step
+        )
+        requests: dict[str, Any] = {"global_step": self._global_step}
+        summary_ops = self._summary_ops()
+        if self._request_summary and summary_ops is not None:
+            requests["summary"] = summary_ops
+        return SessionRunArgs(requests)
+
+    def after_run(self, run_context, run_values) -> None:
+        if not self._summary_writer:
+            return
+        global_step = int(run_values.results["global_step"]) + 1
+        if self._next_step is None or self._request_summary:
+            global_step = int(run_context.session.run(self._global_step))
+        if self._next_step is None:
+            self._summary_writer.add_session_log(SessionLog(status=SessionLog.START), global_step)
+        if self._request_summary:
+            self._timer.update_last_triggered_step(global_step)
+            for summary in run_values.results.get("summary", ()):
+                self._summary_writer.add_summary(summary, global_step)
+        self._next_step = global_step + 1
+
+    def end(self, session=None) -> None:
+        if self._summary_writer:
+            self._summary_writer.flush()
+
+    def _summary_ops(self) -> list[ops.Tensor] | None:
+        summary_op = self._summary_op if self._summary_op is not None else self._scaffold.summary_op
+        if summary_op is None:
+            return None
+        return summary_op if isinstance(summary_op, list) else [summary_op]

@@ -13,9 +13,11 @@ When the input ends, the enqueue op raises ``OutOfRangeError``, the runner
 closes its queue, and the next stage drains what is left and then raises
 ``OutOfRangeError`` itself: the end of input travels down the chain.
 
-TF source: ``tensorflow/python/training/input.py``. TF also adds a "fraction
-of the queue full" scalar summary per producer; minitf has no summaries, so
-those ops are not added.
+As TF, `string_input_producer` and `range_input_producer` add a scalar
+summary of how full their queue is (its size over its capacity), tagged
+``input_producer/fraction_of_32_full`` in the default name scope.
+
+TF source: ``tensorflow/python/training/input.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from minitf.ops.debugging import logging_ops
 from minitf.ops.math import math_ops
 from minitf.ops.random import random_ops
 from minitf.ops.state import variables
+from minitf.summary import summary
 from minitf.train import queue_runner_impl
 
 __all__ = [
@@ -100,8 +103,8 @@ def input_producer(
         seed: The seed of the shuffle.
         capacity: The capacity of the queue.
         shared_name: If set, the queue is shared under this name across sessions.
-        summary_name: TF's tag for a summary of the queue's fullness; minitf has no
-            summaries and adds none.
+        summary_name: If set, a scalar summary of the queue's size over its
+            capacity is added under this name (in the producer's name scope).
         name: A name for the queue.
         cancel_op: The op the runner runs on a stop request (default: close and cancel).
 
@@ -111,7 +114,6 @@ def input_producer(
     Raises:
         ValueError: if the shape of a row is not fully defined.
     """
-    del summary_name  # minitf has no tf.summary: TF's fullness summary is not added
     with ops.name_scope(name, "input_producer", [input_tensor]):
         input_tensor = ops.convert_to_tensor(input_tensor, name="input_tensor")
         element_shape = input_tensor.get_shape()[1:].merge_with(
@@ -136,6 +138,9 @@ def input_producer(
         queue_runner_impl.add_queue_runner(
             queue_runner_impl.QueueRunner(queue, [enqueue], cancel_op=cancel_op)
         )
+        if summary_name is not None:
+            full = math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity)
+            summary.scalar(summary_name, full)
         return queue
 
 

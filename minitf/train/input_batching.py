@@ -17,22 +17,25 @@ dequeue leaves ``min_after_dequeue`` behind to mix the next ones with. Once
 the input ends and the queue is closed, the rest is handed out.
 
 TF source: ``tensorflow/python/training/input.py`` (the producers are in
-`minitf.train.input`). TF also adds a scalar summary per queue of how full
-it is ("fraction_of_32_full", or "fraction_over_16_of_16_full" for a
-shuffling queue: how far above ``min_after_dequeue``); minitf has no
-summaries, so those ops are not added. ``SparseTensor`` inputs are not
-supported (minitf has no ``SparseTensor``).
+`minitf.train.input`). As TF, each batcher adds a scalar summary of how full
+its queue is, in its name scope: ``batch/fraction_of_32_full`` (the size
+over the capacity), or for a shuffling queue
+``shuffle_batch/fraction_over_16_of_16_full``: how far the size is above
+``min_after_dequeue``, over ``capacity - min_after_dequeue``.
+``SparseTensor`` inputs are not supported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.array import array_ops
 from minitf.ops.control_flow import control_flow_ops
 from minitf.ops.data_flow import data_flow_ops
 from minitf.ops.math import math_ops
+from minitf.summary import summary
 from minitf.train import queue_runner_impl
 
 __all__ = [
@@ -168,7 +171,7 @@ def _enqueue_op(queue, tensor_list, enqueue_many: bool, keep_input: ops.Tensor):
 
 
 def _fill_and_dequeue(
-    make_queue: Callable,
+    queue_kind: _QueueKind,
     tensor_list_list: list[list[ops.Tensor]],
     threads_per_list: int,
     batch_size: int | ops.Tensor,
@@ -181,7 +184,7 @@ def _fill_and_dequeue(
     """The core of every batcher: the queue, its runner, and the dequeue of a batch.
 
     Args:
-        make_queue: ``make_queue(dtypes, shapes)`` returns the queue.
+        queue_kind: How to make the queue and sum up how full it is.
         tensor_list_list: One list of tensors per enqueue op.
         threads_per_list: How many threads run each list's enqueue op.
         batch_size: The size of a dequeued batch.
@@ -197,20 +200,27 @@ def _fill_and_dequeue(
     keep_input = _validate_keep_input(keep_input, enqueue_many)
     types = _dtypes(tensor_list_list)
     shapes = _shapes(tensor_list_list, shapes, enqueue_many)
-    queue = make_queue(types, shapes)
+    queue = queue_kind.make(types, shapes)
     # One op per list, run by threads_per_list threads (the same op, not copies).
     enqueue_ops = [
         _enqueue_op(queue, tensor_list, enqueue_many, keep_input)
         for tensor_list in tensor_list_list
     ] * threads_per_list
     queue_runner_impl.add_queue_runner(queue_runner_impl.QueueRunner(queue, enqueue_ops))
-    # TF adds the "fraction_of_<capacity>_full" summary of queue.size() here.
+    queue_kind.summarize_fullness(queue)
     if allow_smaller_final_batch:
         return queue.dequeue_up_to(batch_size, name=name)
     return queue.dequeue_many(batch_size, name=name)
 
 
-def _fifo_maker(dynamic_pad: bool, capacity: int, shared_name: str | None):
+class _QueueKind(NamedTuple):
+    """How a batcher makes its queue, ``make(dtypes, shapes)``, and sums up how full it is."""
+
+    make: Callable
+    summarize_fullness: Callable
+
+
+def _fifo_maker(dynamic_pad: bool, capacity: int, shared_name: str | None) -> _QueueKind:
     def make_queue(types, shapes):
         if dynamic_pad:  # dimensions of None are padded to the longest of each batch
             return data_flow_ops.PaddingFIFOQueue(
@@ -220,10 +230,16 @@ def _fifo_maker(dynamic_pad: bool, capacity: int, shared_name: str | None):
             capacity=capacity, dtypes=types, shapes=shapes, shared_name=shared_name
         )
 
-    return make_queue
+    def summarize_fullness(queue):
+        full = math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity)
+        summary.scalar(f"fraction_of_{capacity}_full", full)
+
+    return _QueueKind(make_queue, summarize_fullness)
 
 
-def _shuffle_maker(capacity: int, min_after_dequeue: int, seed, shared_name: str | None):
+def _shuffle_maker(
+    capacity: int, min_after_dequeue: int, seed, shared_name: str | None
+) -> _QueueKind:
     def make_queue(types, shapes):
         return data_flow_ops.RandomShuffleQueue(
             capacity=capacity,
@@ -234,7 +250,14 @@ def _shuffle_maker(capacity: int, min_after_dequeue: int, seed, shared_name: str
             shared_name=shared_name,
         )
 
-    return make_queue
+    def summarize_fullness(queue):
+        # How far above min_after_dequeue: 0 while a dequeue would still wait.
+        above = math_ops.maximum(0, queue.size() - min_after_dequeue)
+        spare = capacity - min_after_dequeue  # 0 is Python's ZeroDivisionError, as in TF
+        full = math_ops.cast(above, dtypes.float32) * (1.0 / spare)
+        summary.scalar(f"fraction_over_{min_after_dequeue}_of_{spare}_full", full)
+
+    return _QueueKind(make_queue, summarize_fullness)
 
 
 def _check_shuffle_capacity(capacity: int, min_after_dequeue: int) -> None:
@@ -254,7 +277,7 @@ def _batch(
     smaller,
     name,
     default_name,
-    make_queue,
+    queue_kind,
     check=None,
 ):
     """One input, ``num_threads`` threads enqueuing it: `batch` and `shuffle_batch`."""
@@ -264,7 +287,7 @@ def _batch(
             check()
         tensor_list = _validate(tensor_list, "batch")
         dequeued = _fill_and_dequeue(
-            make_queue,
+            queue_kind,
             [tensor_list],
             num_threads,
             batch_size,
@@ -286,7 +309,7 @@ def _batch_join(
     smaller,
     name,
     default_name,
-    make_queue,
+    queue_kind,
     check=None,
 ):
     """Several inputs, one thread each: `batch_join` and `shuffle_batch_join`."""
@@ -296,7 +319,7 @@ def _batch_join(
             check()
         tensor_list_list = [ops.convert_n_to_tensor(tl) for tl in tensor_list_list]
         dequeued = _fill_and_dequeue(
-            make_queue,
+            queue_kind,
             tensor_list_list,
             1,
             batch_size,
@@ -405,7 +428,7 @@ def maybe_batch(
         ValueError: as `batch`, or if ``keep_input`` has an unknown rank, a
             rank above 1, or rank 1 without ``enqueue_many``.
     """
-    make_queue = _fifo_maker(dynamic_pad, capacity, shared_name)
+    queue_kind = _fifo_maker(dynamic_pad, capacity, shared_name)
     return _batch(
         tensors,
         batch_size,
@@ -416,7 +439,7 @@ def maybe_batch(
         allow_smaller_final_batch,
         name,
         "batch",
-        make_queue,
+        queue_kind,
     )
 
 
@@ -499,7 +522,7 @@ def maybe_batch_join(
     Returns:
         The batch, in the form of ``tensors_list[0]``.
     """
-    make_queue = _fifo_maker(dynamic_pad, capacity, shared_name)
+    queue_kind = _fifo_maker(dynamic_pad, capacity, shared_name)
     return _batch_join(
         tensors_list,
         batch_size,
@@ -509,7 +532,7 @@ def maybe_batch_join(
         allow_smaller_final_batch,
         name,
         "batch_join",
-        make_queue,
+        queue_kind,
     )
 
 
@@ -607,7 +630,7 @@ def maybe_shuffle_batch(
     Raises:
         ValueError: if ``capacity <= min_after_dequeue``, or as `maybe_batch`.
     """
-    make_queue = _shuffle_maker(capacity, min_after_dequeue, seed, shared_name)
+    queue_kind = _shuffle_maker(capacity, min_after_dequeue, seed, shared_name)
     return _batch(
         tensors,
         batch_size,
@@ -618,7 +641,7 @@ def maybe_shuffle_batch(
         allow_smaller_final_batch,
         name,
         "shuffle_batch",
-        make_queue,
+        queue_kind,
         check=lambda: _check_shuffle_capacity(capacity, min_after_dequeue),
     )
 
@@ -703,9 +726,9 @@ def maybe_shuffle_batch_join(
         The batch, in the form of ``tensors_list[0]``.
     """
     # As TF, no check here that capacity > min_after_dequeue: the queue op
-    # fails when it runs (InvalidArgumentError). TF's summary divides by
-    # capacity - min_after_dequeue, so TF fails while building when they are equal.
-    make_queue = _shuffle_maker(capacity, min_after_dequeue, seed, shared_name)
+    # fails when it runs (InvalidArgumentError); when they are equal the
+    # fullness summary's 1 / (capacity - min_after_dequeue) fails while building.
+    queue_kind = _shuffle_maker(capacity, min_after_dequeue, seed, shared_name)
     return _batch_join(
         tensors_list,
         batch_size,
@@ -715,5 +738,5 @@ def maybe_shuffle_batch_join(
         allow_smaller_final_batch,
         name,
         "shuffle_batch_join",
-        make_queue,
+        queue_kind,
     )

@@ -368,6 +368,13 @@ class SingularMonitoredSession(_MonitoredSession):
         return self._layers.raw
 
 
+def _summary_periods(steps, secs) -> tuple:
+    """TF's defaults: every 100 steps unless seconds are given; an unset one of a pair is None."""
+    if steps is USE_DEFAULT and secs is USE_DEFAULT:
+        return 100, None
+    return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
+
+
 def MonitoredTrainingSession(  # noqa: N802 - TF's name
     master: str = "",
     is_chief: bool = True,
@@ -390,10 +397,11 @@ def MonitoredTrainingSession(  # noqa: N802 - TF's name
     The chief restores from ``checkpoint_dir`` or initializes, saves a
     checkpoint every ``save_checkpoint_secs`` (600 by default) or
     ``save_checkpoint_steps``, and logs steps per second every
-    ``log_step_count_steps`` when there is a summary or checkpoint
-    directory; a worker waits for the chief. ``hooks`` run everywhere,
-    ``chief_only_hooks`` on the chief only. Summaries are not written
-    (minitf has no summary ops); their arguments are accepted.
+    ``log_step_count_steps`` and writes the summaries of ``tf.summary.merge_all()``
+    (or the scaffold's ``summary_op``) every ``save_summaries_steps`` (100 by
+    default) or ``save_summaries_secs`` to ``summary_dir`` (default:
+    ``checkpoint_dir``); a worker waits for the chief. ``hooks`` run
+    everywhere, ``chief_only_hooks`` on the chief only.
 
     Args:
         master: The target of the session (``""`` for in-process).
@@ -405,18 +413,18 @@ def MonitoredTrainingSession(  # noqa: N802 - TF's name
         chief_only_hooks: `SessionRunHook` s run on the chief only.
         save_checkpoint_secs: Save every this many seconds (600 unless
             ``save_checkpoint_steps`` is given; None: not by time).
-        save_summaries_steps: Accepted for compatibility.
-        save_summaries_secs: Accepted for compatibility.
+        save_summaries_steps: Write summaries every this many global steps (100
+            unless ``save_summaries_secs`` is given; None: not by steps).
+        save_summaries_secs: Write summaries every this many seconds.
         config: The session's `ConfigProto`.
         stop_grace_period_secs: How long ``close`` waits for queue-runner threads.
         log_step_count_steps: Log the global steps per second every this many
             steps (on the chief, with a summary or checkpoint directory).
         max_wait_secs: How long a worker waits for the chief.
         save_checkpoint_steps: Save every this many global steps.
-        summary_dir: The directory that turns on the step-rate log (default:
-            ``checkpoint_dir``).
+        summary_dir: Where the chief writes summaries and the step rate, as an
+            event file for TensorBoard (default: ``checkpoint_dir``).
     """
-    del save_summaries_steps, save_summaries_secs  # no summaries in minitf
     scaffold = scaffold or Scaffold()
     if not is_chief:
         creator = WorkerSessionCreator(scaffold, master, config, max_wait_secs)
@@ -431,10 +439,22 @@ def MonitoredTrainingSession(  # noqa: N802 - TF's name
         save_checkpoint_steps = None
     all_hooks = list(chief_only_hooks or [])
     creator = ChiefSessionCreator(scaffold, master, config, checkpoint_dir)
+    save_summaries_steps, save_summaries_secs = _summary_periods(
+        save_summaries_steps, save_summaries_secs
+    )
     summary_dir = summary_dir or checkpoint_dir
     if summary_dir and log_step_count_steps and log_step_count_steps > 0:
         all_hooks.append(
             hooks_lib.StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps)
+        )
+    if summary_dir and ((save_summaries_steps or 0) > 0 or (save_summaries_secs or 0) > 0):
+        all_hooks.append(
+            hooks_lib.SummarySaverHook(
+                scaffold=scaffold,
+                save_steps=save_summaries_steps,
+                save_secs=save_summaries_secs,
+                output_dir=summary_dir,
+            )
         )
     if checkpoint_dir and (save_checkpoint_secs or save_checkpoint_steps):
         # Both given: TF uses the seconds.

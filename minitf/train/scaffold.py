@@ -18,6 +18,7 @@ from minitf.framework import ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops.control_flow import control_flow_ops
 from minitf.ops.state import variables
+from minitf.summary import summary
 from minitf.train import saver as saver_lib
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ class Scaffold:
             (default: the global variables).
         local_init_op: Initializes per-session state (default: ``LOCAL_INIT_OP``
             collection, else the local variables' initializer).
-        summary_op: Accepted for TF's signature; minitf writes no summaries.
+        summary_op: What a `SummarySaverHook` runs (default: ``SUMMARY_OP``
+            collection, else ``tf.summary.merge_all()``, None without summaries).
         saver: The `Saver` (default: ``SAVERS`` collection, else a sharded one).
         copy_from_scaffold: Take every op not given from this scaffold.
 
@@ -71,6 +73,7 @@ class Scaffold:
             ready_op = ready_op or given.ready_op
             ready_for_local_init_op = ready_for_local_init_op or given.ready_for_local_init_op
             local_init_op = local_init_op or given.local_init_op
+            summary_op = summary_op or given.summary_op
             saver = saver or given.saver
         self._init_op = init_op
         self._init_feed_dict = init_feed_dict
@@ -101,6 +104,10 @@ class Scaffold:
         if self._local_init_op is None:
             self._local_init_op = Scaffold.get_or_default(
                 "local_init_op", GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op
+            )
+        if self._summary_op is None:
+            self._summary_op = Scaffold.get_or_default(
+                "summary_op", GraphKeys.SUMMARY_OP, summary.merge_all
             )
         if self._saver is None:
             self._saver = _saver_or_default()
@@ -140,7 +147,7 @@ class Scaffold:
 
     @property
     def summary_op(self):
-        """The summary op given, or None (minitf writes no summaries)."""
+        """The op whose summaries a `SummarySaverHook` writes (None: there are no summaries)."""
         return self._summary_op
 
     @property

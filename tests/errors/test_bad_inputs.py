@@ -2036,3 +2036,62 @@ def test_row_158_gradients_of_a_complex_tensor_without_grad_ys():
     (g,) = tf.gradients(i, i)
     with tf.Session() as sess:
         assert list(sess.run(g)) == [1, 1]
+
+
+# -- summaries ------------------------------------------------------------------------------
+
+
+def test_row_159_a_vector_to_summary_scalar():
+    summary = tf.summary.scalar("loss", tf.constant([1.0, 2.0]))
+    fine = tf.summary.scalar("mean", tf.reduce_mean(tf.constant([1.0, 2.0])))
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "tags and values not the same shape: [] != [2] (tag 'loss')",
+        ):
+            sess.run(summary)
+        assert tf.Summary.FromString(sess.run(fine)).value[0].simple_value == 1.5
+
+
+def test_row_160_a_nan_or_an_infinity_in_a_histogram():
+    x = tf.placeholder(tf.float32)
+    histogram = tf.summary.histogram("w", x)
+    with tf.Session() as sess:
+        with raises(tf.errors.InvalidArgumentError, "Nan in summary histogram for: w"):
+            sess.run(histogram, {x: [1.0, np.nan]})
+        with raises(tf.errors.InvalidArgumentError, "Infinity in summary histogram for: w"):
+            sess.run(histogram, {x: [-np.inf]})
+        assert tf.Summary.FromString(sess.run(histogram, {x: [1.0]})).value[0].histo.num == 1
+
+
+def test_row_161_an_image_summary_of_a_3d_tensor():
+    image = tf.zeros([3, 3, 1])
+    bad = tf.summary.image("im", image)
+    good = tf.summary.image("batch", tf.expand_dims(image, 0))
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "Tensor must be 4-D with last dim 1, 3, or 4, not [3,3,1]",
+        ):
+            sess.run(bad)
+        assert tf.Summary.FromString(sess.run(good)).value[0].tag == "batch/image/0"
+
+
+def test_row_162_merging_two_values_with_one_tag():
+    s = tf.summary.scalar("loss", 1.0)
+    merged = tf.summary.merge([s, s])
+    with tf.Session() as sess:
+        with raises(tf.errors.InvalidArgumentError, "Duplicate tag loss found in summary inputs"):
+            sess.run(merged)
+        assert [v.tag for v in tf.Summary.FromString(sess.run(s)).value] == ["loss"]
+    assert tf.summary.scalar("loss", 2.0).op.name == "loss_1"
+
+
+def test_row_163_a_text_summary_of_a_number():
+    with tf.Graph().as_default() as g:
+        with raises(
+            ValueError, "Expected tensor Const:0 to have dtype string, got <dtype: 'float32'>"
+        ):
+            tf.summary.text("note", tf.constant(1.0))
+        assert "TensorSummaryV2" not in op_types(g)
+        assert g.get_collection(tf.GraphKeys.SUMMARIES) == []

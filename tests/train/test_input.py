@@ -336,3 +336,36 @@ def test_slice_input_producer_names_shapes_and_shared_name():
 def test_slice_input_producer_needs_a_tensor():
     with pytest.raises(ValueError, match="Expected at least one tensor in slice_input_producer"):
         tf.train.slice_input_producer([])
+
+
+def fraction_of(summary_tensor, sess) -> dict:
+    """The tags and values of a scalar summary, read from its serialized Summary."""
+    summary = tf.Summary.FromString(sess.run(summary_tensor))
+    return {v.tag: v.simple_value for v in summary.value}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: tf.train.string_input_producer(["a", "b", "c"], shuffle=False),
+        lambda: tf.train.range_input_producer(3, shuffle=False),
+    ],  # fmt: skip
+)
+def test_producers_add_tfs_fullness_summary_of_size_over_capacity(make):
+    make()
+    (summary,) = tf.get_collection(tf.GraphKeys.SUMMARIES)
+    assert summary.op.name == "input_producer/fraction_of_32_full"
+    (runner,) = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    with tf.Session() as sess:
+        assert fraction_of(summary, sess) == {"input_producer/fraction_of_32_full": 0.0}
+        sess.run(runner.enqueue_ops[0])  # one epoch: 3 rows
+        assert fraction_of(summary, sess) == {"input_producer/fraction_of_32_full": 3 / 32}
+
+
+def test_input_producer_adds_a_summary_only_when_named():
+    tf.train.input_producer(tf.constant([[1, 2]]), capacity=8)
+    assert tf.get_collection(tf.GraphKeys.SUMMARIES) == []
+    with tf.name_scope("outer"):
+        tf.train.input_producer(tf.constant([[1, 2]]), capacity=8, summary_name="how_full")
+    (summary,) = tf.get_collection(tf.GraphKeys.SUMMARIES)
+    assert summary.op.name == "outer/input_producer/how_full"

@@ -438,3 +438,30 @@ def test_maybe_batch_join_keeps_only_what_keep_input_keeps():
         coord.request_stop()
         coord.join(threads, stop_grace_period_secs=10)
     assert set(got) <= {1, 5, 0, 4}  # rows 0 and 2 of each input
+
+
+def summary_values(sess) -> dict:
+    """Tag -> value of every scalar summary in SUMMARIES, by running their merge."""
+    merged = sess.run(tf.summary.merge_all())
+    return {v.tag: v.simple_value for v in tf.Summary.FromString(merged).value}
+
+
+@pytest.mark.parametrize(
+    "batcher, tag",
+    [
+        (lambda x: tf.train.batch([x], 2, capacity=20), "batch/fraction_of_20_full"),
+        (lambda x: tf.train.batch_join([[x]], 2, capacity=20), "batch_join/fraction_of_20_full"),
+        (
+            lambda x: tf.train.batch([x], 2, capacity=20, dynamic_pad=True, name="padded"),
+            "padded/fraction_of_20_full",
+        ),
+    ],  # fmt: skip
+)
+def test_batchers_add_tfs_fullness_summary_of_size_over_capacity(batcher, tag):
+    batcher(tf.constant(7))
+    (runner,) = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    with tf.Session() as sess:
+        assert summary_values(sess) == {tag: 0.0}
+        for _ in range(5):
+            sess.run(runner.enqueue_ops[0])
+        assert summary_values(sess) == {tag: np.float32(5) * np.float32(1.0 / 20)}

@@ -365,3 +365,31 @@ def test_maybe_shuffle_batch_join_keeps_only_the_even_examples(
         [to_batch] * num_threads, batch_size, 10, 1, keep_input, enqueue_many=enqueue_many
     )
     assert_only_even_then_exhausted(batched, batch_size, num_batches)
+
+
+@pytest.mark.parametrize(
+    "batcher, scope",
+    [
+        (tf.train.shuffle_batch, "shuffle_batch"),
+        (lambda x, **kw: tf.train.shuffle_batch_join([x], **kw), "shuffle_batch_join"),
+    ],  # fmt: skip
+)
+def test_shuffle_batchers_sum_up_how_far_the_queue_is_above_min_after_dequeue(batcher, scope):
+    batcher([tf.constant(7)], batch_size=2, capacity=22, min_after_dequeue=10)
+    (runner,) = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    (summary,) = tf.get_collection(tf.GraphKeys.SUMMARIES)
+    tag = f"{scope}/fraction_over_10_of_12_full"
+    assert summary.op.name == tag
+    with tf.Session() as sess:
+        for size, expected in [(4, 0.0), (10, 0.0), (16, 6 / 12), (22, 1.0)]:
+            while sess.run(runner.queue.size()) < size:
+                sess.run(runner.enqueue_ops[0])
+            value = tf.Summary.FromString(sess.run(summary)).value
+            assert [(v.tag, v.simple_value) for v in value] == [(tag, np.float32(expected))]
+
+
+def test_shuffle_batch_join_with_capacity_equal_to_min_after_dequeue_fails_while_building():
+    with pytest.raises(ZeroDivisionError):
+        tf.train.shuffle_batch_join(
+            [[tf.constant(1)]], batch_size=2, capacity=10, min_after_dequeue=10
+        )
