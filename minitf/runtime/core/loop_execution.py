@@ -121,7 +121,9 @@ class LoopStepExecution(StepExecution):
             OpError: if the op finished with an error.
         """
         root = self.vals
-        self.vals = self.frames.locate(k)[0].vals  # the op's outputs go to its iteration
+        iteration = self.frames.locate(k)[0]
+        self.vals = iteration.vals  # the op's outputs go to its iteration
+        self.ctx.frame_iter = iteration.key  # its trace event takes that iteration's notes
         try:
             super().deliver(k)
         finally:
