@@ -60,8 +60,9 @@ class LoopStepExecution(StepExecution):
         return super().fetches()
 
     def waits_for(self, i: int) -> dict:
-        """What the waiting move ``i`` waits for (see `StepExecution.waits_for`)."""
-        return waits_of(self.units[i].step, self.frames.locate(i)[0].vals)
+        """What the waiting move ``i`` waits for, in its iteration (`StepExecution.waits_for`)."""
+        iteration = self.frames.locate(i)[0]
+        return waits_of(self.units[i].step, iteration.vals, self.frames.where(i), iteration.key)
 
     def where(self, k: int) -> tuple[tuple[str, int], ...]:
         """The frames and iterations of move ``k``, outermost first (`Frames.where`).

@@ -16,6 +16,7 @@ from typing import Any
 from minitf.framework.ops import Operation
 from minitf.runtime.core.clock import WALL_CLOCK, WallClock
 from minitf.runtime.core.execution import as_op_error
+from minitf.runtime.core.frames import rendezvous_key
 from minitf.runtime.core.resource_mgr import ResourceMgr
 
 _step_ids = itertools.count(1)
@@ -166,19 +167,12 @@ class StepContext:
         return container
 
     def rendezvous_key(self, key: str) -> str:
-        """The rendezvous key of a tensor in the op's iteration: ``key;frame:iteration``.
-
-        Inside a ``tf.while_loop`` split across tasks, the same ``_Send`` and
-        ``_Recv`` run once per iteration; TF's key names the frame and the
-        iteration (``FrameAndIter`` in its parsed key), so that iteration 3's
-        tensor is never taken by iteration 4's ``_Recv``. In the root frame
-        the key stays as the partitioner made it.
+        """The rendezvous key of a tensor in the op's iteration (`frames.rendezvous_key`).
 
         Args:
             key: The ``_Send``/``_Recv``'s ``tensor_name``: ``src;dst;tensor``.
         """
-        where = self.frame_iter
-        return f"{key};{where}" if where else key
+        return rendezvous_key(key, self.frame_iter)
 
     def post(self, task: str, key: str, value: Any, op: Operation) -> None:
         """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
