@@ -6,8 +6,8 @@ them, and a notebook shows the state as them (`Stepper._repr_html_`).
 
 from __future__ import annotations
 
+from minitf.runtime.core.frames import iteration_words, loop_name
 from minitf.runtime.core.watch import describe_wait
-from minitf.viz.graph_data import iteration_words, loop_name
 
 __all__ = ["describe_event", "describe_iteration", "describe_state", "loop_name"]
 
@@ -137,5 +137,6 @@ def waits_in_a_word(waits: dict) -> str:
     if kind == "accumulator":
         return f"{waits['count']} of {waits.get('required', '?')}"
     if kind == "tensor":
-        return "no tensor yet"
+        where = describe_iteration(waits.get("frames") or [])
+        return f"no tensor yet ({where})" if where else "no tensor yet"
     return "waits"

@@ -25,12 +25,12 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
+from minitf.runtime.core.frames import loop_name
 from minitf.viz.graph_data import (
     LOOP_CONTROL_TYPES,
     ROLE_COLORS,
     ROLE_SHAPES,
     ROLE_TEXT_COLORS,
-    loop_name,
 )
 
 _HIGHLIGHTS = {

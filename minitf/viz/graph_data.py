@@ -209,31 +209,6 @@ LOOP_CONTROL_TYPES = frozenset(
 """The op types that wire a ``tf.while_loop``'s cycle: a picture never folds them into a scope."""
 
 
-def loop_name(frame: str) -> str:
-    """The loop a frame runs, as its ops are named: ``while/while_context`` → ``while``.
-
-    Args:
-        frame: A frame's name (an ``Enter``'s ``frame_name``).
-    """
-    return frame[: -len("/while_context")] if frame.endswith("/while_context") else frame
-
-
-def iteration_words(frames) -> str:
-    """Where an op of a loop ran, in words: ``iteration 2 of frame while``.
-
-    A nested loop's says the enclosing iterations too: ``iteration 1 of
-    frame while/while, in iteration 2 of frame while``.
-
-    Args:
-        frames: ``[(frame name, iteration), ...]``, outermost first (empty:
-            not in a loop, and the answer is "").
-    """
-    words = [
-        f"iteration {number} of frame {loop_name(frame)}" for frame, number in reversed(frames)
-    ]
-    return ", in ".join(words)
-
-
 def loop_frames(graph: ops.Graph) -> dict[str, tuple[tuple[str, int], ...]]:
     """The loop frames each op of ``graph`` is drawn in: ``{op name: ((frame, parallel), ...)}``.
 

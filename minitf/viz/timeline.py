@@ -39,8 +39,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from minitf.runtime.core.frames import iteration_words
 from minitf.runtime.core.step_stats import LOOP_FIELDS, NOTE_FIELDS, frames_of
-from minitf.viz.graph_data import iteration_words, op_role
+from minitf.viz.graph_data import op_role
 
 
 class Timeline:

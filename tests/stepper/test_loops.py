@@ -19,7 +19,12 @@ import pytest
 import minitf as tf
 from minitf.stepper import HeldScheduler, Stepper
 from minitf.stepper.commands import execute
-from minitf.stepper.describe import describe_event, describe_state
+from minitf.stepper.describe import (
+    describe_event,
+    describe_state,
+    waits_for_words,
+    waits_in_a_word,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -137,3 +142,23 @@ def test_back_over_a_loop_on_processes_replays_to_an_identical_state():
         stepper.close()
         if stepper.cluster is not None:
             stepper.cluster.stop()
+
+
+def test_a_tensor_waited_for_in_a_loop_is_named_with_its_iteration():
+    # What waits_for gives for a _Recv waiting in iteration 2 of a loop nested in
+    # iteration 1 of another (its key ends with the frames and iterations, as sent).
+    ps = "/job:ps/replica:0/task:0"
+    waits = {
+        "kind": "tensor",
+        "key": f"{ps};/job:worker/replica:0/task:0;while/while/read:0;"
+        "while/while_context:1|while/while/while_context:2",
+        "tensor": "while/while/read:0",
+        "from": ps,
+        "frames": [["while/while_context", 1], ["while/while/while_context", 2]],
+    }
+    where = "iteration 2 of frame while/while, in iteration 1 of frame while"
+    assert waits_in_a_word(waits) == f"no tensor yet ({where})"
+    assert waits_for_words(waits) == f"a tensor from {ps} (while/while/read:0) in {where}"
+    outside = {"kind": "tensor", "key": "a;b;read:0", "tensor": "read:0", "from": ps}
+    assert waits_in_a_word(outside) == "no tensor yet"
+    assert waits_for_words(outside) == f"a tensor from {ps} (read:0)"

@@ -261,7 +261,7 @@ class ControlFlowState:
             return
         outer = forward.outer_context
         outer_state = None
-        if outer is not None:
+        if self._differentiates_through(outer):
             if outer not in self._map:
                 self.add_while_context(outer.loop_exits[0].op)
             outer_state = self._map[outer]
@@ -272,6 +272,15 @@ class ControlFlowState:
         self._map[forward] = state
         # Every exit of the loop takes part: those no gradient reaches start from zeros.
         self._between.update(y.op for y in state.forward_loop_exits)
+
+    def _differentiates_through(self, loop: WhileContext | None) -> bool:
+        """True if gradients flow through ``loop``: one of its exits lies between xs and ys.
+
+        A loop that ``tf.gradients`` is called inside (its exits not built yet,
+        or not on the path) is not differentiated: a loop nested in it gets a
+        gradient loop of its own inside it, as in TF's ``AddWhileContext``.
+        """
+        return loop is not None and any(e.op in self._between for e in loop.loop_exits)
 
     def states(self) -> list[GradLoopState]:
         """Every loop's state."""

@@ -130,6 +130,7 @@ def _traced(op, ctx, queue: QueueResource, done, direction: str, state):
         return done
     with queue.lock:
         ctx.note(op.name, "waited_on", queue.state_locked())
+    where = ctx.frame_iter  # the completion may come while another iteration runs
 
     def traced_done(result):
         if not isinstance(result, (Exception, Offer)):
@@ -137,8 +138,8 @@ def _traced(op, ctx, queue: QueueResource, done, direction: str, state):
                 ids = list(range(state.first_id, state.first_id + state.next))
             else:
                 ids = list(state.ids)
-            ctx.note(op.name, "elements", {"queue": queue.name, "direction": direction,
-                                           "ids": ids})  # fmt: skip
+            moved = {"queue": queue.name, "direction": direction, "ids": ids}
+            ctx.note(op.name, "elements", moved, where)
         done(result)
 
     return traced_done

@@ -195,7 +195,8 @@ class StepExecution:
             i: The index of a waiting unit.
 
         Returns:
-            For a ``_Recv``: ``{"kind": "tensor", "key", "from"}``; for a queue
+            For a ``_Recv``: ``{"kind": "tensor", "key", "tensor", "from"}``
+            (in a loop also ``"frames"``, and the key is its iteration's); for a queue
             or accumulator op: its state (``size``/``capacity``, or ``count``
             and ``global_step``) with ``"required"`` where the op needs more
             than one; otherwise ``{"kind": "completion"}``.

@@ -143,6 +143,47 @@ def _key_of(frame: Frame, number: int) -> str:
     return f"{outer}|{here}" if outer else here
 
 
+def rendezvous_key(key: str, frame_iter: str) -> str:
+    """The rendezvous key of a tensor sent in iteration ``frame_iter``: ``key;frame_iter``.
+
+    Inside a ``tf.while_loop`` split across tasks, the same ``_Send`` and
+    ``_Recv`` run once per iteration; TF's key names the frame and the
+    iteration (``FrameAndIter`` in its parsed key), so that iteration 3's
+    tensor is never taken by iteration 4's ``_Recv``. In the root frame
+    (``frame_iter`` is ``""``) the key stays as the partitioner made it.
+
+    Args:
+        key: The ``_Send``/``_Recv``'s ``tensor_name``: ``src;dst;tensor``.
+        frame_iter: An `Iteration.key`: ``"while/while_context:3"``, or ``""``.
+    """
+    return f"{key};{frame_iter}" if frame_iter else key
+
+
+def loop_name(frame: str) -> str:
+    """The loop a frame runs, as its ops are named: ``while/while_context`` → ``while``.
+
+    Args:
+        frame: A frame's name (an ``Enter``'s ``frame_name``).
+    """
+    return frame[: -len("/while_context")] if frame.endswith("/while_context") else frame
+
+
+def iteration_words(frames) -> str:
+    """Where an op of a loop ran, in words: ``iteration 2 of frame while``.
+
+    A nested loop's says the enclosing iterations too: ``iteration 1 of
+    frame while/while, in iteration 2 of frame while``.
+
+    Args:
+        frames: ``[(frame name, iteration), ...]``, outermost first (empty:
+            not in a loop, and the answer is "").
+    """
+    words = [
+        f"iteration {number} of frame {loop_name(frame)}" for frame, number in reversed(frames)
+    ]
+    return ", in ".join(words)
+
+
 class Frame:
     """One execution of a loop: its iterations, and what waits to enter them."""
 

@@ -60,8 +60,9 @@ class LoopStepExecution(StepExecution):
         return super().fetches()
 
     def waits_for(self, i: int) -> dict:
-        """What the waiting move ``i`` waits for (see `StepExecution.waits_for`)."""
-        return waits_of(self.units[i].step, self.frames.locate(i)[0].vals)
+        """What the waiting move ``i`` waits for, in its iteration (`StepExecution.waits_for`)."""
+        iteration = self.frames.locate(i)[0]
+        return waits_of(self.units[i].step, iteration.vals, self.frames.where(i), iteration.key)
 
     def where(self, k: int) -> tuple[tuple[str, int], ...]:
         """The frames and iterations of move ``k``, outermost first (`Frames.where`).
@@ -121,7 +122,9 @@ class LoopStepExecution(StepExecution):
             OpError: if the op finished with an error.
         """
         root = self.vals
-        self.vals = self.frames.locate(k)[0].vals  # the op's outputs go to its iteration
+        iteration = self.frames.locate(k)[0]
+        self.vals = iteration.vals  # the op's outputs go to its iteration
+        self.ctx.frame_iter = iteration.key  # its trace event takes that iteration's notes
         try:
             super().deliver(k)
         finally:

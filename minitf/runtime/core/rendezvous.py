@@ -185,10 +185,11 @@ def _recv_kernel(op):
             ctx.rendezvous.recv(ctx.step_id, key, ctx, done)
             return
         ctx.note(op.name, "waited_on", {"kind": "rendezvous", "key": key})
+        where = ctx.frame_iter  # the tensor may come while another iteration runs
 
         def traced_done(value):
             if not isinstance(value, Exception):
-                ctx.note(op.name, "transfer", _transfer("recv", key, value))
+                ctx.note(op.name, "transfer", _transfer("recv", key, value), where)
             done(value)
 
         ctx.rendezvous.recv(ctx.step_id, key, ctx, traced_done)

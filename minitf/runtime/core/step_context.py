@@ -16,6 +16,7 @@ from typing import Any
 from minitf.framework.ops import Operation
 from minitf.runtime.core.clock import WALL_CLOCK, WallClock
 from minitf.runtime.core.execution import as_op_error
+from minitf.runtime.core.frames import rendezvous_key
 from minitf.runtime.core.resource_mgr import ResourceMgr
 
 _step_ids = itertools.count(1)
@@ -92,7 +93,8 @@ class StepContext:
         clock: Where time is read (`minitf.runtime.core.clock`); ``deadline`` is on it.
         trace: A list to append one `OpEvent` per executed op to, or None.
         notes: While tracing, what kernels tell the trace about their op
-            (``{op name: {field: value}}``; see `note`).
+            (``{(op name, frame_iter): {field: value}}``; see `note`): in a
+            loop, each iteration of an op has notes of its own.
         outbox: The tensors ``_Send`` has given and the driver has not sent
             yet (`post`, `flush_outbox`), or None to send each one at once.
         carry_to: The task whose tensors from the step's last burst of ops
@@ -139,7 +141,7 @@ class StepContext:
         # (ops.data_flow.blocking).
         self.defer_attempts = False
         self.trace: list | None = None
-        self.notes: dict[str, dict] = {}
+        self.notes: dict[tuple[str, str], dict] = {}
         self.outbox: dict[str, list] | None = None
         self.carry_to: str | None = None
         self.carried: list[tuple[str, Any]] | None = None
@@ -165,19 +167,12 @@ class StepContext:
         return container
 
     def rendezvous_key(self, key: str) -> str:
-        """The rendezvous key of a tensor in the op's iteration: ``key;frame:iteration``.
-
-        Inside a ``tf.while_loop`` split across tasks, the same ``_Send`` and
-        ``_Recv`` run once per iteration; TF's key names the frame and the
-        iteration (``FrameAndIter`` in its parsed key), so that iteration 3's
-        tensor is never taken by iteration 4's ``_Recv``. In the root frame
-        the key stays as the partitioner made it.
+        """The rendezvous key of a tensor in the op's iteration (`frames.rendezvous_key`).
 
         Args:
             key: The ``_Send``/``_Recv``'s ``tensor_name``: ``src;dst;tensor``.
         """
-        where = self.frame_iter
-        return f"{key};{where}" if where else key
+        return rendezvous_key(key, self.frame_iter)
 
     def post(self, task: str, key: str, value: Any, op: Operation) -> None:
         """Sends ``value`` to ``task``'s rendezvous under ``key``: now, or in the step's next batch.
@@ -216,17 +211,32 @@ class StepContext:
             except Exception as exc:
                 raise as_op_error(exc, items[0][2]) from exc
 
-    def note(self, op_name: str, field: str, value: Any) -> None:
+    def note(self, op_name: str, field: str, value: Any, frame_iter: str | None = None) -> None:
         """Adds ``field`` to the traced stats of ``op_name`` (only while tracing).
 
         Kernels use it to say what the trace cannot see from outside: what a
         waiting op waited on, which peer a tensor went to, which queue
-        elements moved (`minitf.runtime.core.step_stats`).
+        elements moved (`minitf.runtime.core.step_stats`). The note is the
+        op's in one iteration of its loop: the same op runs in many, and
+        several of them may wait at once.
 
         Args:
             op_name: The op's name.
             field: The stats field.
             value: Its value (JSON-able).
+            frame_iter: The op's iteration, as ``frame_iter`` read when its
+                kernel started; needed by a note made in its completion, which
+                may come while another op runs. Default: the current one.
         """
         if self.trace is not None:
-            self.notes.setdefault(op_name, {})[field] = value
+            where = self.frame_iter if frame_iter is None else frame_iter
+            self.notes.setdefault((op_name, where), {})[field] = value
+
+    def take_notes(self, op_name: str) -> dict | None:
+        """Removes and returns the notes of ``op_name`` in the current ``frame_iter``, if any.
+
+        Args:
+            op_name: The op's name.
+        """
+        notes = self.notes
+        return notes.pop((op_name, self.frame_iter), None) if notes else None

@@ -101,14 +101,14 @@ class OpEvent:
             end_ns: When its outputs were taken.
             thread: ``(ident, name)`` of the thread that drove the step.
             vals: The step's value slots (the op's outputs are measured).
-            ctx: The step's `StepContext` (its notes for the op are taken).
+            ctx: The step's `StepContext` (its notes for the op, in the
+                iteration its ``frame_iter`` names, are taken).
             wait_ns: How long an asynchronous op waited for its completion.
         """
         size = 0
         for slot in step.out_slots:
             size += getattr(vals[slot], "nbytes", 0)
-        notes = ctx.notes.pop(step.op.name, None) if ctx.notes else None
-        return cls(step, start_ns, end_ns, thread, size, wait_ns, notes)
+        return cls(step, start_ns, end_ns, thread, size, wait_ns, ctx.take_notes(step.op.name))
 
 
 class Record(dict):

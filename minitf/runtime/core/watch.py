@@ -18,21 +18,24 @@ import threading
 
 from minitf.framework import errors
 from minitf.runtime.core import config
+from minitf.runtime.core.frames import iteration_words, rendezvous_key
 
 logger = logging.getLogger("minitf")
 
 
-def waits_of(step, vals: list) -> dict:
+def waits_of(step, vals: list, frames: tuple = (), frame_iter: str = "") -> dict:
     """What the waiting op of ``step`` waits for (see `StepExecution.waits_for`).
 
     Args:
         step: The op's `minitf.runtime.core.plan.PlanStep`.
         vals: The step's value slots (its inputs: a queue, an accumulator).
+        frames: In a loop, the frames and iterations the op waits in,
+            outermost first (`minitf.runtime.core.frames.Frames.where`).
+        frame_iter: In a loop, that iteration's `minitf.runtime.core.frames.Iteration.key`.
     """
     op = step.op
     if op.type == "_Recv":
-        key, sender = op.get_attr("tensor_name"), op.get_attr("send_task")
-        return {"kind": "tensor", "key": key, "from": sender}
+        return _tensor_waits(op, frames, frame_iter)
     resource = vals[step.in_slots[0]] if step.in_slots else None
     state_locked = getattr(resource, "state_locked", None)
     if state_locked is None:
@@ -44,6 +47,20 @@ def waits_of(step, vals: list) -> dict:
     elif "TakeGradient" in op.type:
         state["required"] = int(vals[step.in_slots[1]])
     return state
+
+
+def _tensor_waits(op, frames: tuple, frame_iter: str) -> dict:
+    """What a ``_Recv`` waits for: the key it waits on (in a loop: its iteration's), the sender."""
+    key = op.get_attr("tensor_name")
+    waits = {
+        "kind": "tensor",
+        "key": rendezvous_key(key, frame_iter),
+        "tensor": key.rsplit(";", 1)[-1],
+        "from": op.get_attr("send_task"),
+    }
+    if frames:  # the same _Recv waits once per iteration: this is one of them
+        waits["frames"] = [list(f) for f in frames]
+    return waits
 
 
 def describe_wait(waits: dict) -> str:
@@ -65,7 +82,10 @@ def describe_wait(waits: dict) -> str:
             f"gradients for global step {waits['global_step']}"
         )
     if kind == "tensor":
-        return f"a tensor from {waits['from']} ({waits['key'].rsplit(';', 1)[-1]})"
+        where = iteration_words(waits.get("frames") or [])
+        return f"a tensor from {waits['from']} ({waits['tensor']})" + (
+            f" in {where}" if where else ""
+        )
     return "its completion"
 
 

@@ -10,6 +10,7 @@ from minitf.runtime.core import step_stats
 from minitf.runtime.distributed import server as server_lib
 from minitf.runtime.distributed import worker as worker_lib
 from minitf.viz import Tracer
+from tests.ops.data_flow.queue_helpers import queue_resource
 from tests.runtime.distributed.test_server import cluster  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(60)
@@ -282,3 +283,30 @@ def test_a_recording_whose_client_is_gone_is_closed(cluster):  # noqa: F811
     sess.close()
     # The ps notices the closed connection and closes the recording.
     assert cluster["ps"].recorders.wait_until_inactive(timeout=10)
+
+
+def test_each_iteration_of_a_waiting_op_in_a_loop_keeps_its_own_notes():
+    # Three iterations' dequeues wait at once (the loop's counter does not wait
+    # for them); each one's node says what it waited on and which element it took.
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]], name="q")
+    _, total = tf.while_loop(
+        lambda i, s: i < 3, lambda i, s: (i + 1, s + q.dequeue()), [0, 0.0], parallel_iterations=10
+    )
+    with tf.Session() as sess:
+        queue = queue_resource(sess, q)
+        md = tf.RunMetadata()
+        result = {}
+        thread = threading.Thread(
+            target=lambda: result.setdefault("v", sess.run(total, options=FULL, run_metadata=md))
+        )
+        thread.start()
+        assert queue.wait_for_waiting(1, 3, timeout=10)  # all three dequeues wait
+        sess.run(q.enqueue_many([[1.0, 2.0, 4.0]]))
+        thread.join(10)
+    assert result["v"] == 7.0
+    dequeues = [n for n in _nodes(md.step_stats) if n["op"] == "QueueDequeueV2"]
+    assert sorted(n["iteration"] for n in dequeues) == [0, 1, 2]
+    for node in dequeues:
+        assert node["waited_on"] == {"kind": "queue", "name": queue.name, "size": 0, "capacity": 10}
+    # The queue hands out ids 0, 1, 2 in the order the dequeues began to wait.
+    assert sorted(n["elements"]["ids"][0] for n in dequeues) == [0, 1, 2]

@@ -9,6 +9,9 @@ same loop written in Python, the gradients against the one-task result and
 finite differences.
 """
 
+import logging
+import threading
+
 import numpy as np
 import pytest
 
@@ -307,3 +310,49 @@ def test_every_tensor_a_loop_sends_is_taken_even_on_a_branch_not_taken(ps_and_wo
         assert sorted(sent) == sorted(taken)
         assert sess.run(r, {flag: True}, options=OPTIONS) == 4.0
         assert sorted(sent) == sorted(taken)
+
+
+def test_a_recv_waiting_in_a_loop_says_which_iteration_it_waits_in(ps_and_worker):
+    # The ps's queue holds two elements: iterations 0 and 1 take them, and in
+    # iteration 2 the dequeue waits on the ps, so the worker's _Recv of its
+    # value waits there too (one iteration at a time: parallel_iterations=1).
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(10, tf.float32, shapes=[[]], shared_name="loop_q", name="loop_q")
+    with tf.device("/job:worker/task:0"):
+        _, total = tf.while_loop(
+            lambda i, s: i < 4,
+            lambda i, s: (i + 1, s + q.dequeue()),
+            [0, 0.0],
+            parallel_iterations=1,
+        )
+    executor = ps_and_worker["worker"].worker._executor
+    executor.wait_log_secs = 0.05
+    executor._watch = None  # a new watch, with the short interval
+    lines, logged = [], threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record):
+            message = record.getMessage()
+            if "has waited" in message and "tensor from" in message:
+                lines.append(message)
+                logged.set()
+
+    seen = Seen()
+    logging.getLogger("minitf").addHandler(seen)
+    result = {}
+    with tf.Session(ps_and_worker["worker"].target) as sess:
+        sess.run(q.enqueue_many([[1.0, 2.0]]))
+        run = threading.Thread(
+            target=lambda: result.setdefault("v", sess.run(total, options=OPTIONS))
+        )
+        run.start()
+        try:
+            assert logged.wait(20)
+        finally:
+            logging.getLogger("minitf").removeHandler(seen)
+            sess.run(q.enqueue_many([[4.0, 8.0]]))
+            run.join(20)
+    ps = "/job:ps/replica:0/task:0"
+    waiting = f"waits for a tensor from {ps} (while/loop_q_Dequeue:0) in iteration 2 of frame while"
+    assert waiting in lines[0]
+    assert result["v"] == 15.0
