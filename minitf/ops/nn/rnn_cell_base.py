@@ -26,17 +26,13 @@ The cells themselves are in `minitf.ops.nn.rnn_cell_impl`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import Any
 
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
+from minitf.layers.base import Layer
 from minitf.ops.array import array_ops, constant_op
 from minitf.ops.state import variable_scope as vs
-from minitf.ops.state import variables
 from minitf.util import nest
-
-_UID_COLLECTION = ("__rnn_cell_name_uids",)
 
 
 def _hasattr(obj: Any, name: str) -> bool:
@@ -164,25 +160,7 @@ def check_rnn_cell_input_dtypes(inputs: Any) -> None:
         check_supported_dtypes(tensor.dtype)
 
 
-def _to_snake_case(name: str) -> str:
-    """``BasicLSTMCell`` -> ``basic_lstm_cell`` (the Keras rule TF uses for layer names)."""
-    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    name = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
-    return name if name[0] != "_" else "private" + name
-
-
-def _unique_cell_name(base_name: str) -> str:
-    """``base_name``, then ``base_name_1``, ... per graph (the name a cell reports)."""
-    uids = ops.get_default_graph().get_collection_ref(_UID_COLLECTION)
-    if not uids:
-        uids.append({})
-    counts = uids[0]
-    count = counts.get(base_name, 0)
-    counts[base_name] = count + 1
-    return base_name if count == 0 else f"{base_name}_{count}"
-
-
-class RNNCell:
+class RNNCell(Layer):
     """An RNN cell: ``output, new_state = cell(inputs, state)``, one time step.
 
     Subclasses define ``state_size``, ``output_size`` and
@@ -201,9 +179,6 @@ class RNNCell:
         _scope: A variable scope (name or `VariableScope`) to use for the cell.
     """
 
-    # The rank ``__call__`` requires of ``inputs`` (TF's InputSpec); None: any.
-    _input_ndim: int | None = None
-
     def __init__(
         self,
         trainable: bool = True,
@@ -212,45 +187,8 @@ class RNNCell:
         _reuse: bool | None = None,
         _scope: str | vs.VariableScope | None = None,
     ):
-        self.trainable = trainable
-        self._reuse = _reuse
-        self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
-        self._base_name = name or _to_snake_case(type(self).__name__)
-        self._name = name or _unique_cell_name(self._base_name)
-        self._scope = None
-        if _scope:
-            with vs.variable_scope(_scope) as captured:
-                self._scope = captured
+        super().__init__(trainable=trainable, name=name, dtype=dtype, _reuse=_reuse, _scope=_scope)
         self._rnncell_scope = None
-        self.built = False
-        self._trainable_weights: list = []
-        self._non_trainable_weights: list = []
-
-    @property
-    def name(self) -> str:
-        """The cell's name (unique per graph when it was not given)."""
-        return self._name
-
-    @property
-    def dtype(self) -> dtypes.DType | None:
-        """The dtype of the cell's variables (None until known)."""
-        return self._dtype
-
-    @property
-    def scope_name(self) -> str:
-        """The name of the cell's variable scope.
-
-        Raises:
-            ValueError: if the cell has not been called yet (the scope is chosen then).
-        """
-        if self._scope is None:
-            raise ValueError(
-                f'No name available for layer scope because the layer "{self._name}" has not '
-                "been used yet. The scope name is determined the first time the layer "
-                "instance is called. You must therefore call the layer before querying "
-                "`scope_name`."
-            )
-        return self._scope.name
 
     @property
     def state_size(self) -> Any:
@@ -261,38 +199,6 @@ class RNNCell:
     def output_size(self) -> int | tensor_shape.TensorShape:
         """The size of the output: an int or a `TensorShape`."""
         raise NotImplementedError("Abstract method")
-
-    @property
-    def trainable_weights(self) -> list:
-        """The trainable variables the cell created or found, in order."""
-        return list(self._trainable_weights) if self.trainable else []
-
-    @property
-    def non_trainable_weights(self) -> list:
-        """The cell's other variables."""
-        if self.trainable:
-            return list(self._non_trainable_weights)
-        return list(self._trainable_weights) + list(self._non_trainable_weights)
-
-    @property
-    def weights(self) -> list:
-        """All the cell's variables: trainable first."""
-        return self.trainable_weights + self.non_trainable_weights
-
-    @property
-    def variables(self) -> list:
-        """All the cell's variables (the same as ``weights``)."""
-        return self.weights
-
-    @property
-    def trainable_variables(self) -> list:
-        """The same as ``trainable_weights``."""
-        return self.trainable_weights
-
-    @property
-    def non_trainable_variables(self) -> list:
-        """The same as ``non_trainable_weights``."""
-        return self.non_trainable_weights
 
     def build(self, inputs_shape: tensor_shape.TensorShape) -> None:
         """Creates the cell's variables; this base class has none.
@@ -372,97 +278,17 @@ class RNNCell:
         """
         if scope is not None:
             with vs.variable_scope(scope, custom_getter=self._rnn_get_variable) as opened:
-                return self._call_in_scope(inputs, state, opened)
+                return self._call_in_scope(inputs, (state,), {}, opened)
         if self._rnncell_scope is None:
             self._rnncell_scope = vs.get_variable_scope()
         with vs.variable_scope(self._rnncell_scope, custom_getter=self._rnn_get_variable):
-            return self._call_in_scope(inputs, state, None)
+            return self._call_in_scope(inputs, (state,), {}, None)
 
     def _rnn_get_variable(self, getter, *args, **kwargs):
         """A custom getter that records each variable ``call`` gets as one of the cell's."""
         variable = getter(*args, **kwargs)
         self._track(variable)
         return variable
-
-    def _track(self, variable) -> None:
-        tracked = self._trainable_weights + self._non_trainable_weights
-        if any(variable is v for v in tracked):
-            return
-        if variable in variables.trainable_variables():
-            self._trainable_weights.append(variable)
-        else:
-            self._non_trainable_weights.append(variable)
-
-    def _set_scope(self, scope=None) -> None:
-        """Chooses the cell's variable scope once: ``scope``, or the unique default name."""
-        if self._scope is not None:
-            return
-        if self._reuse:
-            with vs.variable_scope(scope if scope is not None else self._base_name) as captured:
-                self._scope = captured
-        else:
-            with vs.variable_scope(scope, default_name=self._base_name) as captured:
-                self._scope = captured
-
-    def _call_in_scope(self, inputs, state, scope):
-        """TF's ``Layer.__call__``: enter the cell's scope, build once, then ``call``."""
-        self._set_scope(scope)
-        reuse = True if self.built else self._reuse
-        with vs.variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False):
-            with ops.name_scope(self._scope.original_name_scope):
-                inputs = self._checked_inputs(inputs)
-                if not self.built:
-                    if self._dtype is None:
-                        self._dtype = inputs.dtype.base_dtype
-                    self.build(inputs.get_shape())
-                    self.built = True
-                return self.call(inputs, state)
-
-    def _checked_inputs(self, inputs) -> ops.Tensor:
-        inputs = ops.convert_to_tensor(inputs, name="inputs")
-        ndims = inputs.get_shape().ndims
-        if self._input_ndim is not None and ndims is not None and ndims != self._input_ndim:
-            raise ValueError(
-                f"Input 0 of layer {self._name} is incompatible with the layer: expected "
-                f"ndim={self._input_ndim}, found ndim={ndims}. Full shape received: "
-                f"{inputs.get_shape().as_list()}"
-            )
-        return inputs
-
-    def add_variable(
-        self,
-        name: str,
-        shape: tensor_shape.TensorShape | list,
-        dtype: dtypes.DType | None = None,
-        initializer: Any = None,
-        trainable: bool = True,
-        partitioner: Callable | None = None,
-    ) -> Any:
-        """Creates (or, once built, finds) the variable ``<cell scope>/<name>``.
-
-        Args:
-            name: The variable's name inside the cell's scope (may contain ``/``).
-            shape: Its shape.
-            dtype: Its dtype; default: the cell's dtype, else float32.
-            initializer: Its initializer; default: the scope's, else Glorot uniform.
-            trainable: Whether it is trainable (and the cell is).
-            partitioner: An optional partitioner.
-        """
-        self._set_scope(None)
-        reuse = True if self.built else self._reuse
-        with vs.variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False):
-            variable = vs.get_variable(
-                name,
-                shape=shape,
-                dtype=dtype or self._dtype or dtypes.float32,
-                initializer=initializer,
-                trainable=trainable and self.trainable,
-                partitioner=partitioner,
-            )
-        self._track(variable)
-        return variable
-
-    add_weight = add_variable
 
 
 class LayerRNNCell(RNNCell):
@@ -486,7 +312,7 @@ class LayerRNNCell(RNNCell):
             state: The state, shaped like ``state_size``.
             scope: The variable scope to use (first call only).
         """
-        return self._call_in_scope(inputs, state, scope)
+        return self._call_in_scope(inputs, (state,), {}, scope)
 
 
 def build_depth(cell: RNNCell, inputs_shape: tensor_shape.TensorShape | list) -> int:
