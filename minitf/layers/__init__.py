@@ -2,4 +2,12 @@
 
 - ``base.py``: `Layer`, the variable-scope rules every layer (and RNN cell)
   names its variables by.
+- ``core.py``: ``Dense``, ``Flatten``, ``Dropout``.
+- ``normalization.py``: ``BatchNormalization``.
+- ``utils.py``: ``smart_cond`` for a ``training`` flag that may be a tensor.
 """
+
+# ruff: noqa: F401
+from minitf.layers.base import Layer
+from minitf.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
+from minitf.layers.normalization import BatchNormalization, batch_normalization

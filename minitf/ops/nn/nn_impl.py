@@ -103,3 +103,26 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
             mean = array_ops.squeeze(mean, axes)
             variance = array_ops.squeeze(variance, axes)
         return mean, variance
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``, broadcast.
+
+    Args:
+        x: The input tensor.
+        mean: The mean to subtract (broadcastable against ``x``).
+        variance: The variance to divide by.
+        offset: The ``beta`` to add, or None.
+        scale: The ``gamma`` to multiply by, or None.
+        variance_epsilon: A small float added to the variance.
+        name: A name for the operation.
+
+    Returns:
+        The normalized tensor, of ``x``'s shape.
+    """
+    with ops.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+        inv = math_ops.rsqrt(variance + variance_epsilon)
+        if scale is not None:
+            inv = inv * scale
+        shift = -mean * inv if offset is None else offset - mean * inv
+        return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
