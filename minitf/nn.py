@@ -2,6 +2,7 @@
 
 # ruff: noqa: F401, F403
 from minitf.ops.nn import rnn_cell
+from minitf.ops.nn.conv_ops import *
 from minitf.ops.nn.embedding_ops import embedding_lookup
 from minitf.ops.nn.nn_impl import batch_normalization
 from minitf.ops.nn.nn_ops import *

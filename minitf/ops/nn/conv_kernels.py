@@ -1,0 +1,331 @@
+"""Numpy kernels of the convolution and pooling ops of `minitf.ops.nn.conv_ops`.
+
+Every op works on NHWC tensors. A convolution is one matrix product over
+*patches* (im2col): `numpy.lib.stride_tricks.sliding_window_view` gives each
+output position its window of the padded input, without copying, and one
+reshape lays the windows out as the rows of a matrix. The filter gradient is
+the product of those patches with the incoming gradient; the input gradient
+is the product of the gradient with the filter, whose columns are then added
+back into the windows they came from (col2im, one strided add per filter tap).
+
+Padding follows TF's arithmetic (`window_geometry`): ``VALID`` keeps the
+windows that fit, ``SAME`` gives ``ceil(size / stride)`` outputs and pads
+``total // 2`` before, the rest after.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from minitf.framework import errors
+from minitf.framework.op_registry import register_kernel
+from minitf.ops.math import blas_threads
+
+
+class Geometry(NamedTuple):
+    """Where the windows of one spatial dimension lie (TF's ``GetWindowedOutputSize``)."""
+
+    out: int
+    pad_before: int
+    pad_after: int
+
+
+def window_geometry(
+    size: int, window: int, stride: int, dilation: int, padding: str
+) -> Geometry | None:
+    """The output size and padding of one spatial dimension, or None if no window fits.
+
+    Args:
+        size: The input's size in this dimension.
+        window: The window (filter or pool) size.
+        stride: The step between windows.
+        dilation: The step between the taps of a window.
+        padding: ``"SAME"`` or ``"VALID"``.
+
+    Returns:
+        The geometry, or None when ``VALID`` windows are larger than the input.
+    """
+    effective = (window - 1) * dilation + 1
+    if padding == "VALID":
+        out = (size - effective + stride) // stride
+        return Geometry(out, 0, 0) if out >= 0 else None
+    out = (size + stride - 1) // stride
+    total = max((out - 1) * stride + effective - size, 0)
+    return Geometry(out, total // 2, total - total // 2)
+
+
+def _geometries(shape, window, strides, dilations, padding) -> tuple[Geometry, Geometry]:
+    rows = window_geometry(shape[1], window[0], strides[1], dilations[1], padding)
+    cols = window_geometry(shape[2], window[1], strides[2], dilations[2], padding)
+    if rows is None or cols is None:
+        raise errors.InvalidArgumentError(
+            None, None, f"Computed output size would be negative for input shape {list(shape)}"
+        )
+    return rows, cols
+
+
+def _pad(x: np.ndarray, rows: Geometry, cols: Geometry, value=0) -> np.ndarray:
+    if not (rows.pad_before or rows.pad_after or cols.pad_before or cols.pad_after):
+        return x
+    widths = ((0, 0), (rows.pad_before, rows.pad_after), (cols.pad_before, cols.pad_after), (0, 0))
+    return np.pad(x, widths, constant_values=value)
+
+
+def _windows(xp: np.ndarray, window, strides, dilations, rows: Geometry, cols: Geometry):
+    """The windows of ``xp``: a view ``[N, out_rows, out_cols, C, kh, kw]``."""
+    effective = [(k - 1) * d + 1 for k, d in zip(window, dilations[1:3])]
+    view = sliding_window_view(xp, effective, axis=(1, 2))
+    return view[
+        :,
+        : (rows.out - 1) * strides[1] + 1 : strides[1],
+        : (cols.out - 1) * strides[2] + 1 : strides[2],
+        :,
+        :: dilations[1],
+        :: dilations[2],
+    ]
+
+
+def _tap_slice(i: int, j: int, strides, dilations, rows: Geometry, cols: Geometry):
+    """The positions of the padded input that filter tap ``(i, j)`` reads, over all outputs."""
+    r0, c0 = i * dilations[1], j * dilations[2]
+    return (
+        slice(None),
+        slice(r0, r0 + (rows.out - 1) * strides[1] + 1, strides[1]),
+        slice(c0, c0 + (cols.out - 1) * strides[2] + 1, strides[2]),
+    )
+
+
+def _check_nhwc(op, message: str, error=errors.InvalidArgumentError) -> None:
+    if op.get_attr("data_format") != "NHWC":
+        raise error(None, None, message)
+
+
+def _conv_attrs(op):
+    return op.get_attr("strides"), op.get_attr("dilations"), op.get_attr("padding")
+
+
+def _patches(x: np.ndarray, window, strides, dilations, padding):
+    """The im2col matrix of ``x``: ``[N * out_rows * out_cols, C * kh * kw]``, and the geometry."""
+    rows, cols = _geometries(x.shape, window, strides, dilations, padding)
+    view = _windows(_pad(x, rows, cols), window, strides, dilations, rows, cols)
+    return view.reshape(-1, view.shape[3] * window[0] * window[1]), rows, cols
+
+
+def _filter_matrix(w: np.ndarray) -> np.ndarray:
+    """The filter ``[kh, kw, C, O]`` as ``[C * kh * kw, O]``, matching `_patches`' columns."""
+    return w.transpose(2, 0, 1, 3).reshape(-1, w.shape[3])
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np.ndarray:
+    """A 2-D convolution (cross-correlation) of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``."""
+    if x.shape[3] != w.shape[2]:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs {w.shape[2]}",
+        )
+    patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
+    out = blas_threads.matmul(patches, _filter_matrix(w))
+    return out.reshape(x.shape[0], rows.out, cols.out, w.shape[3])
+
+
+def conv2d_backprop_filter(
+    x: np.ndarray, filter_shape, grad: np.ndarray, strides, dilations, padding: str
+) -> np.ndarray:
+    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
+    kh, kw, depth, out_depth = (int(d) for d in filter_shape)
+    patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
+    product = blas_threads.matmul(patches.T, grad.reshape(-1, out_depth))
+    return product.reshape(depth, kh, kw, out_depth).transpose(1, 2, 0, 3).astype(x.dtype)
+
+
+def conv2d_backprop_input(
+    input_shape, w: np.ndarray, grad: np.ndarray, strides, dilations, padding: str
+) -> np.ndarray:
+    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``."""
+    input_shape = tuple(int(d) for d in input_shape)
+    kh, kw, depth, out_depth = w.shape
+    rows, cols = _geometries(input_shape, (kh, kw), strides, dilations, padding)
+    if grad.shape[1:3] != (rows.out, cols.out):
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Conv2DBackpropInput: Size of out_backprop doesn't match computed: actual = "
+            f"{list(grad.shape[1:3])}, computed = {[rows.out, cols.out]}",
+        )
+    # [N*out, O] @ [O, kh*kw*C]: each output position's contribution to its window.
+    taps = blas_threads.matmul(grad.reshape(-1, out_depth), w.reshape(-1, out_depth).T)
+    taps = taps.reshape(grad.shape[:3] + (kh, kw, depth))
+    padded = np.zeros(
+        (
+            input_shape[0],
+            input_shape[1] + rows.pad_before + rows.pad_after,
+            input_shape[2] + cols.pad_before + cols.pad_after,
+            depth,
+        ),
+        grad.dtype,
+    )
+    for i in range(kh):
+        for j in range(kw):
+            padded[_tap_slice(i, j, strides, dilations, rows, cols)] += taps[:, :, :, i, j]
+    return padded[
+        :,
+        rows.pad_before : rows.pad_before + input_shape[1],
+        cols.pad_before : cols.pad_before + input_shape[2],
+    ]
+
+
+@register_kernel("Conv2D")
+def _conv2d_kernel(op):
+    _check_nhwc(
+        op,
+        "The Conv2D op currently only supports the NHWC tensor format on the CPU. The op was "
+        f"given the format: {op.get_attr('data_format')}",
+        errors.UnimplementedError,
+    )
+    strides, dilations, padding = _conv_attrs(op)
+
+    def compute(ctx, x, w):
+        return conv2d(x, w, strides, dilations, padding)
+
+    return compute
+
+
+@register_kernel("Conv2DBackpropInput")
+def _conv2d_backprop_input_kernel(op):
+    _check_nhwc(op, "Conv2DCustomBackpropInputOp only supports NHWC.")
+    strides, dilations, padding = _conv_attrs(op)
+
+    def compute(ctx, input_sizes, w, grad):
+        return conv2d_backprop_input(input_sizes, w, grad, strides, dilations, padding)
+
+    return compute
+
+
+@register_kernel("Conv2DBackpropFilter")
+def _conv2d_backprop_filter_kernel(op):
+    _check_nhwc(op, "Conv2DCustomBackpropFilterOp only supports NHWC.")
+    strides, dilations, padding = _conv_attrs(op)
+
+    def compute(ctx, x, filter_sizes, grad):
+        return conv2d_backprop_filter(x, filter_sizes, grad, strides, dilations, padding)
+
+    return compute
+
+
+def _pool_attrs(op, what: str):
+    _check_nhwc(op, f"Default {what} only supports NHWC on device type CPU")
+    ksize, strides = op.get_attr("ksize"), op.get_attr("strides")
+    if ksize[0] != 1 or ksize[3] != 1 or strides[0] != 1 or strides[3] != 1:
+        raise errors.UnimplementedError(
+            None, None, "Pooling is not yet supported on the batch nor depth dimension."
+        )
+    return tuple(ksize[1:3]), strides, op.get_attr("padding")
+
+
+_ONES = (1, 1, 1, 1)
+
+
+def max_pool(x: np.ndarray, window, strides, padding: str) -> np.ndarray:
+    """The largest value of each window (padding never wins: it is ``-inf``)."""
+    rows, cols = _geometries(x.shape, window, strides, _ONES, padding)
+    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    view = _windows(_pad(x, rows, cols, low), window, strides, _ONES, rows, cols)
+    return view.max(axis=(4, 5))
+
+
+def _window_counts(shape, window, strides, padding, rows: Geometry, cols: Geometry):
+    """How many input (not padding) positions each window covers: ``[1, out_r, out_c, 1]``."""
+    ones = _pad(np.ones((1, shape[1], shape[2], 1)), rows, cols)
+    return _windows(ones, window, strides, _ONES, rows, cols).sum(axis=(4, 5))
+
+
+def avg_pool(x: np.ndarray, window, strides, padding: str) -> np.ndarray:
+    """The mean of each window over the positions inside the input (TF leaves padding out)."""
+    rows, cols = _geometries(x.shape, window, strides, _ONES, padding)
+    view = _windows(_pad(x, rows, cols), window, strides, _ONES, rows, cols)
+    counts = _window_counts(x.shape, window, strides, padding, rows, cols)
+    return (view.sum(axis=(4, 5)) / counts).astype(x.dtype)
+
+
+def _unpad(padded: np.ndarray, shape, rows: Geometry, cols: Geometry) -> np.ndarray:
+    return padded[
+        :,
+        rows.pad_before : rows.pad_before + shape[1],
+        cols.pad_before : cols.pad_before + shape[2],
+    ]
+
+
+def max_pool_grad(x: np.ndarray, grad: np.ndarray, window, strides, padding: str) -> np.ndarray:
+    """Routes each window's gradient to its first largest input (row-major order in the window)."""
+    rows, cols = _geometries(x.shape, window, strides, _ONES, padding)
+    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    padded_x = _pad(x, rows, cols, low)
+    view = _windows(padded_x, window, strides, _ONES, rows, cols)
+    flat = view.reshape(view.shape[:4] + (-1,))
+    winner = flat.argmax(axis=4)
+    padded = np.zeros(padded_x.shape, grad.dtype)
+    for i in range(window[0]):
+        for j in range(window[1]):
+            tap = _tap_slice(i, j, strides, _ONES, rows, cols)
+            padded[tap] += np.where(winner == i * window[1] + j, grad, 0)
+    return _unpad(padded, x.shape, rows, cols)
+
+
+def avg_pool_grad(shape, grad: np.ndarray, window, strides, padding: str) -> np.ndarray:
+    """Spreads each window's gradient evenly over the input positions it averaged."""
+    shape = tuple(int(d) for d in shape)
+    rows, cols = _geometries(shape, window, strides, _ONES, padding)
+    share = grad / _window_counts(shape, window, strides, padding, rows, cols)
+    padded = np.zeros(
+        (shape[0], shape[1] + rows.pad_before + rows.pad_after)
+        + (shape[2] + cols.pad_before + cols.pad_after, shape[3]),
+        grad.dtype,
+    )
+    for i in range(window[0]):
+        for j in range(window[1]):
+            padded[_tap_slice(i, j, strides, _ONES, rows, cols)] += share
+    return _unpad(padded, shape, rows, cols)
+
+
+@register_kernel("MaxPool")
+def _max_pool_kernel(op):
+    window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
+
+    def compute(ctx, x):
+        return max_pool(x, window, strides, padding)
+
+    return compute
+
+
+@register_kernel("AvgPool")
+def _avg_pool_kernel(op):
+    window, strides, padding = _pool_attrs(op, "AvgPoolingOp")
+
+    def compute(ctx, x):
+        return avg_pool(x, window, strides, padding)
+
+    return compute
+
+
+@register_kernel("MaxPoolGrad")
+def _max_pool_grad_kernel(op):
+    window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
+
+    def compute(ctx, orig_input, orig_output, grad):
+        return max_pool_grad(orig_input, grad, window, strides, padding)
+
+    return compute
+
+
+@register_kernel("AvgPoolGrad")
+def _avg_pool_grad_kernel(op):
+    window, strides, padding = _pool_attrs(op, "AvgPoolingOp")
+
+    def compute(ctx, orig_input_shape, grad):
+        return avg_pool_grad(orig_input_shape, grad, window, strides, padding)
+
+    return compute
