@@ -209,7 +209,7 @@ class Flatten(Layer):
 
     def __init__(self, data_format: str | None = None, **kwargs: Any):
         super().__init__(**kwargs)
-        self.data_format = _data_format(data_format)
+        self.data_format = canonical_data_format(data_format)
 
     def call(self, inputs: ops.Tensor) -> ops.Tensor:
         """``inputs`` reshaped to ``[batch, -1]``.
@@ -235,7 +235,15 @@ def _flat_shape(shape: tensor_shape.TensorShape) -> tensor_shape.TensorShape:
     return tensor_shape.TensorShape([dims[0], depth])
 
 
-def _data_format(data_format: str | None) -> str:
+def canonical_data_format(data_format: str | None) -> str:
+    """``"channels_last"`` (the default) or ``"channels_first"``, checked.
+
+    Args:
+        data_format: The layer's argument, any case, or None.
+
+    Raises:
+        ValueError: for any other value.
+    """
     value = (data_format or "channels_last").lower()
     if value not in ("channels_first", "channels_last"):
         raise ValueError(
