@@ -2095,3 +2095,30 @@ def test_row_163_a_text_summary_of_a_number():
             tf.summary.text("note", tf.constant(1.0))
         assert "TensorSummaryV2" not in op_types(g)
         assert g.get_collection(tf.GraphKeys.SUMMARIES) == []
+
+
+def test_row_164_a_dense_layer_named_twice_without_reuse():
+    x = tf.ones([2, 3])
+    tf.layers.dense(x, 2, name="d")
+    with raises(ValueError, "Variable d/kernel already exists, disallowed"):
+        tf.layers.dense(x, 2, name="d")
+    tf.layers.dense(x, 2, name="d", reuse=True)
+    assert [v.name for v in tf.global_variables()] == ["d/kernel:0", "d/bias:0"]
+
+
+def test_row_165_a_dense_layer_on_a_rank_1_input():
+    with raises(ValueError, "expected min_ndim=2, found ndim=1"):
+        tf.layers.dense(tf.ones([3]), 2)
+    assert tf.global_variables() == []
+
+
+def test_row_166_fused_batch_norm_on_a_2d_input():
+    with raises(ValueError, "fused=True only support 4D input tensors"):
+        tf.layers.batch_normalization(tf.ones([2, 3]), fused=True)
+    assert tf.global_variables() == []
+
+
+def test_row_167_conv2d_with_unknown_channels():
+    with raises(ValueError, "The channel dimension of the inputs should be defined"):
+        tf.layers.conv2d(tf.placeholder(tf.float32, [5, 7, 9, None]), 32, 3)
+    assert tf.global_variables() == []

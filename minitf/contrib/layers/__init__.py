@@ -1,4 +1,4 @@
-"""``tf.contrib.layers``: contrib's initializers, regularizers, ``fully_connected`` and ``flatten``."""
+"""``tf.contrib.layers``: initializers, regularizers, ``fully_connected`` and ``flatten``."""
 
 # ruff: noqa: F401
 from minitf.contrib.layers.initializers import (

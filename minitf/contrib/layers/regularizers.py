@@ -1,4 +1,4 @@
-"""``tf.contrib.layers`` regularizers: ``l1_regularizer``, ``l2_regularizer``, ``apply_regularization``.
+"""``tf.contrib.layers`` regularizers: ``l1_regularizer``, ``l2_regularizer``, and their sum.
 
 A regularizer is ``f(weights) -> scalar loss``; pass it as a layer's
 ``kernel_regularizer`` or ``tf.get_variable(regularizer=...)`` to have the
