@@ -14,6 +14,7 @@ from minitf import (
     compat,
     contrib,
     debugging,
+    gfile,
     initializers,
     io,
     nn,
