@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import struct
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,9 @@ def _decode_op(op_type: str, contents, channels: int, dtype, name) -> ops.Tensor
     return op.outputs[0]
 
 
-def decode_png(contents, channels: int = 0, dtype=dtypes.uint8, name=None) -> ops.Tensor:
+def decode_png(
+    contents: Any, channels: int = 0, dtype: Any = dtypes.uint8, name: str | None = None
+) -> ops.Tensor:
     """Decodes a PNG string to ``[height, width, channels]`` ``uint8``.
 
     Args:
@@ -57,7 +60,7 @@ def decode_png(contents, channels: int = 0, dtype=dtypes.uint8, name=None) -> op
     return _decode_op("DecodePng", contents, channels, dtype, name)
 
 
-def decode_jpeg(contents, channels: int = 0, name=None) -> ops.Tensor:
+def decode_jpeg(contents: Any, channels: int = 0, name: str | None = None) -> ops.Tensor:
     """Decodes a JPEG string to ``[height, width, channels]`` ``uint8``.
 
     Args:
@@ -72,7 +75,7 @@ def decode_jpeg(contents, channels: int = 0, name=None) -> ops.Tensor:
     return _decode_op("DecodeJpeg", contents, channels, dtypes.uint8, name)
 
 
-def encode_png(image, compression: int = -1, name=None) -> ops.Tensor:
+def encode_png(image: Any, compression: int = -1, name: str | None = None) -> ops.Tensor:
     """Encodes ``[height, width, channels]`` ``uint8``/``uint16`` pixels as a PNG string.
 
     Args:
@@ -122,10 +125,10 @@ def _pixels(picture, channels: int) -> np.ndarray:
 
 
 def _decode_kernel(kind: str):
-    def kernel(op):
+    def kernel(op: Any):
         channels = op.get_attr("channels")
 
-        def compute(ctx, contents):
+        def compute(ctx: Any, contents: Any):
             picture = _open_image(op, as_bytes(contents), kind)
             return _pixels(picture, channels)
 
@@ -162,7 +165,7 @@ def _chunk(kind: bytes, payload: bytes) -> bytes:
 def _encode_png_kernel(op):
     compression = op.get_attr("compression")
 
-    def compute(ctx, image):
+    def compute(ctx: Any, image: Any):
         image = np.asarray(image)
         channels = image.shape[2]
         if channels not in (1, 2, 3, 4):

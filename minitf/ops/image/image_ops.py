@@ -8,6 +8,8 @@ the resampling itself is an op of its own (`image_resize`). Images are
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import dtypes, ops, tensor_util
 from minitf.ops.array import array_ops
 from minitf.ops.control_flow import control_flow_ops
@@ -81,9 +83,9 @@ def _aspect_preserving_size(images: ops.Tensor, size) -> list[int]:
 
 
 def resize_images(
-    images,
-    size,
-    method=ResizeMethod.BILINEAR,
+    images: Any,
+    size: Any,
+    method: Any = ResizeMethod.BILINEAR,
     align_corners: bool = False,
     preserve_aspect_ratio: bool = False,
 ) -> ops.Tensor:
@@ -142,12 +144,12 @@ def _flip(image, axis_3d: int, name: str) -> ops.Tensor:
         return array_ops.reverse(image, [axis])
 
 
-def flip_left_right(image) -> ops.Tensor:
+def flip_left_right(image: Any) -> ops.Tensor:
     """Mirrors an image (or each image of a batch) horizontally: reverses the width axis."""
     return _flip(image, 1, "flip_left_right")
 
 
-def flip_up_down(image) -> ops.Tensor:
+def flip_up_down(image: Any) -> ops.Tensor:
     """Mirrors an image (or each image of a batch) vertically: reverses the height axis."""
     return _flip(image, 0, "flip_up_down")
 
@@ -170,7 +172,7 @@ def _random_flip(image, axis_3d: int, seed, name: str) -> ops.Tensor:
         return flips * flipped + (1 - flips) * image
 
 
-def random_flip_left_right(image, seed=None) -> ops.Tensor:
+def random_flip_left_right(image: Any, seed: Any = None) -> ops.Tensor:
     """Mirrors horizontally with probability 1/2 (each image of a batch on its own).
 
     Args:
@@ -180,7 +182,7 @@ def random_flip_left_right(image, seed=None) -> ops.Tensor:
     return _random_flip(image, 1, seed, "random_flip_left_right")
 
 
-def random_flip_up_down(image, seed=None) -> ops.Tensor:
+def random_flip_up_down(image: Any, seed: Any = None) -> ops.Tensor:
     """Mirrors vertically with probability 1/2 (each image of a batch on its own).
 
     Args:
@@ -190,7 +192,9 @@ def random_flip_up_down(image, seed=None) -> ops.Tensor:
     return _random_flip(image, 0, seed, "random_flip_up_down")
 
 
-def convert_image_dtype(image, dtype, saturate: bool = False, name=None) -> ops.Tensor:
+def convert_image_dtype(
+    image: Any, dtype: Any, saturate: bool = False, name: str | None = None
+) -> ops.Tensor:
     """Converts pixels between dtypes, rescaling: floats in ``[0, 1]``, ints over their range.
 
     Args:
@@ -242,7 +246,7 @@ def _in_float(image, adjust, name: str, values) -> ops.Tensor:
         return convert_image_dtype(adjusted, original, saturate=True)
 
 
-def adjust_brightness(image, delta) -> ops.Tensor:
+def adjust_brightness(image: Any, delta: Any) -> ops.Tensor:
     """Adds ``delta`` to every pixel, in ``[0, 1]`` float scale for integer images.
 
     Args:
@@ -254,7 +258,7 @@ def adjust_brightness(image, delta) -> ops.Tensor:
     )
 
 
-def adjust_contrast(images, contrast_factor) -> ops.Tensor:
+def adjust_contrast(images: Any, contrast_factor: Any) -> ops.Tensor:
     """Scales each channel's distance from its mean over the image: ``(x - mean) * factor + mean``.
 
     Args:
@@ -262,14 +266,14 @@ def adjust_contrast(images, contrast_factor) -> ops.Tensor:
         contrast_factor: The scalar factor.
     """
 
-    def adjust(flt):
+    def adjust(flt: Any):
         mean = math_ops.reduce_mean(flt, axis=[-3, -2], keepdims=True)
         return (flt - mean) * math_ops.cast(contrast_factor, flt.dtype) + mean
 
     return _in_float(images, adjust, "adjust_contrast", [contrast_factor])
 
 
-def random_brightness(image, max_delta, seed=None) -> ops.Tensor:
+def random_brightness(image: Any, max_delta: Any, seed: Any = None) -> ops.Tensor:
     """`adjust_brightness` by a delta drawn uniformly from ``[-max_delta, max_delta)``.
 
     Raises:
@@ -281,7 +285,7 @@ def random_brightness(image, max_delta, seed=None) -> ops.Tensor:
     return adjust_brightness(image, delta)
 
 
-def random_contrast(image, lower, upper, seed=None) -> ops.Tensor:
+def random_contrast(image: Any, lower: Any, upper: Any, seed: Any = None) -> ops.Tensor:
     """`adjust_contrast` by a factor drawn uniformly from ``[lower, upper)``.
 
     Raises:
@@ -295,7 +299,7 @@ def random_contrast(image, lower, upper, seed=None) -> ops.Tensor:
     return adjust_contrast(image, factor)
 
 
-def per_image_standardization(image) -> ops.Tensor:
+def per_image_standardization(image: Any) -> ops.Tensor:
     """``(x - mean) / max(stddev, 1 / sqrt(num_pixels))`` per image, in ``float32``.
 
     ``num_pixels`` counts every element of an image (height * width * channels).
@@ -315,7 +319,7 @@ def per_image_standardization(image) -> ops.Tensor:
         return math_ops.divide(image - mean, scale, name=scope)
 
 
-def random_crop(value, size, seed=None, name=None) -> ops.Tensor:
+def random_crop(value: Any, size: Any, seed: Any = None, name: str | None = None) -> ops.Tensor:
     """A slice of ``size`` at a uniformly random offset of ``value`` (``tf.random_crop``).
 
     Args:
@@ -344,7 +348,7 @@ def random_crop(value, size, seed=None, name=None) -> ops.Tensor:
         return array_ops.slice(value, math_ops.floormod(offset, limit), size, name=scope)
 
 
-def central_crop(image, central_fraction: float) -> ops.Tensor:
+def central_crop(image: Any, central_fraction: float) -> ops.Tensor:
     """The centre of an image (or batch) keeping ``central_fraction`` of its height and width.
 
     Starts at ``int((size - size * central_fraction) / 2)`` on each axis, as TF.
@@ -381,7 +385,7 @@ def _pad(image, top: int, left: int, height: int, width: int) -> ops.Tensor:
     return array_ops.pad(image, paddings)
 
 
-def resize_image_with_crop_or_pad(image, target_height: int, target_width: int) -> ops.Tensor:
+def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: int) -> ops.Tensor:
     """Crops (centred) or zero-pads (centred) an image or batch to the target size.
 
     Raises:
@@ -411,7 +415,7 @@ def resize_image_with_crop_or_pad(image, target_height: int, target_width: int) 
         )
 
 
-def rgb_to_grayscale(images, name=None) -> ops.Tensor:
+def rgb_to_grayscale(images: Any, name: str | None = None) -> ops.Tensor:
     """Luma ``0.2989 R + 0.587 G + 0.114 B`` of ``[..., 3]`` images, keeping a last axis of 1.
 
     Args:

@@ -11,6 +11,8 @@ always returns ``float32``; nearest neighbour takes ``floor`` (``round`` with
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from minitf.framework import dtypes, errors, ops, tensor_shape, tensor_util
@@ -48,7 +50,9 @@ def _resize_op(op_type: str, images, size, align_corners: bool, out_dtype, name)
     return op.outputs[0]
 
 
-def resize_bilinear(images, size, align_corners: bool = False, name=None) -> ops.Tensor:
+def resize_bilinear(
+    images: Any, size: Any, align_corners: bool = False, name: str | None = None
+) -> ops.Tensor:
     """Resizes a batch ``[batch, height, width, channels]`` bilinearly to ``size``: ``float32``.
 
     Args:
@@ -63,7 +67,9 @@ def resize_bilinear(images, size, align_corners: bool = False, name=None) -> ops
     return _resize_op("ResizeBilinear", images, size, align_corners, dtypes.float32, name)
 
 
-def resize_nearest_neighbor(images, size, align_corners: bool = False, name=None) -> ops.Tensor:
+def resize_nearest_neighbor(
+    images: Any, size: Any, align_corners: bool = False, name: str | None = None
+) -> ops.Tensor:
     """Resizes a batch ``[batch, height, width, channels]`` by nearest neighbour to ``size``.
 
     Args:
@@ -126,10 +132,10 @@ def _nearest(images: np.ndarray, height: int, width: int, align_corners: bool) -
 
 
 def _resize_kernel(resample):
-    def kernel(op):
+    def kernel(op: Any):
         align_corners = op.get_attr("align_corners")
 
-        def compute(ctx, images, size):
+        def compute(ctx: Any, images: Any, size: Any):
             images = np.asarray(images)
             height, width = _check_size(op, images, size)
             return resample(images, height, width, align_corners)

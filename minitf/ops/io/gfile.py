@@ -13,7 +13,7 @@ import fnmatch
 import os
 import shutil
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from minitf.framework import errors
 from minitf.ops.io.file_io import as_op_error, open_file
@@ -69,7 +69,7 @@ class FileIO:
         InvalidArgumentError: if ``mode`` is not one of those.
     """
 
-    def __init__(self, name, mode: str = "r"):
+    def __init__(self, name: Any, mode: str = "r") -> None:
         self._name = name
         self._mode = mode
         self._binary_mode = "b" in mode
@@ -115,7 +115,7 @@ class FileIO:
         """The size of the file in bytes."""
         return stat(self._name).length
 
-    def write(self, file_content) -> None:
+    def write(self, file_content: Any) -> None:
         """Appends ``file_content`` (``str`` or ``bytes``) to the file.
 
         Raises:
@@ -134,7 +134,7 @@ class FileIO:
         reader = self._preread_check()
         return self._prepare_value(reader.read() if n == -1 else reader.read(n))
 
-    def seek(self, offset=None, whence: int = 0, position=None) -> None:
+    def seek(self, offset: Any = None, whence: int = 0, position: Any = None) -> None:
         """Moves the read position: ``whence`` 0 from the start, 1 from here, 2 from the end.
 
         Args:
@@ -207,17 +207,17 @@ class FileIO:
     next = __next__
 
 
-def file_exists(filename) -> bool:
+def file_exists(filename: Any) -> bool:
     """Whether ``filename`` exists (a file or a directory): ``tf.gfile.Exists``."""
     return os.path.exists(filename)
 
 
-def is_directory(dirname) -> bool:
+def is_directory(dirname: Any) -> bool:
     """Whether ``dirname`` is an existing directory: ``tf.gfile.IsDirectory``."""
     return os.path.isdir(dirname)
 
 
-def delete_file(filename) -> None:
+def delete_file(filename: Any) -> None:
     """Deletes the file ``filename``: ``tf.gfile.Remove``.
 
     Raises:
@@ -226,7 +226,7 @@ def delete_file(filename) -> None:
     _os_call(filename, os.remove, filename)
 
 
-def create_dir(dirname) -> None:
+def create_dir(dirname: Any) -> None:
     """Creates the directory ``dirname``, whose parent must exist: ``tf.gfile.MkDir``.
 
     Raises:
@@ -236,7 +236,7 @@ def create_dir(dirname) -> None:
     _os_call(dirname, os.mkdir, dirname)
 
 
-def recursive_create_dir(dirname) -> None:
+def recursive_create_dir(dirname: Any) -> None:
     """Creates ``dirname`` and its missing parents; fine if it exists: ``tf.gfile.MakeDirs``.
 
     Raises:
@@ -250,7 +250,7 @@ def recursive_create_dir(dirname) -> None:
     _os_call(dirname, os.makedirs, dirname, 0o777, True)
 
 
-def delete_recursively(dirname) -> None:
+def delete_recursively(dirname: Any) -> None:
     """Deletes ``dirname`` and everything below it (or the file): ``tf.gfile.DeleteRecursively``.
 
     Raises:
@@ -269,7 +269,7 @@ def _check_target(newpath, overwrite: bool) -> None:
         raise errors.AlreadyExistsError(None, None, "file already exists")
 
 
-def rename(oldname, newname, overwrite: bool = False) -> None:
+def rename(oldname: Any, newname: Any, overwrite: bool = False) -> None:
     """Renames (moves) a file or directory: ``tf.gfile.Rename``.
 
     Args:
@@ -285,7 +285,7 @@ def rename(oldname, newname, overwrite: bool = False) -> None:
     _os_call(oldname, os.replace, oldname, newname)
 
 
-def copy(oldpath, newpath, overwrite: bool = False) -> None:
+def copy(oldpath: Any, newpath: Any, overwrite: bool = False) -> None:
     """Copies the file ``oldpath`` to ``newpath``: ``tf.gfile.Copy``.
 
     Args:
@@ -302,7 +302,7 @@ def copy(oldpath, newpath, overwrite: bool = False) -> None:
         shutil.copyfileobj(source, target)
 
 
-def get_matching_files(filename) -> list[str]:
+def get_matching_files(filename: Any) -> list[str]:
     """The paths matching a glob pattern (or any of several): ``tf.gfile.Glob``.
 
     As in TF, ``*`` and ``?`` do not match ``/``, and a pattern that matches nothing
@@ -353,7 +353,7 @@ def _expand(base: str, part: str) -> list[str]:
     return [name for name in names if fnmatch.fnmatchcase(name, part)]
 
 
-def list_directory(dirname) -> list[str]:
+def list_directory(dirname: Any) -> list[str]:
     """The names of the entries of ``dirname`` (not their paths): ``tf.gfile.ListDirectory``.
 
     Raises:
@@ -364,7 +364,7 @@ def list_directory(dirname) -> list[str]:
     return sorted(os.fsdecode(name) for name in os.listdir(dirname))
 
 
-def walk(top, in_order: bool = True) -> Iterable[tuple]:
+def walk(top: Any, in_order: bool = True) -> Iterable[tuple]:
     """Walks the tree under ``top`` as ``(dirname, subdirs, files)``: ``tf.gfile.Walk``.
 
     A missing ``top`` yields nothing, as in TF.
@@ -389,7 +389,7 @@ def walk(top, in_order: bool = True) -> Iterable[tuple]:
         yield here
 
 
-def stat(filename) -> FileStatistics:
+def stat(filename: Any) -> FileStatistics:
     """The size, modification time and kind of ``filename``: ``tf.gfile.Stat``.
 
     Raises:
