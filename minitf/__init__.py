@@ -14,6 +14,8 @@ from minitf import (
     compat,
     contrib,
     debugging,
+    gfile,
+    image,
     initializers,
     io,
     layers,
@@ -78,6 +80,7 @@ from minitf.ops.debugging.check_ops import *
 from minitf.ops.debugging.logging_ops import *
 from minitf.ops.debugging.script_ops import *
 from minitf.ops.gradients.gradients_impl import *
+from minitf.ops.image.image_ops import random_crop
 from minitf.ops.io.reader_ops import *
 from minitf.ops.math.math_ops import *
 from minitf.ops.parsing.parsing_config import *

@@ -9,6 +9,7 @@ from minitf.ops.data_flow.queue_ops import (
     QueueBase,
     RandomShuffleQueue,
 )
+from minitf.ops.io import gfile_v2 as gfile
 from minitf.ops.io.reader_ops import read_file, write_file
 from minitf.ops.io.tf_record import (
     TFRecordCompressionType,

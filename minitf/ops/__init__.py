@@ -33,6 +33,7 @@ from minitf.ops.data_flow import (  # noqa: F401
     tensor_array_grad,
     tensor_array_kernels,
 )
+from minitf.ops.image import image_codecs, image_resize  # noqa: F401
 from minitf.ops.io import io_kernels, reader_kernels  # noqa: F401
 from minitf.ops.math import math_grad, math_kernels  # noqa: F401
 from minitf.ops.nn import conv_grad, conv_kernels, nn_grad, nn_kernels  # noqa: F401

@@ -2122,3 +2122,33 @@ def test_row_167_conv2d_with_unknown_channels():
     with raises(ValueError, "The channel dimension of the inputs should be defined"):
         tf.layers.conv2d(tf.placeholder(tf.float32, [5, 7, 9, None]), 32, 3)
     assert tf.global_variables() == []
+
+
+def test_row_168_reading_a_missing_file(tmp_path):
+    path = tmp_path / "missing.txt"
+    with raises(tf.errors.NotFoundError, f"{path}; No such file or directory"):
+        tf.gfile.GFile(str(path)).read()
+    assert not tf.gfile.Exists(str(path))
+
+
+def test_row_169_copying_onto_an_existing_file(tmp_path):
+    a, b = str(tmp_path / "a.txt"), str(tmp_path / "b.txt")
+    for path, text in [(a, "new"), (b, "old")]:
+        with tf.gfile.GFile(path, "w") as f:
+            f.write(text)
+    for move in (tf.gfile.Copy, tf.gfile.Rename):
+        with raises(tf.errors.AlreadyExistsError, "file already exists"):
+            move(a, b)
+    assert tf.gfile.GFile(b).read() == "old"
+    tf.gfile.Copy(a, b, overwrite=True)
+    assert tf.gfile.GFile(b).read() == "new"
+
+
+def test_row_170_resizing_by_area_or_bicubic():
+    images = np.zeros((1, 2, 2, 1), np.float32)
+    with tf.Graph().as_default() as g:
+        for method in (tf.image.ResizeMethod.AREA, tf.image.ResizeMethod.BICUBIC):
+            with raises(ValueError, "(BICUBIC or AREA) is not implemented in minitf"):
+                tf.image.resize_images(images, [3, 3], method)
+        assert "ResizeArea" not in op_types(g) and "ResizeBicubic" not in op_types(g)
+        assert tf.image.resize_images(images, [3, 3]).shape.as_list() == [1, 3, 3, 1]
