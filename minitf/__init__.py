@@ -16,6 +16,7 @@ from minitf import (
     debugging,
     initializers,
     io,
+    losses,
     nn,
     python_io,
     queue,
