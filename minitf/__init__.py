@@ -17,6 +17,7 @@ from minitf import (
     initializers,
     io,
     losses,
+    metrics,
     nn,
     python_io,
     queue,
