@@ -280,15 +280,24 @@ def _confusion_count(
         return _count_condition(condition, weights, collections[0], collections[1])
 
 
-def true_positives(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
-) -> tuple[ops.Tensor, ops.Tensor]:
-    """The (weighted) number of elements where both ``labels`` and ``predictions`` are True.
+def _confusion_metric(default_name: str, label: bool, prediction: bool, what: str):
+    """Builds the public count metric ``default_name`` (TF has four of the same form)."""
+
+    def metric(
+        labels,
+        predictions,
+        weights=None,
+        metrics_collections=None,
+        updates_collections=None,
+        name=None,
+    ) -> tuple[ops.Tensor, ops.Tensor]:
+        collections = (metrics_collections, updates_collections, name)
+        return _confusion_count(
+            default_name, label, prediction, labels, predictions, weights, collections
+        )
+
+    metric.__name__ = metric.__qualname__ = default_name
+    metric.__doc__ = f"""The (weighted) number of elements {what}.
 
     Args:
         labels: The true values, cast to bool.
@@ -296,94 +305,26 @@ def true_positives(
         weights: None, or weights that broadcast to the labels.
         metrics_collections: Collections to add the value to.
         updates_collections: Collections to add the update op to.
-        name: The variable scope (default ``true_positives``).
+        name: The variable scope (default ``{default_name}``).
 
     Returns:
         ``(count, update_op)``.
     """
-    collections = (metrics_collections, updates_collections, name)
-    return _confusion_count("true_positives", True, True, labels, predictions, weights, collections)
+    return metric
 
 
-def false_positives(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
-) -> tuple[ops.Tensor, ops.Tensor]:
-    """The (weighted) number of elements predicted True whose label is False.
-
-    Args:
-        labels: The true values, cast to bool.
-        predictions: The predicted values, cast to bool.
-        weights: None, or weights that broadcast to the labels.
-        metrics_collections: Collections to add the value to.
-        updates_collections: Collections to add the update op to.
-        name: The variable scope (default ``false_positives``).
-
-    Returns:
-        ``(count, update_op)``.
-    """
-    collections = (metrics_collections, updates_collections, name)
-    return _confusion_count(
-        "false_positives", False, True, labels, predictions, weights, collections
-    )
-
-
-def false_negatives(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
-) -> tuple[ops.Tensor, ops.Tensor]:
-    """The (weighted) number of elements predicted False whose label is True.
-
-    Args:
-        labels: The true values, cast to bool.
-        predictions: The predicted values, cast to bool.
-        weights: None, or weights that broadcast to the labels.
-        metrics_collections: Collections to add the value to.
-        updates_collections: Collections to add the update op to.
-        name: The variable scope (default ``false_negatives``).
-
-    Returns:
-        ``(count, update_op)``.
-    """
-    collections = (metrics_collections, updates_collections, name)
-    return _confusion_count(
-        "false_negatives", True, False, labels, predictions, weights, collections
-    )
-
-
-def true_negatives(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
-) -> tuple[ops.Tensor, ops.Tensor]:
-    """The (weighted) number of elements where both ``labels`` and ``predictions`` are False.
-
-    Args:
-        labels: The true values, cast to bool.
-        predictions: The predicted values, cast to bool.
-        weights: None, or weights that broadcast to the labels.
-        metrics_collections: Collections to add the value to.
-        updates_collections: Collections to add the update op to.
-        name: The variable scope (default ``true_negatives``).
-
-    Returns:
-        ``(count, update_op)``.
-    """
-    collections = (metrics_collections, updates_collections, name)
-    return _confusion_count(
-        "true_negatives", False, False, labels, predictions, weights, collections
-    )
+true_positives = _confusion_metric(
+    "true_positives", True, True, "where both labels and predictions are True"
+)
+false_positives = _confusion_metric(
+    "false_positives", False, True, "predicted True whose label is False"
+)
+false_negatives = _confusion_metric(
+    "false_negatives", True, False, "predicted False whose label is True"
+)
+true_negatives = _confusion_metric(
+    "true_negatives", False, False, "where both labels and predictions are False"
+)
 
 
 def _ratio_of_counts(default_name: str, other_count, labels, predictions, weights, collections):
