@@ -9,6 +9,8 @@ of elements whose weight is not zero (0 when all weights are 0).
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops.array import array_ops
@@ -105,11 +107,11 @@ def _reduce(weighted: ops.Tensor, losses: ops.Tensor, weights, reduction: str) -
 
 
 def compute_weighted_loss(
-    losses,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    losses: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """Weighs ``losses`` and reduces them as ``reduction`` says.
 
@@ -168,12 +170,12 @@ def _float_loss(fn, default_name: str, labels, predictions, weights, scope, *red
 
 
 def absolute_difference(
-    labels,
-    predictions,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted absolute difference ``|predictions - labels|``.
 
@@ -208,14 +210,14 @@ def absolute_difference(
 
 
 def cosine_distance(
-    labels,
-    predictions,
-    axis=None,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
-    dim=None,
+    labels: Any,
+    predictions: Any,
+    axis: int | None = None,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    dim: int | None = None,
 ) -> ops.Tensor:
     """The weighted cosine distance ``1 - sum(labels * predictions, axis)`` of unit vectors.
 
@@ -259,12 +261,12 @@ def cosine_distance(
 
 
 def hinge_loss(
-    labels,
-    logits,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted hinge loss ``max(0, 1 - (2 labels - 1) logits)`` for labels in {0, 1}.
 
@@ -294,13 +296,13 @@ def hinge_loss(
 
 
 def huber_loss(
-    labels,
-    predictions,
-    weights=1.0,
-    delta=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    delta: float = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted Huber loss: ``0.5 x^2`` for ``|x| <= delta``, else ``delta (|x| - delta/2)``.
 
@@ -335,13 +337,13 @@ def huber_loss(
 
 
 def log_loss(
-    labels,
-    predictions,
-    weights=1.0,
-    epsilon=1e-7,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    epsilon: float = 1e-7,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted log loss ``-y log(p + eps) - (1 - y) log(1 - p + eps)``.
 
@@ -372,12 +374,12 @@ def log_loss(
 
 
 def mean_squared_error(
-    labels,
-    predictions,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted squared error ``(predictions - labels)^2``.
 
@@ -419,13 +421,13 @@ def _logits_and_labels(labels, logits) -> tuple[ops.Tensor, ops.Tensor]:
 
 
 def sigmoid_cross_entropy(
-    multi_class_labels,
-    logits,
-    weights=1.0,
-    label_smoothing=0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    multi_class_labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    label_smoothing: float = 0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted `tf.nn.sigmoid_cross_entropy_with_logits`.
 
@@ -459,13 +461,13 @@ def sigmoid_cross_entropy(
 
 
 def softmax_cross_entropy(
-    onehot_labels,
-    logits,
-    weights=1.0,
-    label_smoothing=0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    onehot_labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    label_smoothing: float = 0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted `tf.nn.softmax_cross_entropy_with_logits_v2` (labels get no gradient).
 
@@ -522,12 +524,12 @@ def _remove_squeezable_dimensions(labels, logits, weights):
 
 
 def sparse_softmax_cross_entropy(
-    labels,
-    logits,
-    weights=1.0,
-    scope=None,
-    loss_collection=GraphKeys.LOSSES,
-    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+    labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> ops.Tensor:
     """The weighted `tf.nn.sparse_softmax_cross_entropy_with_logits`.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops.array import constant_op
@@ -16,7 +18,7 @@ __all__ = [
 ]
 
 
-def add_loss(loss, loss_collection=GraphKeys.LOSSES) -> None:
+def add_loss(loss: Any, loss_collection: str | None = GraphKeys.LOSSES) -> None:
     """Adds ``loss`` to ``loss_collection`` (nothing when the collection is None or empty).
 
     Args:
@@ -27,7 +29,7 @@ def add_loss(loss, loss_collection=GraphKeys.LOSSES) -> None:
         ops.add_to_collection(loss_collection, loss)
 
 
-def get_losses(scope=None, loss_collection=GraphKeys.LOSSES) -> list:
+def get_losses(scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES) -> list:
     """The losses in ``loss_collection`` whose names match ``scope``.
 
     Args:
@@ -40,7 +42,7 @@ def get_losses(scope=None, loss_collection=GraphKeys.LOSSES) -> list:
     return ops.get_collection(loss_collection, scope)
 
 
-def get_regularization_losses(scope=None) -> list:
+def get_regularization_losses(scope: str | None = None) -> list:
     """The tensors in ``REGULARIZATION_LOSSES`` whose names match ``scope``.
 
     Args:
@@ -52,7 +54,9 @@ def get_regularization_losses(scope=None) -> list:
     return ops.get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
 
 
-def get_regularization_loss(scope=None, name="total_regularization_loss") -> ops.Tensor:
+def get_regularization_loss(
+    scope: str | None = None, name: str | None = "total_regularization_loss"
+) -> ops.Tensor:
     """The sum of the regularization losses, or the constant 0.0 when there is none.
 
     Args:
@@ -68,7 +72,11 @@ def get_regularization_loss(scope=None, name="total_regularization_loss") -> ops
     return constant_op.constant(0.0)
 
 
-def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None) -> ops.Tensor:
+def get_total_loss(
+    add_regularization_losses: bool = True,
+    name: str | None = "total_loss",
+    scope: str | None = None,
+) -> ops.Tensor:
     """The sum of the losses in ``LOSSES``, and of the regularization losses by default.
 
     Args:

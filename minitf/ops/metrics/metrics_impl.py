@@ -11,6 +11,7 @@ variable scope named after the metric (``mean/total``, ``auc/true_positives``).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
@@ -39,7 +40,9 @@ _logger = logging.getLogger("minitf")
 _SUMMATION_METHODS = ("trapezoidal", "careful_interpolation", "minoring", "majoring")
 
 
-def metric_variable(shape, dtype, validate_shape=True, name=None) -> variables.Variable:
+def metric_variable(
+    shape: Any, dtype: Any, validate_shape: bool = True, name: str | None = None
+) -> variables.Variable:
     """A zero-initialized local variable in ``LOCAL_VARIABLES`` and ``METRIC_VARIABLES``.
 
     Args:
@@ -109,7 +112,11 @@ def _remove_squeezable_dimensions(predictions, labels, weights):
 
 
 def mean(
-    values, weights=None, metrics_collections=None, updates_collections=None, name=None
+    values: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
+    name: str | None = None,
 ) -> tuple[ops.Tensor, ops.Tensor]:
     """The (weighted) mean of all values seen: ``total / count``.
 
@@ -146,12 +153,12 @@ def mean(
 
 
 def accuracy(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
+    name: str | None = None,
 ) -> tuple[ops.Tensor, ops.Tensor]:
     """How often ``predictions`` equals ``labels``: the `mean` of the matches.
 
@@ -188,12 +195,12 @@ def _mean_of_errors(error_fn, default_name: str, labels, predictions, weights, c
 
 
 def mean_absolute_error(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
+    name: str | None = None,
 ) -> tuple[ops.Tensor, ops.Tensor]:
     """The `mean` of ``|predictions - labels|``.
 
@@ -220,12 +227,12 @@ def mean_absolute_error(
 
 
 def mean_squared_error(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
+    name: str | None = None,
 ) -> tuple[ops.Tensor, ops.Tensor]:
     """The `mean` of ``(predictions - labels)^2``.
 
@@ -284,12 +291,12 @@ def _confusion_metric(default_name: str, label: bool, prediction: bool, what: st
     """Builds the public count metric ``default_name`` (TF has four of the same form)."""
 
     def metric(
-        labels,
-        predictions,
-        weights=None,
-        metrics_collections=None,
-        updates_collections=None,
-        name=None,
+        labels: Any,
+        predictions: Any,
+        weights: Any = None,
+        metrics_collections: list | None = None,
+        updates_collections: list | None = None,
+        name: str | None = None,
     ) -> tuple[ops.Tensor, ops.Tensor]:
         collections = (metrics_collections, updates_collections, name)
         return _confusion_count(
@@ -347,12 +354,12 @@ def _ratio_of_counts(default_name: str, other_count, labels, predictions, weight
 
 
 def precision(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
+    name: str | None = None,
 ) -> tuple[ops.Tensor, ops.Tensor]:
     """``true_positives / (true_positives + false_positives)`` over all batches seen.
 
@@ -372,12 +379,12 @@ def precision(
 
 
 def recall(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
+    name: str | None = None,
 ) -> tuple[ops.Tensor, ops.Tensor]:
     """``true_positives / (true_positives + false_negatives)`` over all batches seen.
 
@@ -512,16 +519,16 @@ def _compute_auc(counts: dict, n: int, curve: str, summation_method: str, name: 
 
 
 def auc(
-    labels,
-    predictions,
-    weights=None,
-    num_thresholds=200,
-    metrics_collections=None,
-    updates_collections=None,
-    curve="ROC",
-    name=None,
-    summation_method="trapezoidal",
-    thresholds=None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    num_thresholds: int = 200,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
+    curve: str = "ROC",
+    name: str | None = None,
+    summation_method: str = "trapezoidal",
+    thresholds: list | None = None,
 ) -> tuple[ops.Tensor, ops.Tensor]:
     """The area under the ROC or precision-recall curve, from counts at fixed thresholds.
 
