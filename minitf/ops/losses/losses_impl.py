@@ -79,8 +79,6 @@ def _num_elements(losses: ops.Tensor) -> ops.Tensor:
 
 def _num_present(losses: ops.Tensor, weights) -> ops.Tensor:
     """The number of elements of ``losses`` whose broadcast weight is not 0."""
-    if isinstance(weights, float) and weights != 0.0:
-        return _num_elements(losses)
     with ops.name_scope(None, "num_present", (losses, weights)) as scope:
         weights = math_ops.cast(weights, dtype=dtypes.float32)
         present = array_ops.where(
