@@ -19,6 +19,8 @@ from minitf import (
     initializers,
     io,
     layers,
+    losses,
+    metrics,
     nn,
     python_io,
     queue,

@@ -2152,3 +2152,45 @@ def test_row_170_resizing_by_area_or_bicubic():
                 tf.image.resize_images(images, [3, 3], method)
         assert "ResizeArea" not in op_types(g) and "ResizeBicubic" not in op_types(g)
         assert tf.image.resize_images(images, [3, 3]).shape.as_list() == [1, 3, 3, 1]
+
+
+def test_row_171_loss_weights_that_do_not_broadcast():
+    with tf.Graph().as_default() as g:
+        logits = tf.constant(np.eye(3, dtype=np.float32))
+        with raises(
+            ValueError,
+            "weights can not be broadcast to values. values.rank=1. weights.rank=2.",
+        ):
+            tf.losses.softmax_cross_entropy(np.eye(3), logits, weights=np.ones([2, 2]))
+        assert g.get_collection(tf.GraphKeys.LOSSES) == []
+        loss = tf.losses.softmax_cross_entropy(np.eye(3), logits, weights=[1.0, 2.0, 3.0])
+        assert g.get_collection(tf.GraphKeys.LOSSES) == [loss]
+
+
+def test_row_172_an_unknown_reduction():
+    with tf.Graph().as_default() as g:
+        with raises(ValueError, "Invalid Reduction Key mean."):
+            tf.losses.compute_weighted_loss([1.0, 2.0], reduction="mean")
+        assert g.get_operations() == []
+        loss = tf.losses.compute_weighted_loss([1.0, 3.0], reduction=tf.losses.Reduction.MEAN)
+        with tf.Session() as sess:
+            assert sess.run(loss) == 2.0
+
+
+def test_row_173_auc_of_a_prediction_outside_the_unit_interval():
+    with tf.Graph().as_default():
+        predictions = tf.placeholder(tf.float32, [2])
+        auc, update_op = tf.metrics.auc([0, 1], predictions)
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            with raises(tf.errors.InvalidArgumentError, "predictions must be in [0, 1]"):
+                sess.run(update_op, {predictions: [0.5, 1.5]})
+            assert sess.run(auc) == 0.0
+            assert sess.run(update_op, {predictions: [0.25, 0.75]}) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_row_174_auc_of_an_unknown_curve():
+    with tf.Graph().as_default() as g:
+        with raises(ValueError, "Curve must be either ROC or PR. Curve XY is unknown."):
+            tf.metrics.auc([0, 1], [0.5, 1.0], curve="XY")
+        assert g.get_collection(tf.GraphKeys.METRIC_VARIABLES) == []

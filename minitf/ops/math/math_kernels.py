@@ -67,6 +67,15 @@ def _int_division_by_zero(op: ops.Operation) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(op.node_def, op, "Integer division by zero")
 
 
+def _divides_by_zero(x, y) -> bool:
+    """Whether an integer division of ``x`` by ``y`` would divide some element by zero.
+
+    An empty result divides nothing: TF checks each element it computes, so
+    ``floormod([], 0)`` is ``[]`` (the reduction indices of a scalar in ``_SumGrad``).
+    """
+    return not np.all(y) and np.broadcast(x, y).size > 0
+
+
 def _truncating_divide(x, y):
     """C++ integer division (rounds towards zero), which is what TF's integer kernels do."""
     q = np.floor_divide(x, y)
@@ -81,7 +90,7 @@ def _realdiv_kernel(op):
         return compute
 
     def compute(ctx, x, y):
-        if not np.all(y):
+        if _divides_by_zero(x, y):
             raise _int_division_by_zero(op)
         return _truncating_divide(x, y).astype(x.dtype, copy=False)
 
@@ -95,7 +104,7 @@ def _floordiv_kernel(op):
         return lambda ctx, x, y: np.floor(np.true_divide(x, y))
 
     def compute(ctx, x, y):
-        if not y.all():
+        if _divides_by_zero(x, y):
             raise _int_division_by_zero(op)
         return x // y
 
@@ -108,7 +117,7 @@ def _floormod_kernel(op):
         return lambda ctx, x, y: np.mod(x, y)
 
     def compute(ctx, x, y):
-        if not np.all(y):
+        if _divides_by_zero(x, y):
             raise _int_division_by_zero(op)
         return np.mod(x, y)
 
@@ -369,7 +378,8 @@ def _cumsum_kernel(op):
         if reverse:
             x = np.flip(x, axis)
         out = np.cumsum(x, axis=axis, dtype=np_type)
-        if exclusive:
+        # An empty axis (the reduction indices of a scalar) has nothing to shift.
+        if exclusive and out.shape[axis] > 0:
             out = np.roll(out, 1, axis)
             out[(slice(None),) * (axis % out.ndim) + (0,)] = 0
         return np.flip(out, axis) if reverse else out

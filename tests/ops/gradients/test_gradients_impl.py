@@ -346,3 +346,28 @@ def test_mixed_dense_and_sparse_gradients_aggregate_to_indexed_slices():
     y = tf.reduce_sum(tf.gather(p, [2])) + tf.reduce_sum(p * 3.0)
     (g,) = tf.gradients(y, p)
     assert isinstance(g, tf.IndexedSlices)
+
+
+def test_reduce_sum_of_a_scalar_fed_to_an_unknown_shape_placeholder_has_a_gradient():
+    # The linear-regression example: its Sum's reduction indices are empty at run time.
+    x, y = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+    w = tf.Variable(0.0)
+    cost = tf.reduce_sum(tf.pow(x * w - y, 2)) / (2 * 1)
+    train = tf.train.GradientDescentOptimizer(0.01).minimize(cost)
+    grad = tf.gradients(cost, w)[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        feed = {x: 4.0, y: -2.0}
+        # d/dw (x w - y)^2 / 2 = x (x w - y) = 4 * (0 + 2) = 8.
+        assert sess.run(grad, feed) == pytest.approx(8.0)
+        sess.run(train, feed)
+        assert sess.run(w) == pytest.approx(-0.08)
+
+
+def test_integer_division_of_an_empty_tensor_by_zero_is_empty():
+    x = tf.placeholder(tf.int32)
+    results = _run(
+        [tf.floormod(x, 0), tf.floordiv(x, 0)],
+        {x: np.zeros([0], np.int32)},
+    )
+    assert [r.shape for r in results] == [(0,), (0,)]

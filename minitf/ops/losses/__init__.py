@@ -1,0 +1,1 @@
+"""Loss functions that add their result to the ``LOSSES`` collection (TF's ``ops/losses``)."""

@@ -1,0 +1,1 @@
+"""Streaming metrics over local variables (TF's ``metrics_impl.py``)."""
