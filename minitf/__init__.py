@@ -78,6 +78,7 @@ from minitf.ops.debugging.logging_ops import *
 from minitf.ops.debugging.script_ops import *
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.io.reader_ops import *
+from minitf.ops.math.clip_ops import *
 from minitf.ops.math.math_ops import *
 from minitf.ops.parsing.parsing_config import *
 from minitf.ops.parsing.parsing_ops import *
