@@ -74,7 +74,7 @@ class Supervisor:
             global variables' initializer).
         init_feed_dict: Feeds for ``init_op``.
         local_init_op: Run in every new session (default: the local
-            variables' initializer).
+            variables' and the ``TABLE_INITIALIZERS`` initializers).
         logdir: The chief's directory for checkpoints and event files.
         summary_op: What `SVSummaryThread` runs (default:
             ``tf.summary.merge_all()``).
@@ -601,7 +601,9 @@ def _global_init():
 
 
 def _local_init():
-    return control_flow_ops.group(variables.local_variables_initializer())
+    """The local variables' initializer and the table initializers, as one op (TF's default)."""
+    tables = ops.get_collection(GraphKeys.TABLE_INITIALIZERS)
+    return control_flow_ops.group(variables.local_variables_initializer(), *tables)
 
 
 def _default_saver():

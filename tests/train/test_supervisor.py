@@ -14,6 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import minitf as tf
 from minitf.framework.event_pb2 import SessionLog
+from minitf.framework.graph_pb2 import GraphDef, graph_def_from_graph
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -251,3 +252,327 @@ def test_defaults_come_from_collections_and_freeze_the_graph(tmp_path):
         with pytest.raises(RuntimeError, match="Graph is finalized"):
             tf.constant(1.0)
         sv.stop()
+
+
+# -- event files, as TF's test reads them --------------------------------------------------------
+
+
+def _events(logdir):
+    """The events of the newest event file in ``logdir`` (TF's test's ``_summary_iterator``)."""
+    return list(tf.train.summary_iterator(sorted(glob.glob(f"{logdir}/event*"))[-1]))
+
+
+def _values(event) -> list[tuple[str, float]]:
+    return [(v.tag, v.simple_value) for v in event.summary.value]
+
+
+def _three_scalars():
+    return tf.summary.merge(
+        [
+            tf.summary.scalar(tag, tf.constant(value))
+            for tag, value in (("c1", 1.0), ("c2", 2.0), ("c3", 3.0))
+        ]
+    )
+
+
+def _assert_graph_event(event, graph):
+    written = GraphDef()
+    written.ParseFromString(event.graph_def)
+    assert written == graph_def_from_graph(graph)
+
+
+def test_chief_can_write_events(tmp_path):
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        summ = _three_scalars()
+        sv = tf.train.Supervisor(is_chief=True, logdir=logdir, summary_op=None)
+        sess = sv.prepare_or_wait_for_session("")
+        sv.summary_computed(sess, sess.run(summ))
+        sess.close()
+        sv.stop()
+    events = _events(logdir)
+    assert events[0].file_version == "brain.Event:2"
+    _assert_graph_event(events[1], sess.graph)
+    assert _values(events[2]) == [("c1", 1.0), ("c2", 2.0), ("c3", 3.0)]
+    assert events[3].session_log.status == SessionLog.STOP
+    assert len(events) == 4
+
+
+def test_managed_session_keeps_its_summary_writer(tmp_path):
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        summ = _three_scalars()
+        sv = tf.train.Supervisor(logdir=logdir)
+        for _ in range(2):
+            with sv.managed_session(
+                "", close_summary_writer=False, start_standard_services=False
+            ) as sess:
+                sv.summary_computed(sess, sess.run(summ))
+    sv.summary_writer.close()
+    events = _events(logdir)
+    assert events[0].file_version == "brain.Event:2"
+    assert events[1].graph_def
+    assert _values(events[2]) == _values(events[3]) == [("c1", 1.0), ("c2", 2.0), ("c3", 3.0)]
+    assert len(events) == 4
+
+
+def test_non_chief_cannot_write_events():
+    with tf.Graph().as_default():
+        sv = tf.train.Supervisor(is_chief=False)
+        sess = sv.prepare_or_wait_for_session("")
+        with pytest.raises(RuntimeError):
+            sv.summary_computed(sess, b"")
+        with pytest.raises(RuntimeError):
+            sv.start_standard_services(sess)
+        sv.stop()
+
+
+def test_logdir_but_explicitly_no_summary_writer_still_checkpoints(tmp_path):
+    with tf.Graph().as_default():
+        tf.Variable([1.0], name="foo")
+        summ = tf.summary.scalar("c1", tf.constant(1.0))
+        sv = tf.train.Supervisor(logdir=str(tmp_path), summary_writer=None)
+        sess = sv.prepare_or_wait_for_session("")
+        with pytest.raises(RuntimeError, match="requires a summary writer"):
+            sv.summary_computed(sess, sess.run(summ))
+        sv.stop()  # joins the checkpoint thread, which saved once at its start
+        assert glob.glob(sv.save_path + ".index")
+
+
+def test_no_logdir_but_explicit_summary_writer(tmp_path):
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        summ = _three_scalars()
+        sv = tf.train.Supervisor(
+            logdir="", summary_op=None, summary_writer=tf.summary.FileWriter(logdir)
+        )
+        sess = sv.prepare_or_wait_for_session("")
+        sv.summary_computed(sess, sess.run(summ))
+        sess.close()
+        sv.stop()
+    events = _events(logdir)
+    _assert_graph_event(events[1], sess.graph)
+    assert _values(events[2]) == [("c1", 1.0), ("c2", 2.0), ("c3", 3.0)]
+    assert events[3].session_log.status == SessionLog.STOP
+    assert len(events) == 4
+
+
+def test_no_logdir_succeeds_and_a_given_session_manager_is_used():
+    with tf.Graph().as_default():
+        tf.Variable([1.0, 2.0, 3.0])
+        sv = tf.train.Supervisor(logdir="", summary_op=None)
+        sv.prepare_or_wait_for_session("").close()
+        sv.stop()
+    with tf.Graph().as_default():
+        v = tf.Variable([1.0, 2.0, 3.0])
+        manager = tf.train.SessionManager(ready_op=tf.report_uninitialized_variables())
+        sv = tf.train.Supervisor(logdir="", session_manager=manager, init_op=v.initializer)
+        assert sv.session_manager is manager
+        np.testing.assert_array_equal(sv.prepare_or_wait_for_session("").run(v), [1.0, 2.0, 3.0])
+        sv.stop()
+
+
+def test_default_init_op(tmp_path):
+    with tf.Graph().as_default():
+        v = tf.Variable([1.0, 2.0, 3.0])
+        sv = tf.train.Supervisor(logdir=str(tmp_path))
+        sess = sv.prepare_or_wait_for_session("")
+        np.testing.assert_array_equal(sess.run(v), [1.0, 2.0, 3.0])
+        sv.stop()
+
+
+def _local_init_session(server, logdir, is_chief, initial, init_op=True):
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/job:localhost"):
+            v = tf.Variable(initial, name="v")
+            vadd = v.assign_add(1)
+            w = tf.Variable(v, trainable=False, collections=[tf.GraphKeys.LOCAL_VARIABLES])
+            ready_for_local_init_op = tf.report_uninitialized_variables(tf.global_variables())
+    kwargs = {"init_op": v.initializer} if init_op else {}
+    sv = tf.train.Supervisor(
+        logdir=logdir, is_chief=is_chief, graph=graph, recovery_wait_secs=1,
+        ready_for_local_init_op=ready_for_local_init_op, **kwargs,
+    )  # fmt: skip
+    return sv, sv.prepare_or_wait_for_session(server.target), v, vadd, w
+
+
+def test_ready_for_local_init_op(tmp_path):
+    server = tf.train.Server.create_local_server()
+    sv0, sess0, v0, _, w0 = _local_init_session(server, str(tmp_path), True, 1)
+    sv1, sess1, _, vadd1, w1 = _local_init_session(server, str(tmp_path), False, 1)
+    assert sess0.run(w0) == 1
+    assert sess1.run(vadd1) == 2
+    assert sess1.run(w1) == 1
+    assert sess0.run(v0) == 2
+    sv0.stop()
+    sv1.stop()
+
+
+def test_ready_for_local_init_op_restore_from_checkpoint(tmp_path):
+    server = tf.train.Server.create_local_server()
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        tf.Variable(10.0, name="v")
+        sv = tf.train.Supervisor(logdir=logdir)
+        sv.prepare_or_wait_for_session(server.target)
+        sv.stop()  # joins the checkpoint thread, which saved once at its start
+    sv0, sess0, v0, _, w0 = _local_init_session(server, logdir, True, 1.0, init_op=False)
+    sv1, sess1, _, vadd1, w1 = _local_init_session(server, logdir, False, 1.0, init_op=False)
+    assert sess0.run(w0) == 10
+    assert sess1.run(vadd1) == 11
+    assert sess1.run(w1) == 10
+    assert sess0.run(v0) == 11
+    sv0.stop()
+    sv1.stop()
+
+
+def test_local_init_op_runs_local_and_table_initializers(tmp_path):
+    with tf.Graph().as_default():
+        v = tf.Variable(
+            [1.0, 2.0, 3.0], trainable=False, collections=[tf.GraphKeys.LOCAL_VARIABLES]
+        )
+        w = tf.Variable([4, 5, 6], trainable=False, collections=[])
+        tf.add_to_collection(tf.GraphKeys.TABLE_INITIALIZERS, w.initializer)
+        assert tf.global_variables() == []
+        sv = tf.train.Supervisor(logdir=str(tmp_path), init_op=None)
+        sess = sv.prepare_or_wait_for_session("")
+        np.testing.assert_array_equal(sess.run(v), [1.0, 2.0, 3.0])
+        np.testing.assert_array_equal(sess.run(w), [4, 5, 6])
+        sv.stop()
+
+
+def test_local_init_op_for_non_chief(tmp_path):
+    with tf.Graph().as_default():
+        with tf.device("/job:localhost"):
+            v = tf.Variable(
+                [1.0, 2.0, 3.0], trainable=False, collections=[tf.GraphKeys.LOCAL_VARIABLES]
+            )
+        sv = tf.train.Supervisor(logdir=str(tmp_path), init_op=None, is_chief=False)
+        sess = sv.prepare_or_wait_for_session("")
+        np.testing.assert_array_equal(sess.run(v), [1.0, 2.0, 3.0])
+        sv.stop()
+
+
+def test_init_op_fails(tmp_path):
+    server = tf.train.Server.create_local_server()
+    with tf.Graph().as_default():
+        v = tf.Variable([1.0, 2.0, 3.0], name="v")
+        tf.Variable([4.0, 5.0, 6.0], name="w")
+        sv = tf.train.Supervisor(logdir=str(tmp_path), init_op=v.initializer)
+        with pytest.raises(RuntimeError, match="Variables not initialized: w"):
+            sv.prepare_or_wait_for_session(server.target)
+
+
+def test_init_op_fails_for_transient_variable(tmp_path):
+    server = tf.train.Server.create_local_server()
+    with tf.Graph().as_default():
+        v = tf.Variable([1.0, 2.0, 3.0], name="v", collections=[tf.GraphKeys.LOCAL_VARIABLES])
+        tf.Variable([1.0, 2.0, 3.0], name="w", collections=[tf.GraphKeys.LOCAL_VARIABLES])
+        sv = tf.train.Supervisor(logdir=str(tmp_path), local_init_op=v.initializer)
+        with pytest.raises(RuntimeError, match="Variables not initialized: w"):
+            sv.prepare_or_wait_for_session(server.target)
+
+
+def test_setup_fail_and_placed_variables_pass(tmp_path):
+    with tf.Graph().as_default():
+        tf.Variable([1.0, 2.0, 3.0], name="v")
+        with pytest.raises(ValueError, match="must have their device set"):
+            tf.train.Supervisor(logdir=str(tmp_path), is_chief=False)
+    with tf.Graph().as_default(), tf.device("/job:ps"):
+        tf.Variable([1.0, 2.0, 3.0], name="v")
+        tf.train.Supervisor(logdir=str(tmp_path), is_chief=False)
+
+
+def test_default_global_step(tmp_path):
+    with tf.Graph().as_default():
+        tf.Variable(287, name="global_step")
+        sv = tf.train.Supervisor(logdir=str(tmp_path))
+        sess = sv.prepare_or_wait_for_session("")
+        assert sess.run(sv.global_step) == 287
+        sv.stop()
+
+
+def test_restore_from_meta_graph(tmp_path):
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        tf.Variable(1, name="v0")
+        sv = tf.train.Supervisor(logdir=logdir, save_model_secs=0)
+        sess = sv.prepare_or_wait_for_session("")
+        filename = sv.saver.save(sess, sv.save_path)
+        sv.stop()
+    with tf.Graph().as_default():
+        new_saver = tf.train.import_meta_graph(filename + ".meta")
+        assert new_saver is not None
+        sv2 = tf.train.Supervisor(logdir=logdir, saver=new_saver, save_model_secs=0)
+        sess = sv2.prepare_or_wait_for_session("")
+        assert sess.run("v0:0") == 1
+        sv2.saver.save(sess, sv2.save_path)
+        sv2.stop()
+
+
+def test_standard_services_without_global_step(tmp_path):
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        v = tf.Variable([1.0], name="foo")
+        tf.summary.scalar("v", v[0])
+        sv = tf.train.Supervisor(logdir=logdir)
+        sess = sv.prepare_or_wait_for_session("")
+        save_path = sv.save_path
+        sv.stop()  # each service ran once at its start
+    events = _events(logdir)
+    assert events[0].file_version == "brain.Event:2"
+    _assert_graph_event(events[1], sess.graph)
+    assert _values(events[2]) == [("v", 1.0)]
+    assert events[3].session_log.status == SessionLog.STOP
+    assert len(events) == 4
+    with tf.Graph().as_default(), tf.Session() as sess:
+        v = tf.Variable([10.10], name="foo")
+        tf.train.Saver([v]).restore(sess, save_path)
+        assert sess.run(v)[0] == 1.0
+
+
+def test_standard_services_with_global_step(tmp_path):
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        tf.Variable([123], name="global_step")
+        sv = tf.train.Supervisor(logdir=logdir)
+        sess = sv.prepare_or_wait_for_session("")
+        save_path = f"{sv.save_path}-123"
+        sv.stop()
+    events = _events(logdir)
+    assert events[0].file_version == "brain.Event:2"
+    _assert_graph_event(events[1], sess.graph)
+    assert (events[2].step, events[2].session_log.status) == (123, SessionLog.START)
+    rate = [e for e in events[3:5] if e.HasField("summary")]
+    checkpoint = [e for e in events[3:5] if e.HasField("session_log")]
+    assert _values(rate[0]) == [("global_step/sec", 0.0)]
+    assert (checkpoint[0].step, checkpoint[0].session_log.status) == (123, SessionLog.CHECKPOINT)
+    assert events[5].session_log.status == SessionLog.STOP
+    assert len(events) == 6
+    with tf.Graph().as_default(), tf.Session() as sess:
+        v = tf.Variable([-12], name="global_step")
+        tf.train.Saver([v]).restore(sess, save_path)
+        assert sess.run(v)[0] == 123
+
+
+def test_no_queue_runners(tmp_path):
+    with tf.Graph().as_default(), tf.Session() as sess:
+        sv = tf.train.Supervisor(logdir=str(tmp_path))
+        assert len(sv.start_queue_runners(sess)) == 0
+        sv.stop()
+
+
+@pytest.mark.parametrize("is_chief", [True, False])
+def test_prepare_session_after_stop(tmp_path, is_chief):
+    with tf.Graph().as_default():
+        sv = tf.train.Supervisor(logdir=str(tmp_path), is_chief=is_chief)
+        sess = sv.prepare_or_wait_for_session("")
+        sv.stop()
+        sess.close()
+        assert sv.should_stop()
+        sess2 = sv.prepare_or_wait_for_session("")
+        assert not sv.should_stop()
+        sv.stop()
+        sess2.close()
+        assert sv.should_stop()
