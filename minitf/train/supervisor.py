@@ -416,7 +416,9 @@ class Supervisor:
             self._coord, timer_interval_secs, target, args=args, kwargs=kwargs
         )
 
-    def summary_computed(self, sess: Session, summary: Summary | bytes, global_step=None) -> None:
+    def summary_computed(
+        self, sess: Session, summary: Summary | bytes, global_step: int | None = None
+    ) -> None:
         """Writes a summary computed by the caller, at ``global_step`` (default: the current one).
 
         Args:
