@@ -94,6 +94,7 @@ from minitf.train.session_run_hook import (
     SessionRunHook,
     SessionRunValues,
 )
+from minitf.train.supervisor import Supervisor
 from minitf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from minitf.train.training_util import (
     assert_global_step,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from minitf.framework import dtypes, ops
 from minitf.framework.graph_keys import GraphKeys
 from minitf.ops.state import variable_scope, variables
@@ -40,7 +42,7 @@ def global_step(
         sess: A `Session` to evaluate it in.
         global_step_tensor: The global step variable or tensor (or its name).
     """
-    return int(sess.run(global_step_tensor))
+    return int(np.asarray(sess.run(global_step_tensor)).item())  # a [1]-shaped step too
 
 
 def get_global_step(graph: ops.Graph | None = None) -> variables.Variable | ops.Tensor | None:

@@ -2194,3 +2194,38 @@ def test_row_174_auc_of_an_unknown_curve():
         with raises(ValueError, "Curve must be either ROC or PR. Curve XY is unknown."):
             tf.metrics.auc([0, 1], [0.5, 1.0], curve="XY")
         assert g.get_collection(tf.GraphKeys.METRIC_VARIABLES) == []
+
+
+# -- the Supervisor ---------------------------------------------------------------------------
+
+
+def test_row_175_a_non_chief_supervisor_with_an_unplaced_variable():
+    with tf.Graph().as_default() as g:
+        tf.Variable(1.0, name="v")
+        with raises(ValueError, "When using replicas, all Variables must have their device set"):
+            tf.train.Supervisor(is_chief=False)
+        assert not g.finalized
+    with tf.Graph().as_default(), tf.device("/job:ps/task:0"):
+        tf.Variable(1.0, name="v")
+        assert not tf.train.Supervisor(is_chief=False).is_chief
+
+
+def test_row_176_summary_computed_without_a_summary_writer():
+    with tf.Graph().as_default():
+        summ = tf.summary.scalar("c1", tf.constant(1.0))
+        sv = tf.train.Supervisor(logdir=None)
+        sess = sv.prepare_or_wait_for_session("")
+        with raises(RuntimeError, "Writing a summary requires a summary writer."):
+            sv.summary_computed(sess, sess.run(summ))
+        assert not sv.should_stop()
+        sv.stop()
+
+
+def test_row_177_standard_services_on_a_non_chief():
+    with tf.Graph().as_default():
+        sv = tf.train.Supervisor(is_chief=False)
+        sess = sv.prepare_or_wait_for_session("")
+        with raises(RuntimeError, "Only chief supervisor can start standard services."):
+            sv.start_standard_services(sess)
+        assert sess.run(tf.get_default_graph().get_tensor_by_name(sv.ready_op.name)).size == 0
+        sv.stop()

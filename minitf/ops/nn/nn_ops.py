@@ -42,6 +42,7 @@ __all__ = [
     "sigmoid_cross_entropy_with_logits",
     "l2_loss",
     "bias_add",
+    "xw_plus_b",
     "moments",
     "dropout",
     "sigmoid",
@@ -482,6 +483,29 @@ def bias_add(value, bias, data_format=None, name=None) -> ops.Tensor:
         attrs = {"T": dtype, "data_format": data_format}
         op = create_op("BiasAdd", [value, bias], [dtype], scope, attrs, [static])
     return op.outputs[0]
+
+
+def xw_plus_b(x, weights, biases, name=None) -> ops.Tensor:
+    """Returns ``matmul(x, weights) + biases`` (a ``MatMul`` then a ``BiasAdd``).
+
+    Args:
+        x: A 2-D tensor.
+        weights: A 2-D tensor, ``[x's columns, units]``.
+        biases: A 1-D tensor of ``units`` values.
+        name: A name for the scope of the two ops (default ``"xw_plus_b"``).
+
+    Returns:
+        A 2-D tensor ``[x's rows, units]``.
+
+    Raises:
+        ValueError: if the shapes do not fit the matmul or the bias.
+    """
+    with ops.name_scope(name, "xw_plus_b", [x, weights, biases]) as scope:
+        x = ops.convert_to_tensor(x, name="x")
+        weights = ops.convert_to_tensor(weights, name="weights")
+        biases = ops.convert_to_tensor(biases, name="biases")
+        product = math_ops.matmul(x, weights)
+        return bias_add(product, biases, name=scope)
 
 
 def _bias_add_shape(value_shape, bias_shape, data_format: str, scope: str):

@@ -513,3 +513,15 @@ def test_sigmoid_and_tanh_are_math_ops_functions():
 
     assert nn.sigmoid is math_ops.sigmoid
     assert nn.tanh is math_ops.tanh
+
+
+def test_xw_plus_b_is_matmul_plus_bias_named_xw_plus_b():
+    x = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    w = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 1.0]], np.float32)
+    b = np.array([1.0, -1.0, 0.5], np.float32)
+    out = tf.nn.xw_plus_b(x, w, b)
+    assert out.name == "xw_plus_b:0"
+    assert out.op.type == "BiasAdd"
+    assert out.op.inputs[0].op.type == "MatMul"
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(out), x @ w + b)
