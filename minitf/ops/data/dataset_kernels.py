@@ -319,10 +319,6 @@ _dataset_kernel("TensorSliceDataset", lambda op, *components: TensorSlices(compo
 _dataset_kernel("TensorDataset", lambda op, *components: Tensors(components))
 _dataset_kernel("RangeDataset", lambda op, start, stop, step: Range(start, stop, step))
 _dataset_kernel("ZipDataset", lambda op, *inputs: Zip(list(inputs)))
-_dataset_kernel("MapDataset", lambda op, d: Map(d, op.get_attr("f"), op.get_attr("output_types")))
-_dataset_kernel(
-    "ParallelMapDataset", lambda op, d, n: Map(d, op.get_attr("f"), op.get_attr("output_types"))
-)
 _dataset_kernel("BatchDatasetV2", lambda op, d, n, drop: Batch(d, n, drop))
 _dataset_kernel(
     "PaddedBatchDatasetV2",
@@ -338,6 +334,17 @@ _dataset_kernel("RepeatDataset", lambda op, d, count: Repeat(d, count))
 _dataset_kernel("TakeDataset", lambda op, d, count: Take(d, count))
 _dataset_kernel("SkipDataset", lambda op, d, count: Skip(d, count))
 _dataset_kernel("PrefetchDataset", lambda op, d, size: Prefetch(d))
+
+
+def _map_dataset(op):
+    body = FunctionBody(op.get_attr("f"))  # rebuilt once per kernel (per op and session)
+    types = op.get_attr("output_types")
+    return lambda ctx, dataset, *num_parallel_calls: Map(dataset, body, types)
+
+
+for _op_type in ("MapDataset", "ParallelMapDataset"):
+    register_kernel(_op_type)(_map_dataset)
+    NotDifferentiable(_op_type)
 
 
 def _padding(shapes_and_values: tuple) -> tuple[list, list]:

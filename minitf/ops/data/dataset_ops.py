@@ -21,7 +21,7 @@ from minitf.framework import ops, random_seed, tensor_shape
 from minitf.framework.graph import Graph
 from minitf.framework.tensor_conversion import convert_to_tensor
 from minitf.ops.array import array_ops
-from minitf.ops.data.function_body import FunctionBody
+from minitf.ops.data.function_body import function_def
 from minitf.util import nest
 
 
@@ -285,11 +285,11 @@ def _batched(
     return tensor_shape.TensorShape([batch_size if known else None]).concatenate(shape)
 
 
-def _trace(map_func: Callable, types: Any, shapes: Any) -> tuple[FunctionBody, Any, Any]:
+def _trace(map_func: Callable, types: Any, shapes: Any) -> tuple[dict, Any, Any]:
     """Calls ``map_func`` once on placeholders in a graph of its own.
 
     Returns:
-        Its `FunctionBody`, and the dtypes and shapes of its results.
+        Its `function_def`, and the dtypes and shapes of its results.
     """
     graph = Graph()
     with graph.as_default():
@@ -315,4 +315,4 @@ def _trace(map_func: Callable, types: Any, shapes: Any) -> tuple[FunctionBody, A
                 )
     out_types = nest.map_structure(lambda t: t.dtype, result)
     out_shapes = nest.map_structure(lambda t: t.get_shape(), result)
-    return FunctionBody(graph, args, results), out_types, out_shapes
+    return function_def(graph, args, results), out_types, out_shapes

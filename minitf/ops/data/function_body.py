@@ -1,17 +1,18 @@
 """A traced function kept as data: the body of a ``Dataset.map``.
 
 TF traces ``map_func`` once into a ``FunctionDef`` that the dataset op names
-in its ``f`` attribute. minitf has no function library: `trace` calls
+in its ``f`` attribute. minitf has no function library: ``Dataset.map`` calls
 ``map_func`` once on placeholders in a `Graph` of its own and keeps that
-graph, described op by op, as a `FunctionBody` — plain data that travels with
-the op's attributes to whichever task runs it. There `call` rebuilds the graph
-once and runs its ops in the order they were created, calling each op's
-registered kernel with the calling step's context, for one element at a time.
+graph, described op by op (`function_def`), in the op's ``f`` attribute —
+plain data that exports with the graph and travels with a partition to
+whichever task runs the op. There the op's kernel rebuilds it once
+(`FunctionBody`) and runs its ops in the order they were created, calling
+each op's registered kernel with the calling step's context, one element at
+a time.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,52 +21,59 @@ from minitf.framework.graph import Graph
 from minitf.framework.op_registry import get_kernel_def
 
 
-def _describe(op: ops.Operation) -> tuple:
-    inputs = [(t.op.name, t.value_index) for t in op.inputs]
-    dtypes = [t.dtype for t in op.outputs]
-    shapes = [t.get_shape() for t in op.outputs]
-    controls = [c.name for c in op.control_inputs]
-    return op.type, op.name, inputs, controls, dict(op.node_def["attr"]), dtypes, shapes
+def _describe(op: ops.Operation) -> dict:
+    return {
+        "op": op.type,
+        "name": op.name,
+        "inputs": [[t.op.name, t.value_index] for t in op.inputs],
+        "control_inputs": [c.name for c in op.control_inputs],
+        "attr": dict(op.node_def["attr"]),
+        "dtypes": [t.dtype for t in op.outputs],
+        "shapes": [t.get_shape() for t in op.outputs],
+    }
 
 
-class FunctionBody:
-    """A function's graph as data: its ops, its argument placeholders and its results.
+def function_def(graph: Graph, args: list[ops.Tensor], results: list[ops.Tensor]) -> dict:
+    """A traced function as an attr value (TF's ``FunctionDef``, in plain data).
 
     Args:
         graph: The graph the function was traced into.
         args: The placeholders that take the arguments, in order.
         results: The tensors it returns, in order.
+
+    Returns:
+        ``{"nodes": [...], "args": [...], "results": [...]}``: each op's type,
+        name, inputs, attrs, output dtypes and shapes; the names of the
+        argument and result tensors. It exports with the graph and travels
+        with a partition like any other attr.
+    """
+    return {
+        "nodes": [_describe(op) for op in graph.get_operations()],
+        "args": [t.name for t in args],
+        "results": [t.name for t in results],
+    }
+
+
+class FunctionBody:
+    """A `function_def` rebuilt into a graph of its own, ready to run element by element.
+
+    Args:
+        fdef: What `function_def` returned.
     """
 
-    def __init__(self, graph: Graph, args: list[ops.Tensor], results: list[ops.Tensor]):
-        self.nodes = [_describe(op) for op in graph.get_operations()]
-        self.arg_names = [t.name for t in args]
-        self.result_names = [t.name for t in results]
-        self._lock = threading.Lock()
-        self._runnable: tuple | None = None
-
-    def __getstate__(self) -> dict:
-        return {"nodes": self.nodes, "arg_names": self.arg_names, "result_names": self.result_names}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-        self._runnable = None
-
-    def __repr__(self) -> str:
-        return f"<function body: {len(self.nodes)} ops>"
-
-    def _build(self) -> tuple:
-        """The rebuilt graph's ops, each with its kernel, and the argument and result tensors."""
+    def __init__(self, fdef: dict):
         graph = Graph()
-        for op_type, name, inputs, controls, attrs, dtypes, shapes in self.nodes:
-            tensors = [graph.get_tensor_by_name(f"{n}:{i}") for n, i in inputs]
-            control_ops = [graph.get_operation_by_name(n) for n in controls]
-            graph._import_op(op_type, name, tensors, dtypes, shapes, control_ops, attrs, "")
-        steps = [(op, _kernel(op)) for op in graph.get_operations() if op.type != "Placeholder"]
-        args = [graph.get_tensor_by_name(n) for n in self.arg_names]
-        results = [graph.get_tensor_by_name(n) for n in self.result_names]
-        return steps, args, results
+        for node in fdef["nodes"]:
+            tensors = [graph.get_tensor_by_name(f"{n}:{i}") for n, i in node["inputs"]]
+            controls = [graph.get_operation_by_name(n) for n in node["control_inputs"]]
+            graph._import_op(
+                node["op"], node["name"], tensors, node["dtypes"], node["shapes"], controls,
+                node["attr"], "",
+            )  # fmt: skip
+        ops_ = graph.get_operations()
+        self._steps = [(op, _kernel(op)) for op in ops_ if op.type != "Placeholder"]
+        self._args = [graph.get_tensor_by_name(n) for n in fdef["args"]]
+        self._results = [graph.get_tensor_by_name(n) for n in fdef["results"]]
 
     def call(self, ctx, values: tuple) -> tuple:
         """Runs the body on one element's components; returns the results' values.
@@ -74,19 +82,15 @@ class FunctionBody:
             ctx: The step context of the op that asks (its kernels run in it).
             values: One value per argument.
         """
-        with self._lock:
-            if self._runnable is None:
-                self._runnable = self._build()
-        steps, args, results = self._runnable
-        env: dict[ops.Tensor, Any] = dict(zip(args, values))
-        for op, compute in steps:
+        env: dict[ops.Tensor, Any] = dict(zip(self._args, values))
+        for op, compute in self._steps:
             out = compute(ctx, *[env[t] for t in op.inputs])
             outputs = op.outputs
             if len(outputs) == 1:
                 env[outputs[0]] = out
             else:
                 env.update(zip(outputs, out or ()))
-        return tuple(env[t] for t in results)
+        return tuple(env[t] for t in self._results)
 
 
 def _kernel(op: ops.Operation) -> Callable:

@@ -198,3 +198,17 @@ def test_shuffle_without_reshuffling_repeats_the_order():
 def test_shuffle_with_a_buffer_of_one_keeps_the_order():
     got = _shuffled(seed=1, buffer_size=1, epochs=1)
     assert got == [list(range(10))]
+
+
+def test_a_mapped_pipeline_exports_and_imports_with_its_graph():
+    # the map function's body is an attr of plain data: it exports like any attr
+    with tf.Graph().as_default():
+        dataset = tf.data.Dataset.range(5).map(lambda v: v * 3 + 1)
+        dataset.make_initializable_iterator().get_next()
+        meta_graph = tf.train.export_meta_graph()
+    with tf.Graph().as_default() as g:
+        tf.train.import_meta_graph(meta_graph)
+        with tf.Session() as sess:
+            sess.run(g.get_operation_by_name("MakeIterator"))
+            got = [sess.run(g.get_tensor_by_name("IteratorGetNext:0")) for _ in range(5)]
+    assert got == [1, 4, 7, 10, 13]
