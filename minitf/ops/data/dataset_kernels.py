@@ -300,6 +300,10 @@ class IteratorResource:
             except StopIteration:
                 self._elements = iter(())
                 raise errors.OutOfRangeError(op.node_def, op, "End of sequence") from None
+            except errors.OpError as e:  # a dataset's error is the asking op's, as in TF
+                if e.op is not None:
+                    raise
+                raise type(e)(op.node_def, op, e.message) from None
 
 
 # -- kernels -----------------------------------------------------------------------------------
