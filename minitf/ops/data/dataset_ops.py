@@ -21,6 +21,7 @@ from minitf.framework import ops, random_seed, tensor_shape
 from minitf.framework.graph import Graph
 from minitf.framework.tensor_conversion import convert_to_tensor
 from minitf.ops.array import array_ops
+from minitf.ops.data import iterator_ops
 from minitf.ops.data.function_body import function_def
 from minitf.util import nest
 
@@ -256,16 +257,12 @@ class Dataset:
         """The same elements; accepted for TF's pipelines, minitf produces them when asked."""
         return self._then("PrefetchDataset", [_int64(buffer_size, "buffer_size")])
 
-    def make_one_shot_iterator(self):
+    def make_one_shot_iterator(self) -> iterator_ops.Iterator:
         """An iterator that starts itself on this dataset the first time it runs."""
-        from minitf.ops.data import iterator_ops
-
         return iterator_ops.one_shot_iterator(self)
 
-    def make_initializable_iterator(self, shared_name: str | None = None):
+    def make_initializable_iterator(self, shared_name: str | None = None) -> iterator_ops.Iterator:
         """An iterator whose ``initializer`` starts it (again) on this dataset."""
-        from minitf.ops.data import iterator_ops
-
         iterator = iterator_ops.Iterator.from_structure(
             self._types, self._shapes, shared_name=shared_name
         )

@@ -46,7 +46,13 @@ class Iterator:
         output_shapes: The nest of `TensorShape` of an element.
     """
 
-    def __init__(self, iterator_resource: ops.Tensor, initializer, output_types, output_shapes):
+    def __init__(
+        self,
+        iterator_resource: ops.Tensor,
+        initializer: ops.Operation | None,
+        output_types: Any,
+        output_shapes: Any,
+    ):
         self._iterator_resource = iterator_resource
         self._initializer = initializer
         self._types = output_types
@@ -104,7 +110,7 @@ class Iterator:
         """The class of each component (``tf.Tensor``), in the element's structure."""
         return nest.map_structure(lambda _: ops.Tensor, self._types)
 
-    def make_initializer(self, dataset, name: str | None = None) -> ops.Operation:
+    def make_initializer(self, dataset: Any, name: str | None = None) -> ops.Operation:
         """A ``MakeIterator`` op that starts this iterator over on ``dataset``.
 
         Raises:
@@ -153,7 +159,7 @@ class Iterator:
         return nest.pack_sequence_as(self._types, list(op.outputs))
 
 
-def one_shot_iterator(dataset) -> Iterator:
+def one_shot_iterator(dataset: Any) -> Iterator:
     """An iterator that starts itself on ``dataset`` the first time it runs."""
     types, shapes = dataset.output_types, dataset.output_shapes
     handle = _iterator_op(
@@ -162,11 +168,11 @@ def one_shot_iterator(dataset) -> Iterator:
     return Iterator(handle, None, types, shapes)
 
 
-def make_one_shot_iterator(dataset) -> Iterator:
+def make_one_shot_iterator(dataset: Any) -> Iterator:
     """``tf.compat.v1.data.make_one_shot_iterator(dataset)``."""
     return dataset.make_one_shot_iterator()
 
 
-def make_initializable_iterator(dataset, shared_name: str | None = None) -> Iterator:
+def make_initializable_iterator(dataset: Any, shared_name: str | None = None) -> Iterator:
     """``tf.compat.v1.data.make_initializable_iterator(dataset, shared_name)``."""
     return dataset.make_initializable_iterator(shared_name)
