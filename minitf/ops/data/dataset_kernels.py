@@ -309,13 +309,13 @@ class IteratorResource:
 # -- kernels -----------------------------------------------------------------------------------
 
 
-def _dataset_kernel(op_type: str, make):
+def _dataset_kernel(op_type: str, make, stateful: bool = False):
     """Registers ``op_type``'s kernel: ``make(op, *inputs)`` returns its `DatasetValue`."""
 
     def builder(op):
         return lambda ctx, *inputs: make(op, *inputs)
 
-    register_kernel(op_type)(builder)
+    register_kernel(op_type, stateful=stateful)(builder)
     NotDifferentiable(op_type)
 
 
@@ -328,11 +328,14 @@ _dataset_kernel(
     "PaddedBatchDatasetV2",
     lambda op, d, n, *rest: Batch(d, n, rest[-1], _padding(rest[:-1])),
 )
+# Stateful: never folded into a constant when its inputs are, so that each run
+# makes a new shuffle (its own seeds if none were given, epochs from the first).
 _dataset_kernel(
     "ShuffleDataset",
     lambda op, d, size, seed, seed2: Shuffle(
         d, size, seed, seed2, op.get_attr("reshuffle_each_iteration")
     ),
+    stateful=True,
 )
 _dataset_kernel("RepeatDataset", lambda op, d, count: Repeat(d, count))
 _dataset_kernel("TakeDataset", lambda op, d, count: Take(d, count))

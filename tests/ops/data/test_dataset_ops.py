@@ -212,3 +212,17 @@ def test_a_mapped_pipeline_exports_and_imports_with_its_graph():
             sess.run(g.get_operation_by_name("MakeIterator"))
             got = [sess.run(g.get_tensor_by_name("IteratorGetNext:0")) for _ in range(5)]
     assert got == [1, 4, 7, 10, 13]
+
+
+def test_initializing_again_makes_the_shuffled_dataset_anew():
+    # a new ShuffleDataset per run of the initializer: its seeds start over
+    dataset = tf.data.Dataset.range(10).shuffle(10, seed=7).repeat(2)
+    iterator = dataset.make_initializable_iterator()
+    next_element = iterator.get_next()
+    orders = []
+    with tf.Session() as sess:
+        for _ in range(2):
+            sess.run(iterator.initializer)
+            orders.append([int(sess.run(next_element)) for _ in range(20)])
+    assert orders[0] == orders[1]
+    assert orders[0][:10] != orders[0][10:]
