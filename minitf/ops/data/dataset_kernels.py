@@ -323,17 +323,23 @@ _dataset_kernel("TensorSliceDataset", lambda op, *components: TensorSlices(compo
 _dataset_kernel("TensorDataset", lambda op, *components: Tensors(components))
 _dataset_kernel("RangeDataset", lambda op, start, stop, step: Range(start, stop, step))
 _dataset_kernel("ZipDataset", lambda op, *inputs: Zip(list(inputs)))
-_dataset_kernel("BatchDatasetV2", lambda op, d, n, drop: Batch(d, n, drop))
+_dataset_kernel(
+    "BatchDatasetV2", lambda op, d, n, drop: Batch(d, _positive(op, "Batch size", n), drop)
+)
 _dataset_kernel(
     "PaddedBatchDatasetV2",
-    lambda op, d, n, *rest: Batch(d, n, rest[-1], _padding(rest[:-1])),
+    lambda op, d, n, *rest: Batch(d, _positive(op, "Batch size", n), rest[-1], _padding(rest[:-1])),
 )
 # Stateful: never folded into a constant when its inputs are, so that each run
 # makes a new shuffle (its own seeds if none were given, epochs from the first).
 _dataset_kernel(
     "ShuffleDataset",
     lambda op, d, size, seed, seed2: Shuffle(
-        d, size, seed, seed2, op.get_attr("reshuffle_each_iteration")
+        d,
+        _positive(op, "buffer_size", size),
+        seed,
+        seed2,
+        op.get_attr("reshuffle_each_iteration"),
     ),
     stateful=True,
 )
@@ -352,6 +358,13 @@ def _map_dataset(op):
 for _op_type in ("MapDataset", "ParallelMapDataset"):
     register_kernel(_op_type)(_map_dataset)
     NotDifferentiable(_op_type)
+
+
+def _positive(op, what: str, value) -> int:
+    """``value``, checked to be above zero as TF's dataset kernels check a size."""
+    if int(value) <= 0:
+        raise errors.InvalidArgumentError(op.node_def, op, f"{what} must be greater than zero.")
+    return int(value)
 
 
 def _padding(shapes_and_values: tuple) -> tuple[list, list]:

@@ -226,3 +226,32 @@ def test_initializing_again_makes_the_shuffled_dataset_anew():
             orders.append([int(sess.run(next_element)) for _ in range(20)])
     assert orders[0] == orders[1]
     assert orders[0][:10] != orders[0][10:]
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda d: d.batch(0), "Batch size must be greater than zero."),
+        (lambda d: d.padded_batch(-1, []), "Batch size must be greater than zero."),
+        (lambda d: d.shuffle(0), "buffer_size must be greater than zero."),
+    ],
+)
+def test_sizes_must_be_positive(make, words):
+    # batch_test / shuffle_test: the dataset op fails when the initializer runs it
+    iterator = make(tf.data.Dataset.range(3)).make_initializable_iterator()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=words):
+            sess.run(iterator.initializer)
+
+
+def test_the_pipeline_is_drawn_with_the_graph():
+    from minitf.viz.dot import graph_dot
+
+    with tf.device("/job:ps/task:0"):
+        dataset = tf.data.Dataset.range(4).map(lambda v: v + 1).batch(2)
+        iterator = dataset.make_initializable_iterator()
+    iterator.get_next()
+    dot = graph_dot(tf.get_default_graph())
+    for name in ["RangeDataset", "MapDataset", "BatchDatasetV2", "Iterator", "MakeIterator"]:
+        assert f'"{name}" [label="{name}' in dot
+    assert '"IteratorGetNext"' in dot
