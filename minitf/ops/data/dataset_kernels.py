@@ -321,7 +321,15 @@ def _dataset_kernel(op_type: str, make, stateful: bool = False):
 
 _dataset_kernel("TensorSliceDataset", lambda op, *components: TensorSlices(components))
 _dataset_kernel("TensorDataset", lambda op, *components: Tensors(components))
-_dataset_kernel("RangeDataset", lambda op, start, stop, step: Range(start, stop, step))
+
+
+def _range_dataset(op, start, stop, step) -> Range:
+    if int(step) == 0:
+        raise errors.InvalidArgumentError(op.node_def, op, "step must be a non-zero integer.")
+    return Range(start, stop, step)
+
+
+_dataset_kernel("RangeDataset", _range_dataset)
 _dataset_kernel("ZipDataset", lambda op, *inputs: Zip(list(inputs)))
 _dataset_kernel(
     "BatchDatasetV2", lambda op, d, n, drop: Batch(d, _positive(op, "Batch size", n), drop)

@@ -234,6 +234,7 @@ def test_initializing_again_makes_the_shuffled_dataset_anew():
         (lambda d: d.batch(0), "Batch size must be greater than zero."),
         (lambda d: d.padded_batch(-1, []), "Batch size must be greater than zero."),
         (lambda d: d.shuffle(0), "buffer_size must be greater than zero."),
+        (lambda d: tf.data.Dataset.range(0, 3, 0), "step must be a non-zero integer."),
     ],
 )
 def test_sizes_must_be_positive(make, words):
