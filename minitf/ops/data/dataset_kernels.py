@@ -89,12 +89,13 @@ class Zip(DatasetValue):
 class Map(DatasetValue):
     """``map_func``'s body run on each element of the input."""
 
-    def __init__(self, input_dataset: DatasetValue, body: FunctionBody, out_dtypes: list):
+    def __init__(self, input_dataset, body: FunctionBody, out_dtypes: list, captured: tuple):
         self.input, self.body, self.out_dtypes = input_dataset, body, out_dtypes
+        self.captured = captured  # the values of the outer tensors the function uses
 
     def elements(self, env):
         for element in self.input.elements(env):
-            results = self.body.call(env.ctx, element)
+            results = self.body.call(env.ctx, element + self.captured)
             yield tuple(np.asarray(r, d.as_numpy_dtype) for r, d in zip(results, self.out_dtypes))
 
 
@@ -360,7 +361,12 @@ _dataset_kernel("PrefetchDataset", lambda op, d, size: Prefetch(d))
 def _map_dataset(op):
     body = FunctionBody(op.get_attr("f"))  # rebuilt once per kernel (per op and session)
     types = op.get_attr("output_types")
-    return lambda ctx, dataset, *num_parallel_calls: Map(dataset, body, types)
+    n_captured = len(op.get_attr("f")["args"]) - len(op.inputs[0].op.get_attr("output_types"))
+
+    def compute(ctx, dataset, *rest):
+        return Map(dataset, body, types, tuple(rest[:n_captured]))  # then num_parallel_calls
+
+    return compute
 
 
 for _op_type in ("MapDataset", "ParallelMapDataset"):

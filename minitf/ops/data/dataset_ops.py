@@ -18,11 +18,10 @@ from typing import Any
 
 from minitf.framework import dtypes as _dtypes
 from minitf.framework import ops, random_seed, tensor_shape
-from minitf.framework.graph import Graph
 from minitf.framework.tensor_conversion import convert_to_tensor
 from minitf.ops.array import array_ops
 from minitf.ops.data import iterator_ops
-from minitf.ops.data.function_body import function_def
+from minitf.ops.data.function_body import FuncGraph, function_def
 from minitf.util import nest
 
 
@@ -166,21 +165,22 @@ class Dataset:
         """``map_func`` applied to each element (traced once into a body of its own).
 
         An element that is a tuple is passed as separate arguments. The
-        function runs in its own graph: it may create ops, but not read
-        tensors or variables of the dataset's graph.
+        function is traced into a graph of its own; a tensor of the dataset's
+        graph that it uses is captured: it becomes an input of the dataset op,
+        its value taken when that op runs.
 
         Args:
             map_func: Takes an element's components; returns the new element.
             num_parallel_calls: Accepted; elements are mapped one at a time.
         """
-        body, types, shapes = _trace(map_func, self._types, self._shapes)
+        body, captured, types, shapes = _trace(map_func, self._types, self._shapes)
         attrs = {"f": body}
         if num_parallel_calls is None:
-            return self._then("MapDataset", [], types, shapes, attrs)
+            return self._then("MapDataset", captured, types, shapes, attrs)
         calls = convert_to_tensor(
             num_parallel_calls, dtype=_dtypes.int32, name="num_parallel_calls"
         )
-        return self._then("ParallelMapDataset", [calls], types, shapes, attrs)
+        return self._then("ParallelMapDataset", [*captured, calls], types, shapes, attrs)
 
     def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
         """Consecutive elements stacked ``batch_size`` at a time (the last may be short)."""
@@ -282,34 +282,30 @@ def _batched(
     return tensor_shape.TensorShape([batch_size if known else None]).concatenate(shape)
 
 
-def _trace(map_func: Callable, types: Any, shapes: Any) -> tuple[dict, Any, Any]:
+def _trace(map_func: Callable, types: Any, shapes: Any) -> tuple[dict, list, Any, Any]:
     """Calls ``map_func`` once on placeholders in a graph of its own.
 
     Returns:
-        Its `function_def`, and the dtypes and shapes of its results.
+        Its `function_def`, the outer tensors it captured (the op's extra
+        inputs, the body's last arguments), and the dtypes and shapes of its results.
     """
-    graph = Graph()
+    graph = FuncGraph()
     with graph.as_default():
         args = [
             array_ops.placeholder(t, s, name=f"arg{i}")
             for i, (t, s) in enumerate(zip(nest.flatten(types), nest.flatten(shapes)))
         ]
         element = nest.pack_sequence_as(types, args)
-        result = (
-            map_func(*element)
-            if isinstance(element, tuple) and not hasattr(element, "_fields")
-            else map_func(element)
-        )
+        if isinstance(element, tuple) and not hasattr(element, "_fields"):
+            result = map_func(*element)  # as TF: a tuple's components are the arguments
+        else:
+            result = map_func(element)
         if isinstance(result, list):
             result = tuple(result)  # as TF 1.15: a list becomes a tuple
-        result = _to_tensors(result)
-        results = nest.flatten(result)
-        for t in results:
-            if t.graph is not graph:
-                raise ValueError(
-                    f"Dataset.map's function returned {t.name}, a tensor of another graph: "
-                    "the function must build its results from its arguments."
-                )
+        result = nest.map_structure(graph.captured, _to_tensors(result))
+    captured = list(graph.captures)
+    arguments = args + [graph.captures[t] for t in captured]
+    fdef = function_def(graph, arguments, nest.flatten(result))
     out_types = nest.map_structure(lambda t: t.dtype, result)
     out_shapes = nest.map_structure(lambda t: t.get_shape(), result)
-    return function_def(graph, args, results), out_types, out_shapes
+    return fdef, captured, out_types, out_shapes

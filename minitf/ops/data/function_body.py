@@ -21,6 +21,47 @@ from minitf.framework.graph import Graph
 from minitf.framework.op_registry import get_kernel_def
 
 
+class FuncGraph(Graph):
+    """The graph a function is traced into; a tensor of another graph becomes an argument.
+
+    As TF's ``FuncGraph``: an op built from a tensor of the outer graph gets a
+    placeholder in its place (`captures` maps one to the other), and the
+    op that runs the function passes the outer tensor's value in.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.captures: dict[ops.Tensor, ops.Tensor] = {}
+
+    @property
+    def building_function(self) -> bool:
+        """True: ops built while it is the default graph go into it."""
+        return True
+
+    def create_op(self, op_type: str, inputs: list, *args, **kwargs) -> ops.Operation:
+        """Adds an op (`Graph.create_op`), capturing the inputs that belong to another graph."""
+        inputs = [self.captured(t) for t in inputs]
+        return super().create_op(op_type, inputs, *args, **kwargs)
+
+    def captured(self, t: ops.Tensor) -> ops.Tensor:
+        """``t`` if it is this graph's, else the placeholder that captures it."""
+        return t if t.graph is self else self._capture(t)
+
+    def _capture(self, outer: ops.Tensor) -> ops.Tensor:
+        if outer not in self.captures:
+            with ops.control_dependencies(None):
+                op = super().create_op(
+                    "Placeholder",
+                    [],
+                    [outer.dtype.base_dtype],
+                    name="captured",
+                    attrs={"dtype": outer.dtype.base_dtype, "shape": outer.get_shape()},
+                    shapes=[outer.get_shape()],
+                )
+            self.captures[outer] = op.outputs[0]
+        return self.captures[outer]
+
+
 def _describe(op: ops.Operation) -> dict:
     return {
         "op": op.type,

@@ -256,3 +256,19 @@ def test_the_pipeline_is_drawn_with_the_graph():
     for name in ["RangeDataset", "MapDataset", "BatchDatasetV2", "Iterator", "MakeIterator"]:
         assert f'"{name}" [label="{name}' in dot
     assert '"IteratorGetNext"' in dot
+
+
+def test_map_captures_tensors_of_the_outer_graph():
+    # map_test: a map_func may use tensors of the pipeline's graph; a placeholder is fed
+    # when the initializer runs (iterator_test's parameterized initializer)
+    scale = tf.constant(3, tf.int64)
+    offset = tf.placeholder(tf.int64, [])
+    dataset = tf.data.Dataset.range(4).map(lambda v: (v * scale + offset, scale))
+    assert list(dataset._variant_tensor.op.inputs[1:]) == [scale, offset]
+    iterator = dataset.make_initializable_iterator()
+    next_element = iterator.get_next()
+    with tf.Session() as sess:
+        for fed in (10, 100):
+            sess.run(iterator.initializer, {offset: fed})
+            got = [sess.run(next_element) for _ in range(4)]
+            assert got == [(v * 3 + fed, 3) for v in range(4)]
