@@ -272,3 +272,14 @@ def test_map_captures_tensors_of_the_outer_graph():
             sess.run(iterator.initializer, {offset: fed})
             got = [sess.run(next_element) for _ in range(4)]
             assert got == [(v * 3 + fed, 3) for v in range(4)]
+
+
+def test_a_map_function_with_an_op_that_waits_is_refused():
+    def dequeue_one(v):
+        queue = tf.FIFOQueue(1, tf.int64, shapes=[[]])
+        return v + queue.dequeue()
+
+    iterator = tf.data.Dataset.range(2).map(dequeue_one).make_initializable_iterator()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.UnimplementedError, match="cannot run in a Dataset.map"):
+            sess.run(iterator.initializer)
