@@ -80,7 +80,10 @@ class Iterator:
         if output_shapes is None:
             shapes = nest.map_structure(lambda _: tensor_shape.unknown_shape(), types)
         else:
-            shapes = nest.map_structure_up_to(types, tensor_shape.as_shape, output_shapes)
+            try:
+                shapes = nest.map_structure_up_to(types, tensor_shape.as_shape, output_shapes)
+            except ValueError as e:  # TF's nest says so with a TypeError
+                raise TypeError(str(e)) from None
         handle = _iterator_op("IteratorV2", [], types, shapes, shared_name or "", "Iterator")
         return Iterator(handle, None, types, shapes)
 
@@ -114,15 +117,10 @@ class Iterator:
         """A ``MakeIterator`` op that starts this iterator over on ``dataset``.
 
         Raises:
-            TypeError: if the dataset's structure or types differ from the iterator's.
+            ValueError: if the dataset's elements nest differently from the iterator's.
+            TypeError: if their dtypes differ, or their shapes are not compatible.
         """
-        try:
-            nest.assert_same_structure(self._types, dataset.output_types)
-        except (TypeError, ValueError) as e:
-            raise TypeError(
-                f"Expected output types {self._types} but got dataset with output types "
-                f"{dataset.output_types}."
-            ) from e
+        nest.assert_same_structure(self._types, dataset.output_types)
         if nest.flatten(self._types) != nest.flatten(dataset.output_types):
             raise TypeError(
                 f"Expected output types {self._types} but got dataset with output types "

@@ -50,9 +50,17 @@ def test_reinitializable_iterator_from_structure():
 
 def test_reinitializable_iterator_static_errors():
     # iterator_test.testReinitializableIteratorStaticErrors
+    with pytest.raises(TypeError):  # shapes that do not nest as the types
+        tf.data.Iterator.from_structure((tf.int64, tf.float64), [None])
     iterator = tf.data.Iterator.from_structure((tf.int64, tf.float64), ([None], []))
-    with pytest.raises(TypeError):  # another structure
-        iterator.make_initializer(tf.data.Dataset.from_tensors(((1, 2, 3), (4, 5, 6))))
+    with pytest.raises(
+        ValueError, match="The two structures don't have the same nested structure."
+    ):
+        iterator.make_initializer(
+            tf.data.Dataset.from_tensors(
+                ((tf.constant([1, 2, 3], tf.int64),), (tf.constant([4.0, 5.0], tf.float64),))
+            )
+        )
     with pytest.raises(TypeError):  # other types
         iterator.make_initializer(
             tf.data.Dataset.from_tensors((tf.constant([1, 2, 3]), tf.constant([4.0])))
