@@ -1,5 +1,6 @@
-"""Ports of TF 1.15's dataset tests (tensorflow/python/data/kernel_tests): each expected
-value is the one TF's test computes with numpy from the same components."""
+"""Ports of TF 1.15's dataset tests (tensorflow/python/data/kernel_tests) and small cases
+of the same kind: the expected values are computed with numpy from the same components,
+as TF's tests do, or written out by hand (a padded batch, a range)."""
 
 import numpy as np
 import pytest

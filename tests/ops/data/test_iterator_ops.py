@@ -7,7 +7,7 @@ import minitf as tf
 
 
 def test_initializable_iterator_starts_over_when_initialized_again():
-    # iterator_test.testOneShotIterator / testSimpleSharedResource's structure
+    # iterator_test: an initializable iterator, read to its end twice
     dataset = tf.data.Dataset.range(3)
     iterator = dataset.make_initializable_iterator()
     next_element = iterator.get_next()
