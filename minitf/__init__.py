@@ -13,6 +13,7 @@ import sys as _sys
 from minitf import (
     compat,
     contrib,
+    data,
     debugging,
     gfile,
     image,

@@ -85,6 +85,11 @@ class Graph(GraphCollections):
         return self._finalized
 
     @property
+    def building_function(self) -> bool:
+        """True for a graph a function is traced into (a ``Dataset.map`` body)."""
+        return False
+
+    @property
     def _last_op_id(self) -> int:
         return self._last_id
 

@@ -72,6 +72,9 @@ def _get_graph_from_inputs(values) -> Graph:
     Raises:
         ValueError: if the elements come from different graphs.
     """
+    if get_default_graph().building_function:
+        # As TF: a function's graph takes the outer graph's tensors in (captures them).
+        return get_default_graph()
     graph = None
     first = None
     for elem in _graph_elements(values):

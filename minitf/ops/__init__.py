@@ -22,6 +22,7 @@ them), so the math modules read shapes from `array_shaping` and
 # Imported to register kernels and gradients.
 from minitf.ops.array import array_grad, array_indexing_kernels, array_kernels  # noqa: F401
 from minitf.ops.control_flow import control_flow_grad, control_flow_kernels  # noqa: F401
+from minitf.ops.data import dataset_kernels  # noqa: F401
 from minitf.ops.data_flow import (  # noqa: F401
     conditional_accumulator_kernels,
     padding_fifo_queue_kernels,

@@ -2229,3 +2229,52 @@ def test_row_177_standard_services_on_a_non_chief():
             sv.start_standard_services(sess)
         assert sess.run(tf.get_default_graph().get_tensor_by_name(sv.ready_op.name)).size == 0
         sv.stop()
+
+
+def test_row_178_reading_an_iterator_before_its_initializer():
+    iterator = tf.data.Dataset.range(3).make_initializable_iterator()
+    next_element = iterator.get_next()
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.FailedPreconditionError,
+            "GetNext() failed because the iterator has not been initialized.",
+            "[[node IteratorGetNext]]",
+        ):
+            sess.run(next_element)
+        sess.run(iterator.initializer)
+        assert sess.run(next_element) == 0
+
+
+def test_row_179_an_initializer_for_a_dataset_of_other_types():
+    with tf.Graph().as_default() as g:
+        iterator = tf.data.Iterator.from_structure((tf.int64, tf.float64), ([None], []))
+        dataset = tf.data.Dataset.from_tensors((tf.constant([1, 2, 3]), tf.constant(4.0)))
+        with raises(
+            TypeError,
+            "Expected output types (tf.int64, tf.float64) but got dataset with output types "
+            "(tf.int32, tf.float32).",
+        ):
+            iterator.make_initializer(dataset)
+        assert "MakeIterator" not in op_types(g)
+
+
+def test_row_180_slices_of_components_with_different_first_dimensions():
+    with tf.Graph().as_default() as g:
+        with raises(ValueError, "Dimensions 4 and 3 are not compatible"):
+            tf.data.Dataset.from_tensor_slices((np.zeros(4), np.zeros(3)))
+        assert "TensorSliceDataset" not in op_types(g)
+
+
+def test_row_181_a_batch_of_elements_of_different_shapes():
+    dataset = tf.data.Dataset.range(1, 3).map(lambda x: tf.fill(tf.expand_dims(x, 0), x))
+    bad = dataset.batch(2).make_one_shot_iterator().get_next()
+    good = dataset.padded_batch(2, padded_shapes=[None]).make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.InvalidArgumentError,
+            "Cannot batch tensors with different shapes in component 0. First element had "
+            "shape [1] and element 1 had shape [2].",
+            "[[node IteratorGetNext]]",
+        ):
+            sess.run(bad)
+        assert sess.run(good).tolist() == [[1, 0], [2, 2]]
