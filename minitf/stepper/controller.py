@@ -27,7 +27,6 @@ the order they became ready).
 from __future__ import annotations
 
 import difflib
-import functools
 import html
 import logging
 import re
@@ -41,7 +40,7 @@ from minitf.framework import errors
 from minitf.runtime.core.held_scheduler import matches
 from minitf.runtime.core.scheduler import DELIVER, RUN
 from minitf.runtime.core.watch import describe_wait
-from minitf.runtime.distributed.connect import connect_timeout, connect_with_retry
+from minitf.runtime.distributed.connect import connect_with_retry
 from minitf.runtime.distributed.launcher import LocalCluster, load_recording
 from minitf.runtime.distributed.partition import import_partition, parse_task
 from minitf.runtime.distributed.step_ids import INCARNATION_ENV, REPLAYABLE
@@ -63,9 +62,9 @@ logger = logging.getLogger("minitf")
 class _RemoteTask:
     """A task of a cluster, reached over the authenticated wire."""
 
-    def __init__(self, task: str, address: str, exit_code=None):
+    def __init__(self, task: str, wire):
         self.name = task
-        self._channel = Channel(_connect(task, address, exit_code), task)
+        self._channel = Channel(wire, task)
 
     def call(self, method: str, *args, timeout: float = 30.0):
         return self._channel.request(lambda c: (f"stepper_{method}", c, *args), timeout)
@@ -1056,43 +1055,16 @@ _KINDS = {"run": RUN, "deliver": DELIVER}
 
 def _remote_tasks(cluster_spec, cluster: LocalCluster | None = None) -> list[_RemoteTask]:
     """Links to every task; with the ``cluster`` that started them, a task that died says so."""
-    return [
-        _RemoteTask(
-            f"/job:{job}/replica:0/task:{i}",
-            cluster_spec.task_address(job, i),
-            None if cluster is None else functools.partial(cluster.wait_task, job, i, 0.0),
-        )  # fmt: skip
-        for job in cluster_spec.jobs
-        for i in cluster_spec.task_indices(job)
-    ]
-
-
-LAUNCH_PATIENCE = 60.0
-"""Seconds a task this stepper launched may take to start its server while its process lives.
-
-Starting is importing minitf and running the script up to its server: on a
-loaded laptop that takes longer than `connect_timeout`'s 10 s, and a process
-that exits instead is reported at once."""
-
-
-def _connect(task: str, address: str, exit_code=None):
-    """Connects to a task; raises at once, in one line, if its process has exited first."""
-    if exit_code is None:
-        return connect_with_retry(address, task)
-    deadline = time.monotonic() + max(connect_timeout(), LAUNCH_PATIENCE)
-    while True:
-        try:
-            return connect_with_retry(address, task, 0.5)
-        except errors.UnavailableError:
-            code = exit_code()
-            if code is not None:
-                raise errors.FailedPreconditionError(
-                    None, None,
-                    f"the script exited on {_short(task)} (exit code {code}) before its server "
-                    "started: its output is above",
-                ) from None  # fmt: skip
-            if time.monotonic() > deadline:
-                raise
+    tasks = []
+    for job in cluster_spec.jobs:
+        for i in cluster_spec.task_indices(job):
+            name = f"/job:{job}/replica:0/task:{i}"
+            if cluster is None:
+                wire = connect_with_retry(cluster_spec.task_address(job, i), name)
+            else:
+                wire = cluster.connect(job, i)  # waits while the task starts, fails if it exits
+            tasks.append(_RemoteTask(name, wire))
+    return tasks
 
 
 def _candidates(task_states: list[dict]) -> list[dict]:

@@ -33,13 +33,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from minitf.framework import errors
 from minitf.platform import formats
 from minitf.runtime.distributed.cluster_spec import ClusterSpec
-from minitf.runtime.distributed.connect import SECRET_ENV, connect_with_retry
+from minitf.runtime.distributed.connect import SECRET_ENV, connect_timeout, connect_with_retry
 from minitf.runtime.distributed.step_ids import INCARNATION_ENV, REPLAYABLE
 from minitf.runtime.distributed.transport import Channel
 
@@ -166,6 +167,10 @@ def free_ports(n: int, host: str = "127.0.0.1", rng: random.Random | None = None
     return ports
 
 
+LAUNCH_PATIENCE = 60.0
+"""Seconds a task this process launched may take to start its server while its process lives."""
+
+
 class LocalCluster:
     """Starts a cluster of local task processes.
 
@@ -254,7 +259,48 @@ class LocalCluster:
         for job in sorted(chosen, key=lambda j: (j != "ps", j)):
             for index in self.cluster_spec.task_indices(job):
                 self._start_task(job, index)
+        if not self.script:
+            # Tasks that only serve: a session made next finds them listening,
+            # however long a loaded machine takes to start them.
+            for job in chosen:
+                for index in self.cluster_spec.task_indices(job):
+                    self.connect(job, index).close()
         return self
+
+    def connect(self, job: str, index: int, patience: float = LAUNCH_PATIENCE):
+        """A connection to a task this cluster started, once its server listens.
+
+        Starting a task is importing minitf and running its script up to its
+        server: on a loaded machine that takes longer than a session's 10 s
+        (`minitf.runtime.distributed.connect.connect_timeout`). The wait goes
+        on while the process lives, for up to ``patience`` seconds.
+
+        Args:
+            job: The task's job.
+            index: The task's index.
+            patience: The longest wait, in seconds.
+
+        Raises:
+            FailedPreconditionError: at once, if the process exits first.
+            UnavailableError: if it is still not listening after ``patience``.
+        """
+        address = self.cluster_spec.task_address(job, index)
+        name = f"/job:{job}/replica:0/task:{index}"
+        deadline = time.monotonic() + max(connect_timeout(), patience)
+        while True:
+            try:
+                return connect_with_retry(address, name, 0.5)
+            except errors.UnavailableError:
+                code = self.wait_task(job, index)
+                if code is not None:
+                    raise errors.FailedPreconditionError(
+                        None,
+                        None,
+                        f"the script exited on {job}:{index} (exit code {code}) before its "
+                        "server started: its output is above",
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise
 
     def _start_task(self, job: str, index: int) -> None:
         command = [sys.executable, "-u"]
