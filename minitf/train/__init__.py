@@ -73,6 +73,14 @@ from minitf.train.input_batching import (
     shuffle_batch,
     shuffle_batch_join,
 )
+from minitf.train.learning_rate_decay import (
+    cosine_decay,
+    exponential_decay,
+    inverse_time_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
 from minitf.train.momentum import MomentumOptimizer
 from minitf.train.monitored_session import (
     ChiefSessionCreator,
