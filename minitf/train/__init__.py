@@ -93,6 +93,7 @@ from minitf.train.monitored_session import (
 from minitf.train.moving_averages import ExponentialMovingAverage
 from minitf.train.optimizer import Optimizer
 from minitf.train.queue_runner_impl import QueueRunner, add_queue_runner, start_queue_runners
+from minitf.train.rmsprop import RMSPropOptimizer
 from minitf.train.saver import Saver, SaverDef, import_meta_graph
 from minitf.train.scaffold import Scaffold
 from minitf.train.session_manager import SessionManager

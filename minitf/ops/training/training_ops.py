@@ -312,6 +312,95 @@ def resource_apply_adam(
     return _apply_op("ResourceApplyAdam", args, attrs, name)
 
 
+def _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices=None) -> list:
+    args = [("var", _VAR, var)]
+    if mg is not None:
+        args.append(("mg", _VAR, mg))
+    args += [
+        ("ms", _VAR, ms),
+        ("mom", _VAR, mom),
+        ("lr", _SCALAR, lr),
+        ("rho", _SCALAR, rho),
+        ("momentum", _SCALAR, momentum),
+        ("epsilon", _SCALAR, epsilon),
+        ("grad", _GRAD, grad),
+    ]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyRMSProp``: ``ms += (grad^2 - ms) * (1 - rho)``, then the momentum step.
+
+    ``mom = mom * momentum + lr * grad / sqrt(ms + epsilon); var -= mom``.
+    """
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyRMSProp``: `apply_rms_prop` on resource handles."""
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ResourceApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyRMSProp``: the RMSProp update of rows ``indices``."""
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("SparseApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyRMSProp``: `sparse_apply_rms_prop` on resource handles."""
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("ResourceSparseApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyCenteredRMSProp``: RMSProp normalised by the variance, not the second moment.
+
+    ``mg += (grad - mg) * (1 - rho)``; the denominator is
+    ``sqrt(ms - mg^2 + epsilon)``.
+    """
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyCenteredRMSProp``: `apply_centered_rms_prop` on resource handles."""
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ResourceApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyCenteredRMSProp``: the centered RMSProp update of rows ``indices``."""
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("SparseApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyCenteredRMSProp``: `sparse_apply_centered_rms_prop` on handles."""
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("ResourceSparseApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
 def resource_scatter_add(resource, indices, updates, name=None) -> ops.Operation:
     """``ResourceScatterAdd``: adds ``updates[i]`` to row ``indices[i]`` of a resource variable.
 
@@ -627,12 +716,84 @@ def _adam(op):
     return update
 
 
+def _rms_prop_step(op, current, lr, rho, momentum, epsilon, grad, centered: bool):
+    """One RMSProp step on whole arrays (TF's dense kernels); ``current`` holds the variables."""
+    for arg, value in (("lr", lr), ("rho", rho), ("momentum", momentum), ("epsilon", epsilon)):
+        _check_scalar(op, arg, value)
+    var = current[0]
+    slot_names = ("mg", "ms", "mom") if centered else ("ms", "mom")
+    for arg, value in zip(slot_names, current[1:]):
+        _check_same_shape(op, arg, var, value)
+    _check_same_shape(op, "grad", var, grad)
+    return _rms_prop_rows(current, lr, rho, momentum, epsilon, grad, centered)
+
+
+def _rms_prop_rows(current, lr, rho, momentum, epsilon, grad, centered: bool) -> list:
+    """The RMSProp formulas on arrays (whole variables, or the rows a sparse step updates)."""
+    if centered:
+        var, mg, ms, mom = current
+    else:
+        var, ms, mom = current
+    one = var.dtype.type(1)
+    ms = ms + (grad * grad - ms) * (one - rho)
+    if centered:
+        mg = mg + (grad - mg) * (one - rho)
+        denom = (ms - mg * mg) + epsilon
+    else:
+        denom = ms + epsilon
+    mom = mom * momentum + (grad * lr) / np.sqrt(denom)
+    new = [var - mom, ms, mom]
+    return [new[0], mg, *new[1:]] if centered else new
+
+
+def _rms_prop(centered: bool):
+    def make(op):
+        def update(current, lr, rho, momentum, epsilon, grad):
+            return _rms_prop_step(op, current, lr, rho, momentum, epsilon, grad, centered)
+
+        return update
+
+    return make
+
+
+def _sparse_rms_prop(centered: bool):
+    def make(op):
+        def update(current, lr, rho, momentum, epsilon, grad, indices):
+            var = current[0]
+            slot_names = ("mg", "ms", "mom") if centered else ("ms", "mom")
+            for arg, value in zip(slot_names, current[1:]):
+                _check_same_shape(op, arg, var, value)
+            for arg, value in (("lr", lr), ("rho", rho), ("momentum", momentum)):
+                _check_scalar(op, arg, value)
+            _check_scalar(op, "epsilon", epsilon)
+            _check_sparse(op, var, grad, indices)
+            arrays = [a.copy() for a in current]
+            unique = _unique(indices)
+            rows = [indices] if unique else [indices[i : i + 1] for i in range(len(indices))]
+            grads = [grad] if unique else [grad[i : i + 1] for i in range(len(indices))]
+            for idx, g in zip(rows, grads):
+                new = _rms_prop_rows(
+                    [a[idx] for a in arrays], lr, rho, momentum, epsilon, g, centered
+                )
+                for a, value in zip(arrays, new):
+                    a[idx] = value
+            return arrays
+
+        return update
+
+    return make
+
+
 _register_gradient_descent()
 _register_pair("ApplyMomentum", 2, _momentum)
 _register_pair("SparseApplyMomentum", 2, _sparse_momentum)
 _register_pair("ApplyAdagrad", 2, _adagrad)
 _register_pair("SparseApplyAdagrad", 2, _sparse_adagrad)
 _register_pair("ApplyAdam", 3, _adam)
+_register_pair("ApplyRMSProp", 3, _rms_prop(centered=False))
+_register_pair("SparseApplyRMSProp", 3, _sparse_rms_prop(centered=False))
+_register_pair("ApplyCenteredRMSProp", 4, _rms_prop(centered=True))
+_register_pair("SparseApplyCenteredRMSProp", 4, _sparse_rms_prop(centered=True))
 
 
 def _resource_scatter_add_kernel(op):
