@@ -2095,3 +2095,18 @@ def test_row_163_a_text_summary_of_a_number():
             tf.summary.text("note", tf.constant(1.0))
         assert "TensorSummaryV2" not in op_types(g)
         assert g.get_collection(tf.GraphKeys.SUMMARIES) == []
+
+
+def test_row_164_piecewise_constant_with_as_many_values_as_boundaries():
+    with tf.Graph().as_default() as g:
+        step = tf.train.get_or_create_global_step()
+        before = len(g.get_operations())
+        with raises(
+            ValueError, "The length of boundaries should be 1 less than the length of values"
+        ):
+            tf.train.piecewise_constant(step, [10, 20], [1.0, 0.5])
+        assert len(g.get_operations()) == before
+        rate = tf.train.piecewise_constant(step, [10, 20], [1.0, 0.5, 0.1])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(rate) == 1.0
