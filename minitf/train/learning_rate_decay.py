@@ -11,6 +11,7 @@ classes (``ExponentialDecay``, ``PiecewiseConstant``, ...) in the graph.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from minitf.framework import dtypes, ops
 from minitf.ops.array import constant_op
@@ -52,7 +53,12 @@ def _exponential(learning_rate, global_step, decay_steps, decay_rate, staircase,
 
 
 def exponential_decay(
-    learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None
+    learning_rate: Any,
+    global_step: Any,
+    decay_steps: Any,
+    decay_rate: Any,
+    staircase: bool = False,
+    name: str | None = None,
 ) -> ops.Tensor:
     """``learning_rate * decay_rate ** (global_step / decay_steps)``.
 
@@ -75,7 +81,12 @@ def exponential_decay(
 
 
 def natural_exp_decay(
-    learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None
+    learning_rate: Any,
+    global_step: Any,
+    decay_steps: Any,
+    decay_rate: Any,
+    staircase: bool = False,
+    name: str | None = None,
 ) -> ops.Tensor:
     """``learning_rate * exp(-decay_rate * global_step / decay_steps)``.
 
@@ -99,7 +110,12 @@ def natural_exp_decay(
 
 
 def inverse_time_decay(
-    learning_rate, global_step, decay_steps, decay_rate, staircase: bool = False, name=None
+    learning_rate: Any,
+    global_step: Any,
+    decay_steps: Any,
+    decay_rate: Any,
+    staircase: bool = False,
+    name: str | None = None,
 ) -> ops.Tensor:
     """``learning_rate / (1 + decay_rate * global_step / decay_steps)``.
 
@@ -130,13 +146,13 @@ def inverse_time_decay(
 
 
 def polynomial_decay(
-    learning_rate,
-    global_step,
-    decay_steps,
-    end_learning_rate=0.0001,
-    power=1.0,
+    learning_rate: Any,
+    global_step: Any,
+    decay_steps: Any,
+    end_learning_rate: Any = 0.0001,
+    power: Any = 1.0,
     cycle: bool = False,
-    name=None,
+    name: str | None = None,
 ) -> ops.Tensor:
     """``(lr - end) * (1 - step / decay_steps) ** power + end``.
 
@@ -179,7 +195,13 @@ def polynomial_decay(
         return math_ops.add(scaled, end, name=name)
 
 
-def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None) -> ops.Tensor:
+def cosine_decay(
+    learning_rate: Any,
+    global_step: Any,
+    decay_steps: Any,
+    alpha: Any = 0.0,
+    name: str | None = None,
+) -> ops.Tensor:
     """``lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps)) + alpha)``.
 
     Args:
@@ -222,7 +244,7 @@ def _same_dtype_boundaries(boundaries: list, x: ops.Tensor) -> list:
     return out
 
 
-def piecewise_constant(x, boundaries, values, name=None):
+def piecewise_constant(x: Any, boundaries: Any, values: Any, name: str | None = None) -> Any:
     """``values[0]`` while ``x <= boundaries[0]``, ..., ``values[-1]`` after the last boundary.
 
     Args:

@@ -16,6 +16,8 @@ momentum ``<var>/RMSProp_2``). ``decay`` is the kernels' ``rho``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import ops
 from minitf.ops.array import array_ops
 from minitf.ops.math import math_ops
@@ -40,10 +42,10 @@ class RMSPropOptimizer(optimizer.Optimizer):
 
     def __init__(
         self,
-        learning_rate,
-        decay=0.9,
-        momentum=0.0,
-        epsilon=1e-10,
+        learning_rate: Any,
+        decay: Any = 0.9,
+        momentum: Any = 0.0,
+        epsilon: Any = 1e-10,
         use_locking: bool = False,
         centered: bool = False,
         name: str = "RMSProp",

@@ -12,6 +12,7 @@ The fused op ``ClipByValue`` (TF's ``gen_math_ops.clip_by_value``) exists as
 from __future__ import annotations
 
 import collections.abc
+from typing import Any
 
 from minitf.framework import dtypes, ops
 from minitf.framework.indexed_slices import IndexedSlices
@@ -44,7 +45,7 @@ def _like(t, values: ops.Tensor):
     return values
 
 
-def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any, name: str | None = None) -> Any:
     """Clips the values of ``t`` into ``[clip_value_min, clip_value_max]``.
 
     Args:
@@ -69,7 +70,9 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     return _like(t, t_max)
 
 
-def clip_by_value_op(t, clip_value_min, clip_value_max, name=None) -> ops.Tensor:
+def clip_by_value_op(
+    t: Any, clip_value_min: Any, clip_value_max: Any, name: str | None = None
+) -> ops.Tensor:
     """The fused ``ClipByValue`` op: ``max(min(t, clip_value_max), clip_value_min)``.
 
     Args:
@@ -99,7 +102,7 @@ def clip_by_value_op(t, clip_value_min, clip_value_max, name=None) -> ops.Tensor
         return create_tensor("ClipByValue", [t, *bounds], dtype, scope, t.get_shape())
 
 
-def clip_by_norm(t, clip_norm, axes=None, name=None):
+def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = None) -> Any:
     """Scales ``t`` so that its L2 norm (over ``axes``) is at most ``clip_norm``.
 
     ``t * clip_norm / max(l2norm(t), clip_norm)``; a zero ``t`` stays zero.
@@ -140,7 +143,7 @@ def _present_values(t_list: list) -> list:
     return [None if t is None else _values_of(t, f"t_{i}") for i, t in enumerate(t_list)]
 
 
-def global_norm(t_list, name=None) -> ops.Tensor:
+def global_norm(t_list: Any, name: str | None = None) -> ops.Tensor:
     """``sqrt(sum(||t||^2 for t in t_list))``, None entries ignored.
 
     Args:
@@ -165,7 +168,9 @@ def global_norm(t_list, name=None) -> ops.Tensor:
         return math_ops.sqrt(half_squared_norm * two, name="global_norm")
 
 
-def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+def clip_by_global_norm(
+    t_list: Any, clip_norm: Any, use_norm: Any = None, name: str | None = None
+) -> tuple[list, ops.Tensor]:
     """Scales every tensor of ``t_list`` by ``clip_norm / max(global_norm, clip_norm)``.
 
     Args:
@@ -201,7 +206,7 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     return list_clipped, use_norm
 
 
-def clip_by_average_norm(t, clip_norm, name=None) -> ops.Tensor:
+def clip_by_average_norm(t: Any, clip_norm: Any, name: str | None = None) -> ops.Tensor:
     """Scales ``t`` so that its L2 norm divided by its number of elements is at most ``clip_norm``.
 
     Args:
