@@ -18,6 +18,7 @@ from minitf.runtime.distributed.server import Server
 from minitf.summary.summary_iterator import summary_iterator
 from minitf.summary.writer import FileWriterCache as SummaryWriterCache
 from minitf.train import queue_runner
+from minitf.train.adadelta import AdadeltaOptimizer
 from minitf.train.adagrad import AdagradOptimizer
 from minitf.train.adam import AdamOptimizer
 from minitf.train.basic_session_run_hooks import (

@@ -312,6 +312,57 @@ def resource_apply_adam(
     return _apply_op("ResourceApplyAdam", args, attrs, name)
 
 
+def _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices=None) -> list:
+    args = [
+        ("var", _VAR, var),
+        ("accum", _VAR, accum),
+        ("accum_update", _VAR, accum_update),
+        ("lr", _SCALAR, lr),
+        ("rho", _SCALAR, rho),
+        ("epsilon", _SCALAR, epsilon),
+        ("grad", _GRAD, grad),
+    ]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyAdadelta``: ``accum = rho * accum + (1 - rho) * grad^2``, then the step.
+
+    ``update = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad``,
+    ``var -= lr * update``, ``accum_update = rho * accum_update + (1 - rho) * update^2``.
+    """
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad)
+    return _apply_op("ApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyAdadelta``: `apply_adadelta` on resource handles."""
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad)
+    return _apply_op("ResourceApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyAdadelta``: the Adadelta update of rows ``indices``."""
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices)
+    return _apply_op("SparseApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyAdadelta``: `sparse_apply_adadelta` on resource handles."""
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices)
+    return _apply_op("ResourceSparseApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
 def _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices=None) -> list:
     args = [("var", _VAR, var)]
     if mg is not None:
@@ -767,21 +818,68 @@ def _sparse_rms_prop(centered: bool):
                 _check_scalar(op, arg, value)
             _check_scalar(op, "epsilon", epsilon)
             _check_sparse(op, var, grad, indices)
-            arrays = [a.copy() for a in current]
-            unique = _unique(indices)
-            rows = [indices] if unique else [indices[i : i + 1] for i in range(len(indices))]
-            grads = [grad] if unique else [grad[i : i + 1] for i in range(len(indices))]
-            for idx, g in zip(rows, grads):
-                new = _rms_prop_rows(
-                    [a[idx] for a in arrays], lr, rho, momentum, epsilon, g, centered
-                )
-                for a, value in zip(arrays, new):
-                    a[idx] = value
-            return arrays
+            return _by_rows(
+                current, grad, indices, _rms_prop_rows, lr, rho, momentum, epsilon, g_then=centered
+            )
 
         return update
 
     return make
+
+
+def _by_rows(current, grad, indices, rows_update, *hyper, g_then=None) -> list:
+    """A sparse step: ``rows_update(rows, *hyper, grad_rows[, g_then])`` on the rows of ``indices``.
+
+    Unique indices update all their rows at once; repeated ones go one by
+    one, in order, as TF's loop does.
+    """
+    arrays = [a.copy() for a in current]
+    unique = _unique(indices)
+    rows = [indices] if unique else [indices[i : i + 1] for i in range(len(indices))]
+    grads = [grad] if unique else [grad[i : i + 1] for i in range(len(indices))]
+    extra = () if g_then is None else (g_then,)
+    for idx, g in zip(rows, grads):
+        new = rows_update([a[idx] for a in arrays], *hyper, g, *extra)
+        for a, value in zip(arrays, new):
+            a[idx] = value
+    return arrays
+
+
+def _adadelta_rows(current, lr, rho, epsilon, grad) -> list:
+    """TF's Adadelta formulas on arrays (whole variables or rows)."""
+    var, accum, accum_update = current
+    one = var.dtype.type(1)
+    accum = accum * rho + grad * grad * (one - rho)
+    update = np.sqrt(accum_update + epsilon) * (one / np.sqrt(accum + epsilon)) * grad
+    var = var - update * lr
+    accum_update = accum_update * rho + update * update * (one - rho)
+    return [var, accum, accum_update]
+
+
+def _check_adadelta(op, current, lr, rho, epsilon) -> None:
+    var, accum, accum_update = current
+    _check_same_shape(op, "accum", var, accum)
+    _check_same_shape(op, "accum_update", var, accum_update)
+    for arg, value in (("lr", lr), ("rho", rho), ("epsilon", epsilon)):
+        _check_scalar(op, arg, value)
+
+
+def _adadelta(op):
+    def update(current, lr, rho, epsilon, grad):
+        _check_adadelta(op, current, lr, rho, epsilon)
+        _check_same_shape(op, "grad", current[0], grad)
+        return _adadelta_rows(current, lr, rho, epsilon, grad)
+
+    return update
+
+
+def _sparse_adadelta(op):
+    def update(current, lr, rho, epsilon, grad, indices):
+        _check_adadelta(op, current, lr, rho, epsilon)
+        _check_sparse(op, current[0], grad, indices)
+        return _by_rows(current, grad, indices, _adadelta_rows, lr, rho, epsilon)
+
+    return update
 
 
 _register_gradient_descent()
@@ -790,6 +888,8 @@ _register_pair("SparseApplyMomentum", 2, _sparse_momentum)
 _register_pair("ApplyAdagrad", 2, _adagrad)
 _register_pair("SparseApplyAdagrad", 2, _sparse_adagrad)
 _register_pair("ApplyAdam", 3, _adam)
+_register_pair("ApplyAdadelta", 3, _adadelta)
+_register_pair("SparseApplyAdadelta", 3, _sparse_adadelta)
 _register_pair("ApplyRMSProp", 3, _rms_prop(centered=False))
 _register_pair("SparseApplyRMSProp", 3, _sparse_rms_prop(centered=False))
 _register_pair("ApplyCenteredRMSProp", 4, _rms_prop(centered=True))
