@@ -93,6 +93,8 @@ from minitf.train.monitored_session import (
 )
 from minitf.train.moving_averages import ExponentialMovingAverage
 from minitf.train.optimizer import Optimizer
+from minitf.train.proximal_adagrad import ProximalAdagradOptimizer
+from minitf.train.proximal_gradient_descent import ProximalGradientDescentOptimizer
 from minitf.train.queue_runner_impl import QueueRunner, add_queue_runner, start_queue_runners
 from minitf.train.rmsprop import RMSPropOptimizer
 from minitf.train.saver import Saver, SaverDef, import_meta_graph

@@ -363,6 +363,94 @@ def resource_sparse_apply_adadelta(
     return _apply_op("ResourceSparseApplyAdadelta", args, {"use_locking": use_locking}, name)
 
 
+def _proximal_gd_args(var, alpha, l1, l2, delta, indices=None) -> list:
+    args = [("var", _VAR, var), ("alpha", _SCALAR, alpha), ("l1", _SCALAR, l1)]
+    args += [("l2", _SCALAR, l2), ("delta" if indices is None else "grad", _GRAD, delta)]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_proximal_gradient_descent(
+    var, alpha, l1, l2, delta, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyProximalGradientDescent``: a gradient step, then the l1/l2 proximal operator.
+
+    ``prox = var - alpha * delta``; ``var = sign(prox) * max(|prox| - alpha * l1, 0)
+    / (1 + alpha * l2)``.
+    """
+    args = _proximal_gd_args(var, alpha, l1, l2, delta)
+    return _apply_op("ApplyProximalGradientDescent", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_proximal_gradient_descent(
+    var, alpha, l1, l2, delta, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyProximalGradientDescent``: on a resource handle."""
+    args = _proximal_gd_args(var, alpha, l1, l2, delta)
+    op_type = "ResourceApplyProximalGradientDescent"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_proximal_gradient_descent(
+    var, alpha, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyProximalGradientDescent``: the proximal step on rows ``indices``."""
+    args = _proximal_gd_args(var, alpha, l1, l2, grad, indices)
+    op_type = "SparseApplyProximalGradientDescent"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_proximal_gradient_descent(
+    var, alpha, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyProximalGradientDescent``: on a resource handle."""
+    args = _proximal_gd_args(var, alpha, l1, l2, grad, indices)
+    op_type = "ResourceSparseApplyProximalGradientDescent"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
+def _proximal_adagrad_args(var, accum, lr, l1, l2, grad, indices=None) -> list:
+    args = [("var", _VAR, var), ("accum", _VAR, accum), ("lr", _SCALAR, lr)]
+    args += [("l1", _SCALAR, l1), ("l2", _SCALAR, l2), ("grad", _GRAD, grad)]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyProximalAdagrad``: ``accum += grad^2``, then a proximal step of ``lr/sqrt(accum)``."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad)
+    return _apply_op("ApplyProximalAdagrad", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyProximalAdagrad``: `apply_proximal_adagrad` on resource handles."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad)
+    return _apply_op("ResourceApplyProximalAdagrad", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyProximalAdagrad``: the proximal Adagrad step on rows ``indices``."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad, indices)
+    return _apply_op("SparseApplyProximalAdagrad", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyProximalAdagrad``: on resource handles."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad, indices)
+    op_type = "ResourceSparseApplyProximalAdagrad"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
 def _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices=None) -> list:
     args = [("var", _VAR, var)]
     if mg is not None:
@@ -882,6 +970,50 @@ def _sparse_adadelta(op):
     return update
 
 
+def _proximal_step(var, grad, rate, l1, l2):
+    """TF's proximal operator after a step of ``rate``: l1 shrinks, l2 scales down."""
+    one = var.dtype.type(1)
+    prox = var - grad * rate
+    if l1 > 0:
+        shrunk = np.maximum(np.abs(prox) - rate * l1, var.dtype.type(0))
+        return np.sign(prox) * shrunk / (one + rate * l2)
+    return prox / (one + rate * l2)
+
+
+def _proximal_gd_rows(current, alpha, l1, l2, grad) -> list:
+    return [_proximal_step(current[0], grad, alpha, l1, l2)]
+
+
+def _proximal_adagrad_rows(current, lr, l1, l2, grad) -> list:
+    var, accum = current
+    accum = accum + grad * grad
+    rate = lr * (var.dtype.type(1) / np.sqrt(accum))
+    return [_proximal_step(var, grad, rate, l1, l2), accum]
+
+
+def _proximal(rows_update, scalars, sparse: bool):
+    """The update of a proximal op: TF's checks, then ``rows_update`` on all or some rows."""
+
+    def make(op):
+        def update(current, *inputs):
+            hyper = inputs[: len(scalars)]
+            grad = inputs[len(scalars)]
+            var = current[0]
+            if len(current) == 2:
+                _check_same_shape(op, "accum", var, current[1])
+            for arg, value in zip(scalars, hyper):
+                _check_scalar(op, arg, value)
+            if sparse:
+                _check_sparse(op, var, grad, inputs[-1])
+                return _by_rows(current, grad, inputs[-1], rows_update, *hyper)
+            _check_same_shape(op, "delta" if len(current) == 1 else "grad", var, grad)
+            return rows_update(current, *hyper, grad)
+
+        return update
+
+    return make
+
+
 _register_gradient_descent()
 _register_pair("ApplyMomentum", 2, _momentum)
 _register_pair("SparseApplyMomentum", 2, _sparse_momentum)
@@ -889,6 +1021,20 @@ _register_pair("ApplyAdagrad", 2, _adagrad)
 _register_pair("SparseApplyAdagrad", 2, _sparse_adagrad)
 _register_pair("ApplyAdam", 3, _adam)
 _register_pair("ApplyAdadelta", 3, _adadelta)
+_register_pair(
+    "ApplyProximalGradientDescent", 1, _proximal(_proximal_gd_rows, ("alpha", "l1", "l2"), False)
+)
+_register_pair(
+    "SparseApplyProximalGradientDescent",
+    1,
+    _proximal(_proximal_gd_rows, ("alpha", "l1", "l2"), True),
+)
+_register_pair(
+    "ApplyProximalAdagrad", 2, _proximal(_proximal_adagrad_rows, ("lr", "l1", "l2"), False)
+)
+_register_pair(
+    "SparseApplyProximalAdagrad", 2, _proximal(_proximal_adagrad_rows, ("lr", "l1", "l2"), True)
+)
 _register_pair("SparseApplyAdadelta", 3, _sparse_adadelta)
 _register_pair("ApplyRMSProp", 3, _rms_prop(centered=False))
 _register_pair("SparseApplyRMSProp", 3, _sparse_rms_prop(centered=False))
