@@ -56,6 +56,7 @@ from minitf.train.device_setter import (
     byte_size_load_fn,
     replica_device_setter,
 )
+from minitf.train.ftrl import FtrlOptimizer
 from minitf.train.gradient_descent import GradientDescentOptimizer
 from minitf.train.input import (
     input_producer,

@@ -451,6 +451,88 @@ def resource_sparse_apply_proximal_adagrad(
     return _apply_op(op_type, args, {"use_locking": use_locking}, name)
 
 
+def _ftrl_args(var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power) -> list:
+    args = [("var", _VAR, var), ("accum", _VAR, accum), ("linear", _VAR, linear)]
+    args.append(("grad", _GRAD, grad))
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    args += [("lr", _SCALAR, lr), ("l1", _SCALAR, l1), ("l2", _SCALAR, l2)]
+    if l2_shrinkage is not None:
+        args.append(("l2_shrinkage", _SCALAR, l2_shrinkage))
+    return args + [("lr_power", _SCALAR, lr_power)]
+
+
+def _ftrl_op(op_type: str, *args, use_locking=False, name=None):
+    """Adds one of the eight FTRL ops; ``args`` are `_ftrl_args`'s in TF's input order."""
+    return _apply_op(op_type, _ftrl_args(*args), {"use_locking": use_locking}, name)
+
+
+def apply_ftrl(
+    var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyFtrl``: one FTRL-Proximal step (McMahan et al.) on ``var``."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, None, lr_power)
+    return _ftrl_op("ApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def resource_apply_ftrl(
+    var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyFtrl``: `apply_ftrl` on resource handles."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, None, lr_power)
+    return _ftrl_op("ResourceApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def sparse_apply_ftrl(
+    var, accum, linear, grad, indices, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyFtrl``: the FTRL step on rows ``indices``."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, None, lr_power)
+    return _ftrl_op("SparseApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def resource_sparse_apply_ftrl(
+    var, accum, linear, grad, indices, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyFtrl``: `sparse_apply_ftrl` on resource handles."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, None, lr_power)
+    return _ftrl_op("ResourceSparseApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def apply_ftrl_v2(
+    var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyFtrlV2``: FTRL whose linear term sees ``grad + 2 * l2_shrinkage * var``."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("ApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
+def resource_apply_ftrl_v2(
+    var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyFtrlV2``: `apply_ftrl_v2` on resource handles."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("ResourceApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
+def sparse_apply_ftrl_v2(
+    var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power,
+    use_locking=False, name=None,
+) -> ops.Tensor:  # fmt: skip
+    """``SparseApplyFtrlV2``: the FTRL-with-shrinkage step on rows ``indices``."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("SparseApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
+def resource_sparse_apply_ftrl_v2(
+    var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power,
+    use_locking=False, name=None,
+) -> ops.Operation:  # fmt: skip
+    """``ResourceSparseApplyFtrlV2``: `sparse_apply_ftrl_v2` on resource handles."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("ResourceSparseApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
 def _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices=None) -> list:
     args = [("var", _VAR, var)]
     if mg is not None:
@@ -1014,6 +1096,53 @@ def _proximal(rows_update, scalars, sparse: bool):
     return make
 
 
+def _ftrl_rows(current, lr, l1, l2, l2_shrinkage, lr_power, grad) -> list:
+    """TF's FTRL kernel on arrays (whole variables or rows); ``l2_shrinkage`` None for V1."""
+    var, accum, linear = current
+    shrunk_grad = grad if l2_shrinkage is None else grad + 2 * l2_shrinkage * var
+    new_accum = accum + grad * grad
+    if lr_power == -0.5:
+        sigma = (np.sqrt(new_accum) - np.sqrt(accum)) / lr
+        y = np.sqrt(new_accum) / lr + 2 * l2
+    else:
+        sigma = (np.power(new_accum, -lr_power) - np.power(accum, -lr_power)) / lr
+        y = np.power(new_accum, -lr_power) / lr + 2 * l2
+    linear = linear + shrunk_grad - sigma * var
+    x = np.clip(linear, -l1, l1) - linear
+    var = np.where(np.abs(linear) > l1, x / y, var.dtype.type(0)).astype(var.dtype)
+    return [var, new_accum, linear]
+
+
+def _ftrl(v2: bool, sparse: bool):
+    names = ("lr", "l1", "l2", "l2_shrinkage", "lr_power") if v2 else ("lr", "l1", "l2", "lr_power")
+
+    def make(op):
+        def update(current, grad, *inputs):
+            indices, hyper = (inputs[0], inputs[1:]) if sparse else (None, inputs)
+            var = current[0]
+            _check_same_shape(op, "accum", var, current[1])
+            _check_same_shape(op, "linear", var, current[2])
+            for arg, value in zip(names, hyper):
+                _check_scalar(op, arg, value)
+            lr, l1, l2 = hyper[:3]
+            if lr <= 0:
+                raise errors.InvalidArgumentError(
+                    op.node_def, op, f"lr is not a positive scalar: {_debug_shape(np.shape(lr))}"
+                )
+            shrinkage = hyper[3] if v2 else None
+            lr_power = hyper[-1]
+            hyper = (lr, l1, l2, shrinkage, lr_power)
+            if sparse:
+                _check_sparse(op, var, grad, indices)
+                return _by_rows(current, grad, indices, _ftrl_rows, *hyper)
+            _check_same_shape(op, "grad", var, grad)
+            return _ftrl_rows(current, *hyper, grad)
+
+        return update
+
+    return make
+
+
 _register_gradient_descent()
 _register_pair("ApplyMomentum", 2, _momentum)
 _register_pair("SparseApplyMomentum", 2, _sparse_momentum)
@@ -1021,6 +1150,10 @@ _register_pair("ApplyAdagrad", 2, _adagrad)
 _register_pair("SparseApplyAdagrad", 2, _sparse_adagrad)
 _register_pair("ApplyAdam", 3, _adam)
 _register_pair("ApplyAdadelta", 3, _adadelta)
+_register_pair("ApplyFtrl", 3, _ftrl(v2=False, sparse=False))
+_register_pair("SparseApplyFtrl", 3, _ftrl(v2=False, sparse=True))
+_register_pair("ApplyFtrlV2", 3, _ftrl(v2=True, sparse=False))
+_register_pair("SparseApplyFtrlV2", 3, _ftrl(v2=True, sparse=True))
 _register_pair(
     "ApplyProximalGradientDescent", 1, _proximal(_proximal_gd_rows, ("alpha", "l1", "l2"), False)
 )
