@@ -85,7 +85,13 @@ from minitf.ops.debugging.script_ops import *
 from minitf.ops.gradients.gradients_impl import *
 from minitf.ops.image.image_ops import random_crop
 from minitf.ops.io.reader_ops import *
-from minitf.ops.math.clip_ops import *
+from minitf.ops.math.clip_ops import (
+    clip_by_average_norm,
+    clip_by_global_norm,
+    clip_by_norm,
+    clip_by_value,
+    global_norm,
+)
 from minitf.ops.math.math_ops import *
 from minitf.ops.parsing.parsing_config import *
 from minitf.ops.parsing.parsing_ops import *

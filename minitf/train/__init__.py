@@ -18,6 +18,7 @@ from minitf.runtime.distributed.server import Server
 from minitf.summary.summary_iterator import summary_iterator
 from minitf.summary.writer import FileWriterCache as SummaryWriterCache
 from minitf.train import queue_runner
+from minitf.train.adadelta import AdadeltaOptimizer
 from minitf.train.adagrad import AdagradOptimizer
 from minitf.train.adam import AdamOptimizer
 from minitf.train.basic_session_run_hooks import (
@@ -55,6 +56,7 @@ from minitf.train.device_setter import (
     byte_size_load_fn,
     replica_device_setter,
 )
+from minitf.train.ftrl import FtrlOptimizer
 from minitf.train.gradient_descent import GradientDescentOptimizer
 from minitf.train.input import (
     input_producer,
@@ -73,6 +75,14 @@ from minitf.train.input_batching import (
     shuffle_batch,
     shuffle_batch_join,
 )
+from minitf.train.learning_rate_decay import (
+    cosine_decay,
+    exponential_decay,
+    inverse_time_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
 from minitf.train.momentum import MomentumOptimizer
 from minitf.train.monitored_session import (
     ChiefSessionCreator,
@@ -84,7 +94,10 @@ from minitf.train.monitored_session import (
 )
 from minitf.train.moving_averages import ExponentialMovingAverage
 from minitf.train.optimizer import Optimizer
+from minitf.train.proximal_adagrad import ProximalAdagradOptimizer
+from minitf.train.proximal_gradient_descent import ProximalGradientDescentOptimizer
 from minitf.train.queue_runner_impl import QueueRunner, add_queue_runner, start_queue_runners
+from minitf.train.rmsprop import RMSPropOptimizer
 from minitf.train.saver import Saver, SaverDef, import_meta_graph
 from minitf.train.scaffold import Scaffold
 from minitf.train.session_manager import SessionManager

@@ -2278,3 +2278,18 @@ def test_row_181_a_batch_of_elements_of_different_shapes():
         ):
             sess.run(bad)
         assert sess.run(good).tolist() == [[1, 0], [2, 2]]
+
+
+def test_row_182_piecewise_constant_with_as_many_values_as_boundaries():
+    with tf.Graph().as_default() as g:
+        step = tf.train.get_or_create_global_step()
+        before = len(g.get_operations())
+        with raises(
+            ValueError, "The length of boundaries should be 1 less than the length of values"
+        ):
+            tf.train.piecewise_constant(step, [10, 20], [1.0, 0.5])
+        assert len(g.get_operations()) == before
+        rate = tf.train.piecewise_constant(step, [10, 20], [1.0, 0.5, 0.1])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(rate) == 1.0

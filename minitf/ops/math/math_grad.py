@@ -455,3 +455,16 @@ def _prod_grad(op, grad):
     )
     at_zero = math_ops.multiply(math_ops.multiply(is_zero, one_zero), prod_nonzero)
     return [math_ops.multiply(grad, math_ops.add(at_nonzero, at_zero)), None]
+
+
+@RegisterGradient("ClipByValue")
+def _clip_by_value_grad(op, grad):
+    """TF's gradient: ``t`` gets ``grad`` where it was not clipped, each bound where it won."""
+    x, y, z = op.inputs
+    zeros = array_ops.zeros_like(grad)
+    xymask = math_ops.less(x, y)
+    xzmask = math_ops.greater(x, z)
+    xgrad = array_ops.where(math_ops.logical_or(xymask, xzmask), zeros, grad)
+    ygrad = array_ops.where(xymask, grad, zeros)
+    zgrad = array_ops.where(xzmask, grad, zeros)
+    return xgrad, _reduce_to_shape(ygrad, y), _reduce_to_shape(zgrad, z)

@@ -454,3 +454,22 @@ for _op_type in (
     "Prod",
 ):
     tensor_util.register_constant_folder(_op_type)(_fold_with_kernel)
+
+
+@register_kernel("ClipByValue")
+def _clip_by_value_kernel(op):
+    """TF's ``ClipOp``: each bound is a scalar or has ``t``'s shape (no broadcasting)."""
+
+    def compute(ctx, t, lo, hi):
+        t = np.asarray(t)
+        if (np.ndim(lo) and np.shape(lo) != t.shape) or (np.ndim(hi) and np.shape(hi) != t.shape):
+            raise errors.InvalidArgumentError(
+                op.node_def,
+                op,
+                "clip_value_min and clip_value_max must be either of the same shape as input, "
+                f"or a scalar. input shape: {list(t.shape)} clip_value_min shape: "
+                f"{list(np.shape(lo))} clip_value_max shape: {list(np.shape(hi))}",
+            )
+        return np.maximum(np.minimum(t, hi), lo).astype(t.dtype, copy=False)
+
+    return compute

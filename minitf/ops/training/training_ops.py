@@ -312,6 +312,316 @@ def resource_apply_adam(
     return _apply_op("ResourceApplyAdam", args, attrs, name)
 
 
+def _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices=None) -> list:
+    args = [
+        ("var", _VAR, var),
+        ("accum", _VAR, accum),
+        ("accum_update", _VAR, accum_update),
+        ("lr", _SCALAR, lr),
+        ("rho", _SCALAR, rho),
+        ("epsilon", _SCALAR, epsilon),
+        ("grad", _GRAD, grad),
+    ]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyAdadelta``: ``accum = rho * accum + (1 - rho) * grad^2``, then the step.
+
+    ``update = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad``,
+    ``var -= lr * update``, ``accum_update = rho * accum_update + (1 - rho) * update^2``.
+    """
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad)
+    return _apply_op("ApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyAdadelta``: `apply_adadelta` on resource handles."""
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad)
+    return _apply_op("ResourceApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyAdadelta``: the Adadelta update of rows ``indices``."""
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices)
+    return _apply_op("SparseApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_adadelta(
+    var, accum, accum_update, lr, rho, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyAdadelta``: `sparse_apply_adadelta` on resource handles."""
+    args = _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices)
+    return _apply_op("ResourceSparseApplyAdadelta", args, {"use_locking": use_locking}, name)
+
+
+def _proximal_gd_args(var, alpha, l1, l2, delta, indices=None) -> list:
+    args = [("var", _VAR, var), ("alpha", _SCALAR, alpha), ("l1", _SCALAR, l1)]
+    args += [("l2", _SCALAR, l2), ("delta" if indices is None else "grad", _GRAD, delta)]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_proximal_gradient_descent(
+    var, alpha, l1, l2, delta, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyProximalGradientDescent``: a gradient step, then the l1/l2 proximal operator.
+
+    ``prox = var - alpha * delta``; ``var = sign(prox) * max(|prox| - alpha * l1, 0)
+    / (1 + alpha * l2)``.
+    """
+    args = _proximal_gd_args(var, alpha, l1, l2, delta)
+    return _apply_op("ApplyProximalGradientDescent", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_proximal_gradient_descent(
+    var, alpha, l1, l2, delta, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyProximalGradientDescent``: on a resource handle."""
+    args = _proximal_gd_args(var, alpha, l1, l2, delta)
+    op_type = "ResourceApplyProximalGradientDescent"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_proximal_gradient_descent(
+    var, alpha, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyProximalGradientDescent``: the proximal step on rows ``indices``."""
+    args = _proximal_gd_args(var, alpha, l1, l2, grad, indices)
+    op_type = "SparseApplyProximalGradientDescent"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_proximal_gradient_descent(
+    var, alpha, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyProximalGradientDescent``: on a resource handle."""
+    args = _proximal_gd_args(var, alpha, l1, l2, grad, indices)
+    op_type = "ResourceSparseApplyProximalGradientDescent"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
+def _proximal_adagrad_args(var, accum, lr, l1, l2, grad, indices=None) -> list:
+    args = [("var", _VAR, var), ("accum", _VAR, accum), ("lr", _SCALAR, lr)]
+    args += [("l1", _SCALAR, l1), ("l2", _SCALAR, l2), ("grad", _GRAD, grad)]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyProximalAdagrad``: ``accum += grad^2``, then a proximal step of ``lr/sqrt(accum)``."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad)
+    return _apply_op("ApplyProximalAdagrad", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyProximalAdagrad``: `apply_proximal_adagrad` on resource handles."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad)
+    return _apply_op("ResourceApplyProximalAdagrad", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyProximalAdagrad``: the proximal Adagrad step on rows ``indices``."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad, indices)
+    return _apply_op("SparseApplyProximalAdagrad", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_proximal_adagrad(
+    var, accum, lr, l1, l2, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyProximalAdagrad``: on resource handles."""
+    args = _proximal_adagrad_args(var, accum, lr, l1, l2, grad, indices)
+    op_type = "ResourceSparseApplyProximalAdagrad"
+    return _apply_op(op_type, args, {"use_locking": use_locking}, name)
+
+
+def _ftrl_args(var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power) -> list:
+    args = [("var", _VAR, var), ("accum", _VAR, accum), ("linear", _VAR, linear)]
+    args.append(("grad", _GRAD, grad))
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    args += [("lr", _SCALAR, lr), ("l1", _SCALAR, l1), ("l2", _SCALAR, l2)]
+    if l2_shrinkage is not None:
+        args.append(("l2_shrinkage", _SCALAR, l2_shrinkage))
+    return args + [("lr_power", _SCALAR, lr_power)]
+
+
+def _ftrl_op(op_type: str, *args, use_locking=False, name=None):
+    """Adds one of the eight FTRL ops; ``args`` are `_ftrl_args`'s in TF's input order."""
+    return _apply_op(op_type, _ftrl_args(*args), {"use_locking": use_locking}, name)
+
+
+def apply_ftrl(
+    var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyFtrl``: one FTRL-Proximal step (McMahan et al.) on ``var``."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, None, lr_power)
+    return _ftrl_op("ApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def resource_apply_ftrl(
+    var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyFtrl``: `apply_ftrl` on resource handles."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, None, lr_power)
+    return _ftrl_op("ResourceApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def sparse_apply_ftrl(
+    var, accum, linear, grad, indices, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyFtrl``: the FTRL step on rows ``indices``."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, None, lr_power)
+    return _ftrl_op("SparseApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def resource_sparse_apply_ftrl(
+    var, accum, linear, grad, indices, lr, l1, l2, lr_power, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyFtrl``: `sparse_apply_ftrl` on resource handles."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, None, lr_power)
+    return _ftrl_op("ResourceSparseApplyFtrl", *args, use_locking=use_locking, name=name)
+
+
+def apply_ftrl_v2(
+    var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyFtrlV2``: FTRL whose linear term sees ``grad + 2 * l2_shrinkage * var``."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("ApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
+def resource_apply_ftrl_v2(
+    var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyFtrlV2``: `apply_ftrl_v2` on resource handles."""
+    args = (var, accum, linear, grad, None, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("ResourceApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
+def sparse_apply_ftrl_v2(
+    var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power,
+    use_locking=False, name=None,
+) -> ops.Tensor:  # fmt: skip
+    """``SparseApplyFtrlV2``: the FTRL-with-shrinkage step on rows ``indices``."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("SparseApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
+def resource_sparse_apply_ftrl_v2(
+    var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power,
+    use_locking=False, name=None,
+) -> ops.Operation:  # fmt: skip
+    """``ResourceSparseApplyFtrlV2``: `sparse_apply_ftrl_v2` on resource handles."""
+    args = (var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power)
+    return _ftrl_op("ResourceSparseApplyFtrlV2", *args, use_locking=use_locking, name=name)
+
+
+def _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices=None) -> list:
+    args = [("var", _VAR, var)]
+    if mg is not None:
+        args.append(("mg", _VAR, mg))
+    args += [
+        ("ms", _VAR, ms),
+        ("mom", _VAR, mom),
+        ("lr", _SCALAR, lr),
+        ("rho", _SCALAR, rho),
+        ("momentum", _SCALAR, momentum),
+        ("epsilon", _SCALAR, epsilon),
+        ("grad", _GRAD, grad),
+    ]
+    if indices is not None:
+        args.append(("indices", _INDICES, indices))
+    return args
+
+
+def apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyRMSProp``: ``ms += (grad^2 - ms) * (1 - rho)``, then the momentum step.
+
+    ``mom = mom * momentum + lr * grad / sqrt(ms + epsilon); var -= mom``.
+    """
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyRMSProp``: `apply_rms_prop` on resource handles."""
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ResourceApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyRMSProp``: the RMSProp update of rows ``indices``."""
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("SparseApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_rms_prop(
+    var, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyRMSProp``: `sparse_apply_rms_prop` on resource handles."""
+    args = _rms_prop_args(var, None, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("ResourceSparseApplyRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Tensor:
+    """``ApplyCenteredRMSProp``: RMSProp normalised by the variance, not the second moment.
+
+    ``mg += (grad - mg) * (1 - rho)``; the denominator is
+    ``sqrt(ms - mg^2 + epsilon)``.
+    """
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceApplyCenteredRMSProp``: `apply_centered_rms_prop` on resource handles."""
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad)
+    return _apply_op("ResourceApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def sparse_apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Tensor:
+    """``SparseApplyCenteredRMSProp``: the centered RMSProp update of rows ``indices``."""
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("SparseApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
+def resource_sparse_apply_centered_rms_prop(
+    var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices, use_locking=False, name=None
+) -> ops.Operation:
+    """``ResourceSparseApplyCenteredRMSProp``: `sparse_apply_centered_rms_prop` on handles."""
+    args = _rms_prop_args(var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices)
+    return _apply_op("ResourceSparseApplyCenteredRMSProp", args, {"use_locking": use_locking}, name)
+
+
 def resource_scatter_add(resource, indices, updates, name=None) -> ops.Operation:
     """``ResourceScatterAdd``: adds ``updates[i]`` to row ``indices[i]`` of a resource variable.
 
@@ -627,12 +937,242 @@ def _adam(op):
     return update
 
 
+def _rms_prop_step(op, current, lr, rho, momentum, epsilon, grad, centered: bool):
+    """One RMSProp step on whole arrays (TF's dense kernels); ``current`` holds the variables."""
+    for arg, value in (("lr", lr), ("rho", rho), ("momentum", momentum), ("epsilon", epsilon)):
+        _check_scalar(op, arg, value)
+    var = current[0]
+    slot_names = ("mg", "ms", "mom") if centered else ("ms", "mom")
+    for arg, value in zip(slot_names, current[1:]):
+        _check_same_shape(op, arg, var, value)
+    _check_same_shape(op, "grad", var, grad)
+    return _rms_prop_rows(current, lr, rho, momentum, epsilon, grad, centered)
+
+
+def _rms_prop_rows(current, lr, rho, momentum, epsilon, grad, centered: bool) -> list:
+    """The RMSProp formulas on arrays (whole variables, or the rows a sparse step updates)."""
+    if centered:
+        var, mg, ms, mom = current
+    else:
+        var, ms, mom = current
+    one = var.dtype.type(1)
+    ms = ms + (grad * grad - ms) * (one - rho)
+    if centered:
+        mg = mg + (grad - mg) * (one - rho)
+        denom = (ms - mg * mg) + epsilon
+    else:
+        denom = ms + epsilon
+    mom = mom * momentum + (grad * lr) / np.sqrt(denom)
+    new = [var - mom, ms, mom]
+    return [new[0], mg, *new[1:]] if centered else new
+
+
+def _rms_prop(centered: bool):
+    def make(op):
+        def update(current, lr, rho, momentum, epsilon, grad):
+            return _rms_prop_step(op, current, lr, rho, momentum, epsilon, grad, centered)
+
+        return update
+
+    return make
+
+
+def _sparse_rms_prop(centered: bool):
+    def make(op):
+        def update(current, lr, rho, momentum, epsilon, grad, indices):
+            var = current[0]
+            slot_names = ("mg", "ms", "mom") if centered else ("ms", "mom")
+            for arg, value in zip(slot_names, current[1:]):
+                _check_same_shape(op, arg, var, value)
+            for arg, value in (("lr", lr), ("rho", rho), ("momentum", momentum)):
+                _check_scalar(op, arg, value)
+            _check_scalar(op, "epsilon", epsilon)
+            _check_sparse(op, var, grad, indices)
+            return _by_rows(
+                current, grad, indices, _rms_prop_rows, lr, rho, momentum, epsilon, g_then=centered
+            )
+
+        return update
+
+    return make
+
+
+def _by_rows(current, grad, indices, rows_update, *hyper, g_then=None) -> list:
+    """A sparse step: ``rows_update(rows, *hyper, grad_rows[, g_then])`` on the rows of ``indices``.
+
+    Unique indices update all their rows at once; repeated ones go one by
+    one, in order, as TF's loop does.
+    """
+    arrays = [a.copy() for a in current]
+    unique = _unique(indices)
+    rows = [indices] if unique else [indices[i : i + 1] for i in range(len(indices))]
+    grads = [grad] if unique else [grad[i : i + 1] for i in range(len(indices))]
+    extra = () if g_then is None else (g_then,)
+    for idx, g in zip(rows, grads):
+        new = rows_update([a[idx] for a in arrays], *hyper, g, *extra)
+        for a, value in zip(arrays, new):
+            a[idx] = value
+    return arrays
+
+
+def _adadelta_rows(current, lr, rho, epsilon, grad) -> list:
+    """TF's Adadelta formulas on arrays (whole variables or rows)."""
+    var, accum, accum_update = current
+    one = var.dtype.type(1)
+    accum = accum * rho + grad * grad * (one - rho)
+    update = np.sqrt(accum_update + epsilon) * (one / np.sqrt(accum + epsilon)) * grad
+    var = var - update * lr
+    accum_update = accum_update * rho + update * update * (one - rho)
+    return [var, accum, accum_update]
+
+
+def _check_adadelta(op, current, lr, rho, epsilon) -> None:
+    var, accum, accum_update = current
+    _check_same_shape(op, "accum", var, accum)
+    _check_same_shape(op, "accum_update", var, accum_update)
+    for arg, value in (("lr", lr), ("rho", rho), ("epsilon", epsilon)):
+        _check_scalar(op, arg, value)
+
+
+def _adadelta(op):
+    def update(current, lr, rho, epsilon, grad):
+        _check_adadelta(op, current, lr, rho, epsilon)
+        _check_same_shape(op, "grad", current[0], grad)
+        return _adadelta_rows(current, lr, rho, epsilon, grad)
+
+    return update
+
+
+def _sparse_adadelta(op):
+    def update(current, lr, rho, epsilon, grad, indices):
+        _check_adadelta(op, current, lr, rho, epsilon)
+        _check_sparse(op, current[0], grad, indices)
+        return _by_rows(current, grad, indices, _adadelta_rows, lr, rho, epsilon)
+
+    return update
+
+
+def _proximal_step(var, grad, rate, l1, l2):
+    """TF's proximal operator after a step of ``rate``: l1 shrinks, l2 scales down."""
+    one = var.dtype.type(1)
+    prox = var - grad * rate
+    if l1 > 0:
+        shrunk = np.maximum(np.abs(prox) - rate * l1, var.dtype.type(0))
+        return np.sign(prox) * shrunk / (one + rate * l2)
+    return prox / (one + rate * l2)
+
+
+def _proximal_gd_rows(current, alpha, l1, l2, grad) -> list:
+    return [_proximal_step(current[0], grad, alpha, l1, l2)]
+
+
+def _proximal_adagrad_rows(current, lr, l1, l2, grad) -> list:
+    var, accum = current
+    accum = accum + grad * grad
+    rate = lr * (var.dtype.type(1) / np.sqrt(accum))
+    return [_proximal_step(var, grad, rate, l1, l2), accum]
+
+
+def _proximal(rows_update, scalars, sparse: bool):
+    """The update of a proximal op: TF's checks, then ``rows_update`` on all or some rows."""
+
+    def make(op):
+        def update(current, *inputs):
+            hyper = inputs[: len(scalars)]
+            grad = inputs[len(scalars)]
+            var = current[0]
+            if len(current) == 2:
+                _check_same_shape(op, "accum", var, current[1])
+            for arg, value in zip(scalars, hyper):
+                _check_scalar(op, arg, value)
+            if sparse:
+                _check_sparse(op, var, grad, inputs[-1])
+                return _by_rows(current, grad, inputs[-1], rows_update, *hyper)
+            _check_same_shape(op, "delta" if len(current) == 1 else "grad", var, grad)
+            return rows_update(current, *hyper, grad)
+
+        return update
+
+    return make
+
+
+def _ftrl_rows(current, lr, l1, l2, l2_shrinkage, lr_power, grad) -> list:
+    """TF's FTRL kernel on arrays (whole variables or rows); ``l2_shrinkage`` None for V1."""
+    var, accum, linear = current
+    shrunk_grad = grad if l2_shrinkage is None else grad + 2 * l2_shrinkage * var
+    new_accum = accum + grad * grad
+    if lr_power == -0.5:
+        sigma = (np.sqrt(new_accum) - np.sqrt(accum)) / lr
+        y = np.sqrt(new_accum) / lr + 2 * l2
+    else:
+        sigma = (np.power(new_accum, -lr_power) - np.power(accum, -lr_power)) / lr
+        y = np.power(new_accum, -lr_power) / lr + 2 * l2
+    linear = linear + shrunk_grad - sigma * var
+    x = np.clip(linear, -l1, l1) - linear
+    var = np.where(np.abs(linear) > l1, x / y, var.dtype.type(0)).astype(var.dtype)
+    return [var, new_accum, linear]
+
+
+def _ftrl(v2: bool, sparse: bool):
+    names = ("lr", "l1", "l2", "l2_shrinkage", "lr_power") if v2 else ("lr", "l1", "l2", "lr_power")
+
+    def make(op):
+        def update(current, grad, *inputs):
+            indices, hyper = (inputs[0], inputs[1:]) if sparse else (None, inputs)
+            var = current[0]
+            _check_same_shape(op, "accum", var, current[1])
+            _check_same_shape(op, "linear", var, current[2])
+            for arg, value in zip(names, hyper):
+                _check_scalar(op, arg, value)
+            lr, l1, l2 = hyper[:3]
+            if lr <= 0:
+                raise errors.InvalidArgumentError(
+                    op.node_def, op, f"lr is not a positive scalar: {_debug_shape(np.shape(lr))}"
+                )
+            shrinkage = hyper[3] if v2 else None
+            lr_power = hyper[-1]
+            hyper = (lr, l1, l2, shrinkage, lr_power)
+            if sparse:
+                _check_sparse(op, var, grad, indices)
+                return _by_rows(current, grad, indices, _ftrl_rows, *hyper)
+            _check_same_shape(op, "grad", var, grad)
+            return _ftrl_rows(current, *hyper, grad)
+
+        return update
+
+    return make
+
+
 _register_gradient_descent()
 _register_pair("ApplyMomentum", 2, _momentum)
 _register_pair("SparseApplyMomentum", 2, _sparse_momentum)
 _register_pair("ApplyAdagrad", 2, _adagrad)
 _register_pair("SparseApplyAdagrad", 2, _sparse_adagrad)
 _register_pair("ApplyAdam", 3, _adam)
+_register_pair("ApplyAdadelta", 3, _adadelta)
+_register_pair("ApplyFtrl", 3, _ftrl(v2=False, sparse=False))
+_register_pair("SparseApplyFtrl", 3, _ftrl(v2=False, sparse=True))
+_register_pair("ApplyFtrlV2", 3, _ftrl(v2=True, sparse=False))
+_register_pair("SparseApplyFtrlV2", 3, _ftrl(v2=True, sparse=True))
+_register_pair(
+    "ApplyProximalGradientDescent", 1, _proximal(_proximal_gd_rows, ("alpha", "l1", "l2"), False)
+)
+_register_pair(
+    "SparseApplyProximalGradientDescent",
+    1,
+    _proximal(_proximal_gd_rows, ("alpha", "l1", "l2"), True),
+)
+_register_pair(
+    "ApplyProximalAdagrad", 2, _proximal(_proximal_adagrad_rows, ("lr", "l1", "l2"), False)
+)
+_register_pair(
+    "SparseApplyProximalAdagrad", 2, _proximal(_proximal_adagrad_rows, ("lr", "l1", "l2"), True)
+)
+_register_pair("SparseApplyAdadelta", 3, _sparse_adadelta)
+_register_pair("ApplyRMSProp", 3, _rms_prop(centered=False))
+_register_pair("SparseApplyRMSProp", 3, _sparse_rms_prop(centered=False))
+_register_pair("ApplyCenteredRMSProp", 4, _rms_prop(centered=True))
+_register_pair("SparseApplyCenteredRMSProp", 4, _sparse_rms_prop(centered=True))
 
 
 def _resource_scatter_add_kernel(op):
