@@ -50,8 +50,9 @@ def window_geometry(
     """
     effective = (window - 1) * dilation + 1
     if padding == "VALID":
-        out = (size - effective + stride) // stride
-        return Geometry(out, 0, 0) if out >= 0 else None
+        if size < effective:
+            return None
+        return Geometry((size - effective) // stride + 1, 0, 0)
     out = (size + stride - 1) // stride
     total = max((out - 1) * stride + effective - size, 0)
     return Geometry(out, total // 2, total - total // 2)
