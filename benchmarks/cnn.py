@@ -9,6 +9,8 @@ each step. Prints one JSON line with ``steps_per_s`` for:
 * ``tf``: the same program under ``tensorflow.compat.v1``, when
   ``--tf-python PATH`` names a Python with TensorFlow (run as a subprocess,
   ``intra_op_parallelism_threads=1``, ``inter_op_parallelism_threads=1``);
+* ``cores_used``: the process's CPU time over the wall time of the timed steps
+  (1.0: one core busy throughout);
 * ``numpy``: the same forward and backward pass written by hand in numpy
   (im2col, one matrix product per convolution and per gradient).
 
@@ -92,12 +94,14 @@ def run_graph(tf, steps: int, config=None) -> dict:
             losses = []
             for i in range(WARMUP):
                 losses.append(sess.run([loss, train], {x: images[i], y: labels[i]})[0])
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for i in range(WARMUP, WARMUP + steps):
                 losses.append(sess.run([loss, train], {x: images[i], y: labels[i]})[0])
             seconds = time.perf_counter() - start
+            cpu = time.process_time() - cpu_start
     return {
         "steps_per_s": steps / seconds,
+        "cores_used": round(cpu / seconds, 2),
         "first_loss": float(losses[0]),
         "last_loss": float(losses[-1]),
     }

@@ -103,3 +103,58 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
             mean = array_ops.squeeze(mean, axes)
             variance = array_ops.squeeze(variance, axes)
         return mean, variance
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None) -> ops.Tensor:
+    """Divides ``x`` by its L2 norm along ``axis``: ``x / sqrt(max(sum(x**2), epsilon))``.
+
+    Args:
+        x: A tensor.
+        axis: The dimension (or dimensions) to normalize along.
+        epsilon: A lower bound of the squared norm, so that zeros stay finite.
+        name: A name for the operation.
+        dim: Deprecated alias of ``axis``.
+
+    Returns:
+        A tensor of ``x``'s shape and dtype.
+
+    Raises:
+        ValueError: if both ``axis`` and ``dim`` are given.
+    """
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'dim' and 'axis'")
+    axis = dim if axis is None else axis
+    with ops.name_scope(name, "l2_normalize", [x]) as name:
+        x = ops.convert_to_tensor(x, name="x")
+        square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
+        inverse_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
+        return math_ops.multiply(x, inverse_norm, name=name)
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """Normalizes ``x``: ``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``.
+
+    Written as TF writes it, ``x * inv + (offset - mean * inv)`` with
+    ``inv = scale * rsqrt(variance + variance_epsilon)``; every argument
+    broadcasts against ``x``.
+
+    Args:
+        x: The input tensor.
+        mean: The mean to subtract.
+        variance: The variance to divide by (its square root).
+        offset: The offset ``beta`` to add, or None.
+        scale: The scale ``gamma`` to multiply by, or None.
+        variance_epsilon: A small float added to the variance.
+        name: A name for the operation (default ``"batchnorm"``).
+
+    Returns:
+        The normalized, scaled and shifted tensor.
+    """
+    with ops.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+        inv = math_ops.rsqrt(variance + variance_epsilon)
+        if scale is not None:
+            inv *= scale
+        x = ops.convert_to_tensor(x, name="x")
+        inv = math_ops.cast(inv, x.dtype)
+        shift = offset - mean * inv if offset is not None else -mean * inv
+        return x * inv + math_ops.cast(shift, x.dtype)
