@@ -15,6 +15,8 @@ classes, for ``sampled_softmax_loss`` to mask them out.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from minitf.framework import dtypes, errors, ops, random_seed, tensor_shape
@@ -25,7 +27,13 @@ __all__ = ["log_uniform_candidate_sampler"]
 
 
 def log_uniform_candidate_sampler(
-    true_classes, num_true, num_sampled, unique, range_max, seed=None, name=None
+    true_classes: Any,
+    num_true: int,
+    num_sampled: int,
+    unique: bool,
+    range_max: int,
+    seed: int | None = None,
+    name: str | None = None,
 ):
     """Samples ``num_sampled`` class ids in ``[0, range_max)`` from a log-uniform distribution.
 
@@ -130,7 +138,13 @@ def _log_uniform_kernel(op):
     return compute
 
 
-def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None, name=None):
+def compute_accidental_hits(
+    true_classes: Any,
+    sampled_candidates: Any,
+    num_true: int,
+    seed: int | None = None,
+    name: str | None = None,
+):
     """Where the sampled ids are also true classes (op type ``ComputeAccidentalHits``).
 
     Args:

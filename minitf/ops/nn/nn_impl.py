@@ -7,6 +7,8 @@ math and array ops; they have no kernel or gradient of their own. Part of
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import ops
 from minitf.ops.array import array_ops
 from minitf.ops.math import math_ops
@@ -105,7 +107,9 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         return mean, variance
 
 
-def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None) -> ops.Tensor:
+def l2_normalize(
+    x: Any, axis: Any = None, epsilon: float = 1e-12, name: str | None = None, dim: Any = None
+) -> ops.Tensor:
     """Divides ``x`` by its L2 norm along ``axis``: ``x / sqrt(max(sum(x**2), epsilon))``.
 
     Args:
@@ -131,7 +135,15 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None) -> ops.Tensor
         return math_ops.multiply(x, inverse_norm, name=name)
 
 
-def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+def batch_normalization(
+    x: Any,
+    mean: Any,
+    variance: Any,
+    offset: Any,
+    scale: Any,
+    variance_epsilon: float,
+    name: str | None = None,
+):
     """Normalizes ``x``: ``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``.
 
     Written as TF writes it, ``x * inv + (offset - mean * inv)`` with

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -518,7 +519,7 @@ def _bias_add_shape(value_shape, bias_shape, data_format: str, scope: str):
     return tensor_shape.TensorShape(dims)
 
 
-def xw_plus_b(x, weights, biases, name=None) -> ops.Tensor:
+def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> ops.Tensor:
     """Computes ``matmul(x, weights) + biases`` (a ``MatMul`` and a ``BiasAdd``).
 
     Args:
@@ -632,7 +633,7 @@ def _dropout(x, rate, noise_shape, seed, name) -> ops.Tensor:
         return ret
 
 
-def selu(features, name=None) -> ops.Tensor:
+def selu(features: Any, name: str | None = None) -> ops.Tensor:
     """Scaled exponential linear unit (op type ``Selu``).
 
     ``scale * features`` where positive, ``scale * alpha * (exp(features) - 1)``
@@ -648,7 +649,7 @@ def selu(features, name=None) -> ops.Tensor:
     return _activation("Selu", features, name, FLOATS)
 
 
-def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - TF's argument names
+def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None):  # noqa: A002 - TF's argument names
     """The ``k`` largest entries of the last dimension of ``input``, and their indices.
 
     Equal values keep their order: the one with the lower index comes first
@@ -696,7 +697,7 @@ def _top_k_shape(shape, k, scope: str):
     return tensor_shape.TensorShape(shape.as_list()[:-1] + [None if k is None else int(k)])
 
 
-def in_top_k(predictions, targets, k, name=None) -> ops.Tensor:
+def in_top_k(predictions: Any, targets: Any, k: Any, name: str | None = None) -> ops.Tensor:
     """Whether each target class is among the ``k`` largest predictions of its row.
 
     A target is in the top ``k`` when fewer than ``k`` predictions of its row
@@ -727,15 +728,15 @@ def in_top_k(predictions, targets, k, name=None) -> ops.Tensor:
 
 
 def fused_batch_norm(
-    x,
-    scale,
-    offset,
-    mean=None,
-    variance=None,
-    epsilon=0.001,
-    data_format="NHWC",
-    is_training=True,
-    name=None,
+    x: Any,
+    scale: Any,
+    offset: Any,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: float = 0.001,
+    data_format: str = "NHWC",
+    is_training: bool = True,
+    name: str | None = None,
 ):
     """Batch normalization of a 4-D tensor over its batch and spatial dimensions.
 

@@ -11,6 +11,8 @@ Written in Python over other ops: no kernel or gradient of their own.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from minitf.framework import dtypes, ops
@@ -121,17 +123,17 @@ def _compute_sampled_logits(
 
 
 def nce_loss(
-    weights,
-    biases,
-    labels,
-    inputs,
-    num_sampled,
-    num_classes,
-    num_true=1,
-    sampled_values=None,
-    remove_accidental_hits=False,
-    partition_strategy="mod",
-    name="nce_loss",
+    weights: Any,
+    biases: Any,
+    labels: Any,
+    inputs: Any,
+    num_sampled: int,
+    num_classes: int,
+    num_true: int = 1,
+    sampled_values: Any = None,
+    remove_accidental_hits: bool = False,
+    partition_strategy: str = "mod",
+    name: str | None = "nce_loss",
 ) -> ops.Tensor:
     """Noise-contrastive estimation loss: logistic losses of true against sampled classes.
 
@@ -165,18 +167,18 @@ def nce_loss(
 
 
 def sampled_softmax_loss(
-    weights,
-    biases,
-    labels,
-    inputs,
-    num_sampled,
-    num_classes,
-    num_true=1,
-    sampled_values=None,
-    remove_accidental_hits=True,
-    partition_strategy="mod",
-    name="sampled_softmax_loss",
-    seed=None,
+    weights: Any,
+    biases: Any,
+    labels: Any,
+    inputs: Any,
+    num_sampled: int,
+    num_classes: int,
+    num_true: int = 1,
+    sampled_values: Any = None,
+    remove_accidental_hits: bool = True,
+    partition_strategy: str = "mod",
+    name: str | None = "sampled_softmax_loss",
+    seed: int | None = None,
 ) -> ops.Tensor:
     """Softmax cross entropy over the true classes and a sample of the others.
 
