@@ -34,7 +34,7 @@ def log_uniform_candidate_sampler(
     range_max: int,
     seed: int | None = None,
     name: str | None = None,
-):
+) -> tuple[ops.Tensor, ops.Tensor, ops.Tensor]:
     """Samples ``num_sampled`` class ids in ``[0, range_max)`` from a log-uniform distribution.
 
     Args:
@@ -144,7 +144,7 @@ def compute_accidental_hits(
     num_true: int,
     seed: int | None = None,
     name: str | None = None,
-):
+) -> tuple[ops.Tensor, ops.Tensor, ops.Tensor]:
     """Where the sampled ids are also true classes (op type ``ComputeAccidentalHits``).
 
     Args:

@@ -143,7 +143,7 @@ def batch_normalization(
     scale: Any,
     variance_epsilon: float,
     name: str | None = None,
-):
+) -> ops.Tensor:
     """Normalizes ``x``: ``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``.
 
     Written as TF writes it, ``x * inv + (offset - mean * inv)`` with

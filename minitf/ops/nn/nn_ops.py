@@ -649,7 +649,12 @@ def selu(features: Any, name: str | None = None) -> ops.Tensor:
     return _activation("Selu", features, name, FLOATS)
 
 
-def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None):  # noqa: A002 - TF's argument names
+def top_k(
+    input: Any,  # noqa: A002 - TF's argument names
+    k: Any = 1,
+    sorted: bool = True,  # noqa: A002
+    name: str | None = None,
+) -> tuple[ops.Tensor, ops.Tensor]:
     """The ``k`` largest entries of the last dimension of ``input``, and their indices.
 
     Equal values keep their order: the one with the lower index comes first
@@ -737,7 +742,7 @@ def fused_batch_norm(
     data_format: str = "NHWC",
     is_training: bool = True,
     name: str | None = None,
-):
+) -> tuple[ops.Tensor, ops.Tensor, ops.Tensor]:
     """Batch normalization of a 4-D tensor over its batch and spatial dimensions.
 
     In training, ``x`` is normalized with the mean and (biased) variance of
