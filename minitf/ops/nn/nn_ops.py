@@ -1,4 +1,4 @@
-"""Neural-network ops (``tf.nn``): activations, softmax, softmax cross entropies, bias_add, dropout.
+"""Neural-network ops (``tf.nn``): activations, softmax, cross entropies, bias_add, dropout, top_k.
 
 Activations and the softmax cross entropies are *fused* ops in TF (``Relu``,
 ``Softmax``, ``SoftmaxCrossEntropyWithLogits``, ...): one kernel computes the
