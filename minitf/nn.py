@@ -2,6 +2,7 @@
 
 # ruff: noqa: F401, F403
 from minitf.ops.nn import rnn_cell
+from minitf.ops.nn.candidate_sampling_ops import log_uniform_candidate_sampler
 from minitf.ops.nn.conv_ops import *
 from minitf.ops.nn.embedding_ops import embedding_lookup
 from minitf.ops.nn.nn_impl import batch_normalization
@@ -12,3 +13,4 @@ from minitf.ops.nn.rnn import (
     static_bidirectional_rnn,
     static_rnn,
 )
+from minitf.ops.nn.sampled_losses import nce_loss, sampled_softmax_loss

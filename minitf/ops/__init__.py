@@ -37,7 +37,13 @@ from minitf.ops.data_flow import (  # noqa: F401
 from minitf.ops.image import image_codecs, image_resize  # noqa: F401
 from minitf.ops.io import io_kernels, reader_kernels  # noqa: F401
 from minitf.ops.math import math_grad, math_kernels  # noqa: F401
-from minitf.ops.nn import conv_grad, conv_kernels, nn_grad, nn_kernels  # noqa: F401
+from minitf.ops.nn import (  # noqa: F401
+    candidate_sampling_ops,
+    conv_grad,
+    conv_kernels,
+    nn_grad,
+    nn_kernels,
+)
 from minitf.ops.parsing import parsing_kernels  # noqa: F401
 from minitf.ops.sparse import sparse_ops  # noqa: F401
 from minitf.ops.summary import summary_kernels  # noqa: F401

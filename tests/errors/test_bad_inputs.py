@@ -2293,3 +2293,48 @@ def test_row_182_piecewise_constant_with_as_many_values_as_boundaries():
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             assert sess.run(rate) == 1.0
+
+
+def test_row_183_a_convolution_window_larger_than_its_input():
+    with tf.Graph().as_default() as g:
+        with raises(ValueError, "Negative dimension size caused by subtracting 3 from 2"):
+            tf.nn.conv2d(tf.zeros([1, 2, 2, 1]), tf.zeros([3, 3, 1, 1]), [1, 1, 1, 1], "VALID")
+        assert "Conv2D" not in op_types(g)
+        same = tf.nn.conv2d(tf.zeros([1, 2, 2, 1]), tf.zeros([3, 3, 1, 1]), [1, 1, 1, 1], "SAME")
+        assert same.shape.as_list() == [1, 2, 2, 1]
+
+
+def test_row_184_a_filter_depth_that_does_not_fit():
+    with tf.Graph().as_default() as g:
+        with raises(
+            ValueError, "Depth of input (2) is not a multiple of input depth of filter (3)"
+        ):
+            tf.nn.conv2d(tf.zeros([1, 4, 4, 2]), tf.zeros([2, 2, 3, 1]), [1, 1, 1, 1], "SAME")
+        assert "Conv2D" not in op_types(g)
+
+
+def test_row_185_a_channels_first_convolution_on_the_cpu():
+    x, w = tf.zeros([1, 1, 4, 4]), tf.ones([2, 2, 1, 1])
+    bad = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", data_format="NCHW")
+    good = tf.nn.conv2d(tf.transpose(x, [0, 2, 3, 1]), w, [1, 1, 1, 1], "SAME")
+    with tf.Session() as sess:
+        with raises(
+            tf.errors.UnimplementedError,
+            "The Conv2D op currently only supports the NHWC tensor format on the CPU. "
+            "The op was given the format: NCHW",
+        ):
+            sess.run(bad)
+        np.testing.assert_array_equal(sess.run(good), np.zeros((1, 4, 4, 1)))
+
+
+def test_row_186_top_k_larger_than_the_last_dimension():
+    with tf.Graph().as_default() as g:
+        with raises(ValueError, "input must have last dimension >= k = 3 but is 2"):
+            tf.nn.top_k([[1.0, 2.0]], 3)
+        assert "TopKV2" not in op_types(g)
+        k = tf.placeholder(tf.int32, [])
+        values, _ = tf.nn.top_k([[1.0, 2.0]], k)
+        with tf.Session() as sess:
+            with raises(tf.errors.InvalidArgumentError, "input must have at least k columns"):
+                sess.run(values, {k: 3})
+            np.testing.assert_array_equal(sess.run(values, {k: 1}), [[2.0]])

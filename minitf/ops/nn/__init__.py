@@ -6,4 +6,9 @@
   written in Python over other ops, with no kernel or gradient of their own.
 - ``nn_kernels.py``: the numpy kernels, and the fused ``MatMul`` kernel.
 - ``nn_grad.py``: the gradients.
+- ``conv_ops.py``, ``conv_kernels.py``, ``conv_grad.py``: ``conv2d`` and its
+  gradient ops, ``conv2d_transpose``, ``max_pool``, ``avg_pool`` (im2col
+  kernels).
+- ``candidate_sampling_ops.py`` (``log_uniform_candidate_sampler``) and
+  ``sampled_losses.py`` (``nce_loss``, ``sampled_softmax_loss``).
 """

@@ -50,8 +50,9 @@ def window_geometry(
     """
     effective = (window - 1) * dilation + 1
     if padding == "VALID":
-        out = (size - effective + stride) // stride
-        return Geometry(out, 0, 0) if out >= 0 else None
+        if size < effective:
+            return None
+        return Geometry((size - effective) // stride + 1, 0, 0)
     out = (size + stride - 1) // stride
     total = max((out - 1) * stride + effective - size, 0)
     return Geometry(out, total // 2, total - total // 2)
@@ -108,15 +109,15 @@ def _conv_attrs(op):
 
 
 def _patches(x: np.ndarray, window, strides, dilations, padding):
-    """The im2col matrix of ``x``: ``[N * out_rows * out_cols, C * kh * kw]``, and the geometry."""
+    """The im2col matrix of ``x``: ``[N * out_rows * out_cols, kh * kw * C]``, and the geometry.
+
+    The columns are ordered like the filter's ``[kh, kw, C]`` so that the one
+    copy reads whole runs of channels.
+    """
     rows, cols = _geometries(x.shape, window, strides, dilations, padding)
     view = _windows(_pad(x, rows, cols), window, strides, dilations, rows, cols)
-    return view.reshape(-1, view.shape[3] * window[0] * window[1]), rows, cols
-
-
-def _filter_matrix(w: np.ndarray) -> np.ndarray:
-    """The filter ``[kh, kw, C, O]`` as ``[C * kh * kw, O]``, matching `_patches`' columns."""
-    return w.transpose(2, 0, 1, 3).reshape(-1, w.shape[3])
+    view = view.transpose(0, 1, 2, 4, 5, 3)
+    return view.reshape(-1, view.shape[3] * view.shape[4] * view.shape[5]), rows, cols
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np.ndarray:
@@ -128,7 +129,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np
             f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs {w.shape[2]}",
         )
     patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
-    out = blas_threads.matmul(patches, _filter_matrix(w))
+    out = blas_threads.matmul(patches, w.reshape(-1, w.shape[3]))
     return out.reshape(x.shape[0], rows.out, cols.out, w.shape[3])
 
 
@@ -139,7 +140,7 @@ def conv2d_backprop_filter(
     kh, kw, depth, out_depth = (int(d) for d in filter_shape)
     patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
     product = blas_threads.matmul(patches.T, grad.reshape(-1, out_depth))
-    return product.reshape(depth, kh, kw, out_depth).transpose(1, 2, 0, 3).astype(x.dtype)
+    return product.reshape(kh, kw, depth, out_depth).astype(x.dtype, copy=False)
 
 
 def conv2d_backprop_input(
@@ -229,12 +230,30 @@ def _pool_attrs(op, what: str):
 _ONES = (1, 1, 1, 1)
 
 
+def _taps(window, strides, rows: Geometry, cols: Geometry):
+    """The positions each window tap reads, in row-major order within the window."""
+    for i in range(window[0]):
+        for j in range(window[1]):
+            yield _tap_slice(i, j, strides, _ONES, rows, cols)
+
+
+def _lowest(dtype: np.dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
 def max_pool(x: np.ndarray, window, strides, padding: str) -> np.ndarray:
-    """The largest value of each window (padding never wins: it is ``-inf``)."""
+    """The largest value of each window (padding never wins: it is ``-inf``).
+
+    The windows are strided views of the padded input, one per tap: the
+    maximum is taken tap by tap, each step over the whole output at once.
+    """
     rows, cols = _geometries(x.shape, window, strides, _ONES, padding)
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    view = _windows(_pad(x, rows, cols, low), window, strides, _ONES, rows, cols)
-    return view.max(axis=(4, 5))
+    padded = _pad(x, rows, cols, _lowest(x.dtype))
+    taps = _taps(window, strides, rows, cols)
+    out = padded[next(taps)].copy()
+    for tap in taps:
+        np.maximum(out, padded[tap], out=out)
+    return out
 
 
 def _window_counts(shape, window, strides, padding, rows: Geometry, cols: Geometry):
@@ -259,19 +278,24 @@ def _unpad(padded: np.ndarray, shape, rows: Geometry, cols: Geometry) -> np.ndar
     ]
 
 
-def max_pool_grad(x: np.ndarray, grad: np.ndarray, window, strides, padding: str) -> np.ndarray:
-    """Routes each window's gradient to its first largest input (row-major order in the window)."""
+def max_pool_grad(
+    x: np.ndarray, out: np.ndarray, grad: np.ndarray, window, strides, padding: str
+) -> np.ndarray:
+    """Routes each window's gradient to its first largest input (row-major order in the window).
+
+    ``out`` is the pool's output: tap by tap, the positions equal to their
+    window's maximum that no earlier tap claimed take the window's gradient.
+    """
     rows, cols = _geometries(x.shape, window, strides, _ONES, padding)
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    padded_x = _pad(x, rows, cols, low)
-    view = _windows(padded_x, window, strides, _ONES, rows, cols)
-    flat = view.reshape(view.shape[:4] + (-1,))
-    winner = flat.argmax(axis=4)
+    padded_x = _pad(x, rows, cols, _lowest(x.dtype))
     padded = np.zeros(padded_x.shape, grad.dtype)
-    for i in range(window[0]):
-        for j in range(window[1]):
-            tap = _tap_slice(i, j, strides, _ONES, rows, cols)
-            padded[tap] += np.where(winner == i * window[1] + j, grad, 0)
+    unclaimed = np.ones(out.shape, np.bool_)
+    wins = np.empty(out.shape, np.bool_)
+    for tap in _taps(window, strides, rows, cols):
+        np.equal(padded_x[tap], out, out=wins)
+        wins &= unclaimed
+        unclaimed &= ~wins
+        padded[tap] += grad * wins
     return _unpad(padded, x.shape, rows, cols)
 
 
@@ -285,9 +309,8 @@ def avg_pool_grad(shape, grad: np.ndarray, window, strides, padding: str) -> np.
         + (shape[2] + cols.pad_before + cols.pad_after, shape[3]),
         grad.dtype,
     )
-    for i in range(window[0]):
-        for j in range(window[1]):
-            padded[_tap_slice(i, j, strides, _ONES, rows, cols)] += share
+    for tap in _taps(window, strides, rows, cols):
+        padded[tap] += share
     return _unpad(padded, shape, rows, cols)
 
 
@@ -316,7 +339,7 @@ def _max_pool_grad_kernel(op):
     window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
 
     def compute(ctx, orig_input, orig_output, grad):
-        return max_pool_grad(orig_input, grad, window, strides, padding)
+        return max_pool_grad(orig_input, orig_output, grad, window, strides, padding)
 
     return compute
 

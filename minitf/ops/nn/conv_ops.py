@@ -10,6 +10,8 @@ gradients in `minitf.ops.nn.conv_grad`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import dtypes, ops, tensor_shape, tensor_util
 from minitf.ops.nn.conv_kernels import window_geometry
 from minitf.ops.op_def_library import FLOATS, check_dtype, create_op
@@ -134,15 +136,15 @@ def _conv_attrs(dtype, strides, padding, data_format, dilations, use_cudnn_on_gp
 
 
 def conv2d(
-    input,  # noqa: A002 - TF's argument name
-    filter=None,  # noqa: A002
-    strides=None,
-    padding=None,
-    use_cudnn_on_gpu=True,
-    data_format="NHWC",
-    dilations=[1, 1, 1, 1],  # noqa: B006 - TF's default
-    name=None,
-    filters=None,
+    input: Any,  # noqa: A002 - TF's argument name
+    filter: Any = None,  # noqa: A002
+    strides: Any = None,
+    padding: str | None = None,
+    use_cudnn_on_gpu: bool = True,
+    data_format: str = "NHWC",
+    dilations: Any = [1, 1, 1, 1],  # noqa: B006 - TF's default
+    name: str | None = None,
+    filters: Any = None,
 ) -> ops.Tensor:
     """A 2-D convolution of ``input`` with ``filter`` (op type ``Conv2D``).
 
@@ -201,16 +203,16 @@ def _shape_from(sizes: ops.Tensor, rank: int) -> tensor_shape.TensorShape:
 
 
 def conv2d_backprop_input(
-    input_sizes,
-    filter=None,  # noqa: A002
-    out_backprop=None,
-    strides=None,
-    padding=None,
-    use_cudnn_on_gpu=True,
-    data_format="NHWC",
-    dilations=[1, 1, 1, 1],  # noqa: B006 - TF's default
-    name=None,
-    filters=None,
+    input_sizes: Any,
+    filter: Any = None,  # noqa: A002
+    out_backprop: Any = None,
+    strides: Any = None,
+    padding: str | None = None,
+    use_cudnn_on_gpu: bool = True,
+    data_format: str = "NHWC",
+    dilations: Any = [1, 1, 1, 1],  # noqa: B006 - TF's default
+    name: str | None = None,
+    filters: Any = None,
 ) -> ops.Tensor:
     """The gradient of `conv2d` with respect to its input (op type ``Conv2DBackpropInput``).
 
@@ -245,15 +247,15 @@ def conv2d_backprop_input(
 
 
 def conv2d_backprop_filter(
-    input,  # noqa: A002 - TF's argument name
-    filter_sizes,
-    out_backprop,
-    strides,
-    padding,
-    use_cudnn_on_gpu=True,
-    data_format="NHWC",
-    dilations=[1, 1, 1, 1],  # noqa: B006 - TF's default
-    name=None,
+    input: Any,  # noqa: A002 - TF's argument name
+    filter_sizes: Any,
+    out_backprop: Any,
+    strides: Any,
+    padding: str | None,
+    use_cudnn_on_gpu: bool = True,
+    data_format: str = "NHWC",
+    dilations: Any = [1, 1, 1, 1],  # noqa: B006 - TF's default
+    name: str | None = None,
 ) -> ops.Tensor:
     """The gradient of `conv2d` with respect to its filter (op type ``Conv2DBackpropFilter``).
 
@@ -285,16 +287,16 @@ def conv2d_backprop_filter(
 
 
 def conv2d_transpose(
-    value=None,
-    filter=None,  # noqa: A002
-    output_shape=None,
-    strides=None,
-    padding="SAME",
-    data_format="NHWC",
-    name=None,
-    input=None,  # noqa: A002
-    filters=None,
-    dilations=None,
+    value: Any = None,
+    filter: Any = None,  # noqa: A002
+    output_shape: Any = None,
+    strides: Any = None,
+    padding: str | None = "SAME",
+    data_format: str = "NHWC",
+    name: str | None = None,
+    input: Any = None,  # noqa: A002
+    filters: Any = None,
+    dilations: Any = None,
 ) -> ops.Tensor:
     """The transpose of `conv2d` ("deconvolution"): `conv2d_backprop_input` of ``value``.
 
@@ -372,13 +374,13 @@ def _pool_shape(x_shape, attrs: dict, where: str) -> tensor_shape.TensorShape:
 
 
 def max_pool(
-    value,
-    ksize,
-    strides,
-    padding,
-    data_format="NHWC",
-    name=None,
-    input=None,  # noqa: A002
+    value: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str | None,
+    data_format: str = "NHWC",
+    name: str | None = None,
+    input: Any = None,  # noqa: A002
 ) -> ops.Tensor:
     """The maximum of each window of ``value`` (op type ``MaxPool``).
 
@@ -399,13 +401,13 @@ def max_pool(
 
 
 def avg_pool(
-    value,
-    ksize,
-    strides,
-    padding,
-    data_format="NHWC",
-    name=None,
-    input=None,  # noqa: A002
+    value: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str | None,
+    data_format: str = "NHWC",
+    name: str | None = None,
+    input: Any = None,  # noqa: A002
 ) -> ops.Tensor:
     """The mean of each window of ``value`` (op type ``AvgPool``).
 

@@ -157,3 +157,20 @@ def _bias_add_grad(op, grad):
         attrs = {"T": dtype, "data_format": data_format}
         bias_grad = create_op("BiasAddGrad", [grad], [dtype], scope, attrs, [static]).outputs[0]
     return grad, bias_grad
+
+
+@RegisterGradient("Selu")
+def _selu_grad(op, grad):
+    return _activation_grad("SeluGrad", grad, op.outputs[0])
+
+
+@RegisterGradient("TopKV2")
+def _top_k_grad(op, grad_values, grad_indices):
+    # Each value's gradient goes back to the position it was taken from.
+    x, indices = op.inputs[0], op.outputs[1]
+    depth = array_ops.shape(x)[-1]
+    spread = array_ops.one_hot(indices, depth, dtype=grad_values.dtype)
+    return math_ops.reduce_sum(array_ops.expand_dims(grad_values, -1) * spread, -2), None
+
+
+ops.NotDifferentiable("InTopKV2")

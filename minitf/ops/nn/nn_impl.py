@@ -7,6 +7,8 @@ math and array ops; they have no kernel or gradient of their own. Part of
 
 from __future__ import annotations
 
+from typing import Any
+
 from minitf.framework import ops
 from minitf.ops.array import array_ops
 from minitf.ops.math import math_ops
@@ -105,24 +107,66 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         return mean, variance
 
 
-def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
-    """``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``, broadcast.
+def l2_normalize(
+    x: Any, axis: Any = None, epsilon: float = 1e-12, name: str | None = None, dim: Any = None
+) -> ops.Tensor:
+    """Divides ``x`` by its L2 norm along ``axis``: ``x / sqrt(max(sum(x**2), epsilon))``.
+
+    Args:
+        x: A tensor.
+        axis: The dimension (or dimensions) to normalize along.
+        epsilon: A lower bound of the squared norm, so that zeros stay finite.
+        name: A name for the operation.
+        dim: Deprecated alias of ``axis``.
+
+    Returns:
+        A tensor of ``x``'s shape and dtype.
+
+    Raises:
+        ValueError: if both ``axis`` and ``dim`` are given.
+    """
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'dim' and 'axis'")
+    axis = dim if axis is None else axis
+    with ops.name_scope(name, "l2_normalize", [x]) as name:
+        x = ops.convert_to_tensor(x, name="x")
+        square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
+        inverse_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
+        return math_ops.multiply(x, inverse_norm, name=name)
+
+
+def batch_normalization(
+    x: Any,
+    mean: Any,
+    variance: Any,
+    offset: Any,
+    scale: Any,
+    variance_epsilon: float,
+    name: str | None = None,
+) -> ops.Tensor:
+    """Normalizes ``x``: ``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``.
+
+    Written as TF writes it, ``x * inv + (offset - mean * inv)`` with
+    ``inv = scale * rsqrt(variance + variance_epsilon)``; every argument
+    broadcasts against ``x``.
 
     Args:
         x: The input tensor.
-        mean: The mean to subtract (broadcastable against ``x``).
-        variance: The variance to divide by.
-        offset: The ``beta`` to add, or None.
-        scale: The ``gamma`` to multiply by, or None.
+        mean: The mean to subtract.
+        variance: The variance to divide by (its square root).
+        offset: The offset ``beta`` to add, or None.
+        scale: The scale ``gamma`` to multiply by, or None.
         variance_epsilon: A small float added to the variance.
-        name: A name for the operation.
+        name: A name for the operation (default ``"batchnorm"``).
 
     Returns:
-        The normalized tensor, of ``x``'s shape.
+        The normalized, scaled and shifted tensor.
     """
     with ops.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
         inv = math_ops.rsqrt(variance + variance_epsilon)
         if scale is not None:
-            inv = inv * scale
-        shift = -mean * inv if offset is None else offset - mean * inv
-        return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+            inv *= scale
+        x = ops.convert_to_tensor(x, name="x")
+        inv = math_ops.cast(inv, x.dtype)
+        shift = offset - mean * inv if offset is not None else -mean * inv
+        return x * inv + math_ops.cast(shift, x.dtype)

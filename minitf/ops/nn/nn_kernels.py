@@ -399,3 +399,63 @@ def _bias_add_grad_kernel(op):
         return np.sum(out_backprop, axis=tuple(i for i in range(ndim) if i != channel))
 
     return compute
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@register_compute("Selu")
+def _selu_kernel(ctx, x):
+    negative = SELU_SCALE * SELU_ALPHA * np.expm1(np.minimum(x, 0))
+    return np.where(x < 0, negative, SELU_SCALE * x).astype(x.dtype, copy=False)
+
+
+@register_compute("SeluGrad")
+def _selu_grad_kernel(ctx, gradients, outputs):
+    slope = np.where(outputs < 0, outputs + SELU_SCALE * SELU_ALPHA, SELU_SCALE)
+    return (gradients * slope).astype(gradients.dtype, copy=False)
+
+
+def top_k_indices(x: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the ``k`` largest entries of each row, largest first, ties by index."""
+    n = x.shape[-1]
+    # A stable ascending sort of the reversed row, read backwards: largest
+    # first, and among equal values the lowest index first; no negation, so
+    # unsigned and the lowest integer sort right.
+    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    return (n - 1 - order[..., :k]).astype(np.int32)
+
+
+@register_compute("TopKV2")
+def _top_k_kernel(ctx, x, k):
+    k = int(k)
+    if k < 0:
+        raise errors.InvalidArgumentError(None, None, f"Need k >= 0, got {k}")
+    if x.ndim < 1:
+        raise errors.InvalidArgumentError(None, None, "input must be >= 1-D, got shape []")
+    if x.shape[-1] < k:
+        raise errors.InvalidArgumentError(
+            None, None, f"input must have at least k columns. Had {x.shape[-1]}, needed {k}"
+        )
+    indices = top_k_indices(x, k)
+    return np.take_along_axis(x, indices, axis=-1), indices
+
+
+@register_compute("InTopKV2")
+def _in_top_k_kernel(ctx, predictions, targets, k):
+    if predictions.ndim != 2 or targets.shape != predictions.shape[:1]:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "First dimension of predictions "
+            f"{predictions.shape[0] if predictions.ndim else ''} must match length of targets "
+            f"{targets.shape[0] if targets.ndim else ''}",
+        )
+    classes = predictions.shape[1]
+    valid = (targets >= 0) & (targets < classes)
+    rows = np.arange(predictions.shape[0])
+    target_values = predictions[rows, np.where(valid, targets, 0)]
+    larger = np.sum(predictions > target_values[:, None], axis=1)
+    finite = np.all(np.isfinite(predictions), axis=1)
+    return valid & finite & (larger < int(k))

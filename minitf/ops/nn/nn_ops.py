@@ -1,4 +1,4 @@
-"""Neural-network ops (``tf.nn``): activations, softmax, softmax cross entropies, bias_add, dropout.
+"""Neural-network ops (``tf.nn``): activations, softmax, cross entropies, bias_add, dropout, top_k.
 
 Activations and the softmax cross entropies are *fused* ops in TF (``Relu``,
 ``Softmax``, ``SoftmaxCrossEntropyWithLogits``, ...): one kernel computes the
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,13 @@ from minitf.framework import dtypes, errors, ops, tensor_shape, tensor_util
 from minitf.ops.array import array_ops
 from minitf.ops.math import math_ops
 from minitf.ops.math.math_ops import sigmoid, tanh
-from minitf.ops.nn.nn_impl import ensure_xent_args, moments, sigmoid_cross_entropy_with_logits
+from minitf.ops.nn.nn_impl import (
+    batch_normalization,
+    ensure_xent_args,
+    l2_normalize,
+    moments,
+    sigmoid_cross_entropy_with_logits,
+)
 from minitf.ops.op_def_library import FLOATS, check_dtype, create_op
 from minitf.ops.random import random_ops
 
@@ -43,6 +50,12 @@ __all__ = [
     "l2_loss",
     "bias_add",
     "xw_plus_b",
+    "l2_normalize",
+    "batch_normalization",
+    "fused_batch_norm",
+    "selu",
+    "top_k",
+    "in_top_k",
     "moments",
     "dropout",
     "sigmoid",
@@ -485,29 +498,6 @@ def bias_add(value, bias, data_format=None, name=None) -> ops.Tensor:
     return op.outputs[0]
 
 
-def xw_plus_b(x, weights, biases, name=None) -> ops.Tensor:
-    """Returns ``matmul(x, weights) + biases`` (a ``MatMul`` then a ``BiasAdd``).
-
-    Args:
-        x: A 2-D tensor.
-        weights: A 2-D tensor, ``[x's columns, units]``.
-        biases: A 1-D tensor of ``units`` values.
-        name: A name for the scope of the two ops (default ``"xw_plus_b"``).
-
-    Returns:
-        A 2-D tensor ``[x's rows, units]``.
-
-    Raises:
-        ValueError: if the shapes do not fit the matmul or the bias.
-    """
-    with ops.name_scope(name, "xw_plus_b", [x, weights, biases]) as scope:
-        x = ops.convert_to_tensor(x, name="x")
-        weights = ops.convert_to_tensor(weights, name="weights")
-        biases = ops.convert_to_tensor(biases, name="biases")
-        product = math_ops.matmul(x, weights)
-        return bias_add(product, biases, name=scope)
-
-
 def _bias_add_shape(value_shape, bias_shape, data_format: str, scope: str):
     where = f"for '{scope.rstrip('/')}' (op: 'BiasAdd') with input shapes: {value_shape}, "
     where += f"{bias_shape}."
@@ -527,6 +517,25 @@ def _bias_add_shape(value_shape, bias_shape, data_format: str, scope: str):
         ) from None
     dims[channel] = merged.value
     return tensor_shape.TensorShape(dims)
+
+
+def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> ops.Tensor:
+    """Computes ``matmul(x, weights) + biases`` (a ``MatMul`` and a ``BiasAdd``).
+
+    Args:
+        x: A 2-D tensor ``[batch, in_units]``.
+        weights: A 2-D tensor ``[in_units, out_units]``.
+        biases: A 1-D tensor ``[out_units]``.
+        name: A name for the operation (default ``"xw_plus_b"``).
+
+    Returns:
+        A 2-D tensor ``[batch, out_units]``.
+    """
+    with ops.name_scope(name, "xw_plus_b", [x, weights, biases]) as name:
+        x = ops.convert_to_tensor(x, name="x")
+        weights = ops.convert_to_tensor(weights, name="weights")
+        biases = ops.convert_to_tensor(biases, name="biases")
+        return bias_add(math_ops.matmul(x, weights), biases, name=name)
 
 
 def _noise_shape(x: ops.Tensor, noise_shape):
@@ -622,3 +631,185 @@ def _dropout(x, rate, noise_shape, seed, name) -> ops.Tensor:
         ret = x * scale * math_ops.cast(keep_mask, x.dtype)
         ret.set_shape(x.get_shape())
         return ret
+
+
+def selu(features: Any, name: str | None = None) -> ops.Tensor:
+    """Scaled exponential linear unit (op type ``Selu``).
+
+    ``scale * features`` where positive, ``scale * alpha * (exp(features) - 1)``
+    elsewhere, with ``alpha ~ 1.6733`` and ``scale ~ 1.0507``.
+
+    Args:
+        features: A floating-point tensor.
+        name: A name for the operation.
+
+    Returns:
+        A tensor of the same dtype and shape.
+    """
+    return _activation("Selu", features, name, FLOATS)
+
+
+def top_k(
+    input: Any,  # noqa: A002 - TF's argument names
+    k: Any = 1,
+    sorted: bool = True,  # noqa: A002
+    name: str | None = None,
+) -> tuple[ops.Tensor, ops.Tensor]:
+    """The ``k`` largest entries of the last dimension of ``input``, and their indices.
+
+    Equal values keep their order: the one with the lower index comes first
+    (op type ``TopKV2``).
+
+    Args:
+        input: A real tensor of rank at least 1, with at least ``k`` entries in
+            its last dimension.
+        k: How many entries to take (an int or a 0-D int32 tensor).
+        sorted: Accepted for compatibility; the entries are always sorted
+            largest first.
+        name: A name for the operation.
+
+    Returns:
+        A pair ``(values, indices)``, both of ``input``'s shape with the last
+        dimension ``k``; ``indices`` is int32.
+
+    Raises:
+        ValueError: if ``input`` is a scalar, ``k`` is negative or larger than
+            the last dimension (when known at graph construction).
+    """
+    with ops.name_scope(name, "TopKV2", [input, k]) as scope:
+        x = ops.convert_to_tensor(input, name="input")
+        k = ops.convert_to_tensor(k, dtype=dtypes.int32, name="k")
+        dtype = check_dtype("input", x.dtype, _REALS)
+        shape = _top_k_shape(x.get_shape(), tensor_util.constant_value(k), scope)
+        attrs = {"T": dtype, "sorted": bool(sorted)}
+        op = create_op("TopKV2", [x, k], [dtype, dtypes.int32], scope, attrs, [shape, shape])
+    return op.outputs[0], op.outputs[1]
+
+
+def _top_k_shape(shape, k, scope: str):
+    where = f"for '{scope.rstrip('/')}' (op: 'TopKV2') with input shapes: {shape}, []."
+    if shape.ndims == 0:
+        raise ValueError(f"Shape must be at least rank 1 but is rank 0 {where}")
+    if k is not None and int(k) < 0:
+        raise ValueError(
+            f"Dimension size, given by scalar input 1, must be non-negative but is {int(k)} {where}"
+        )
+    if shape.ndims is None:
+        return shape
+    last = shape[-1].value
+    if k is not None and last is not None and last < int(k):
+        raise ValueError(f"input must have last dimension >= k = {int(k)} but is {last} {where}")
+    return tensor_shape.TensorShape(shape.as_list()[:-1] + [None if k is None else int(k)])
+
+
+def in_top_k(predictions: Any, targets: Any, k: Any, name: str | None = None) -> ops.Tensor:
+    """Whether each target class is among the ``k`` largest predictions of its row.
+
+    A target is in the top ``k`` when fewer than ``k`` predictions of its row
+    are strictly larger than its own (so ties all count as in). A row whose
+    target is out of range, or whose predictions are not all finite, gives
+    False (op type ``InTopKV2``).
+
+    Args:
+        predictions: A float32 tensor ``[batch, classes]``.
+        targets: An int32 or int64 tensor ``[batch]`` of class indices.
+        k: An int (or a 0-D tensor of ``targets``' dtype).
+        name: A name for the operation.
+
+    Returns:
+        A bool tensor ``[batch]``.
+    """
+    with ops.name_scope(name, "in_top_k", [predictions, targets, k]) as scope:
+        predictions = ops.convert_to_tensor(predictions, dtype=dtypes.float32, name="predictions")
+        targets = ops.convert_to_tensor(targets, name="targets")
+        index_type = check_dtype("targets", targets.dtype, (dtypes.int32, dtypes.int64))
+        k = ops.convert_to_tensor(k, dtype=index_type, name="k")
+        batch = (
+            predictions.get_shape().with_rank(2)[:1].merge_with(targets.get_shape().with_rank(1))
+        )
+        attrs = {"T": index_type}
+        inputs = [predictions, targets, k]
+        return create_op("InTopKV2", inputs, [dtypes.bool], scope, attrs, [batch]).outputs[0]
+
+
+def fused_batch_norm(
+    x: Any,
+    scale: Any,
+    offset: Any,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: float = 0.001,
+    data_format: str = "NHWC",
+    is_training: bool = True,
+    name: str | None = None,
+) -> tuple[ops.Tensor, ops.Tensor, ops.Tensor]:
+    """Batch normalization of a 4-D tensor over its batch and spatial dimensions.
+
+    In training, ``x`` is normalized with the mean and (biased) variance of
+    its own batch, and the returned variance is the unbiased estimate
+    (times ``n / (n - 1)``), the one to keep a moving average of, as TF's
+    fused kernel returns. In inference, ``mean`` and ``variance`` are used.
+    Built from the ops of `moments` and `batch_normalization`.
+
+    Args:
+        x: A 4-D float tensor.
+        scale: A 1-D tensor (``gamma``), one per channel.
+        offset: A 1-D tensor (``beta``), one per channel.
+        mean: The mean for inference (ignored in training).
+        variance: The variance for inference (ignored in training).
+        epsilon: A small float added to the variance (at least ``1.001e-5``, as in TF).
+        data_format: ``"NHWC"`` or ``"NCHW"``.
+        is_training: Whether to use the batch's statistics.
+        name: A name for the operation.
+
+    Returns:
+        A tuple ``(y, batch_mean, batch_variance)``.
+
+    Raises:
+        ValueError: if ``x`` is not 4-D, or ``mean``/``variance`` are missing
+            in inference.
+    """
+    epsilon = max(float(epsilon), 1.001e-5)
+    with ops.name_scope(name, "FusedBatchNorm", [x, scale, offset]) as scope:
+        x = ops.convert_to_tensor(x, name="x")
+        if x.get_shape().ndims not in (None, 4):
+            raise ValueError(
+                f"Shape must be rank 4 but is rank {x.get_shape().ndims} for "
+                f"'{scope.rstrip('/')}' (op: 'FusedBatchNorm') with input shapes: "
+                f"{x.get_shape()}."
+            )
+        axes, param_shape = ([0, 2, 3], [-1, 1, 1]) if data_format == "NCHW" else ([0, 1, 2], [-1])
+        scale, offset = (
+            array_ops.reshape(ops.convert_to_tensor(t, dtype=x.dtype), param_shape)
+            for t in (scale, offset)
+        )
+        if is_training:
+            return _fused_batch_norm_training(x, scale, offset, epsilon, axes, param_shape)
+        if mean is None or variance is None:
+            raise ValueError(
+                "Both `mean` and `variance` must be a 1D tensor when `is_training` is False. "
+                f"Received: `mean` {mean} and `variance` {variance}"
+            )
+        mean = ops.convert_to_tensor(mean, name="mean")
+        variance = ops.convert_to_tensor(variance, name="variance")
+        y = batch_normalization(
+            x,
+            array_ops.reshape(mean, param_shape),
+            array_ops.reshape(variance, param_shape),
+            offset,
+            scale,
+            epsilon,
+        )
+        return array_ops.identity(y, name="y"), mean, variance
+
+
+def _fused_batch_norm_training(x, scale, offset, epsilon, axes, param_shape):
+    batch_mean, batch_variance = moments(x, axes, keepdims=True)
+    y = batch_normalization(x, batch_mean, batch_variance, offset, scale, epsilon)
+    count = math_ops.cast(math_ops.reduce_prod(array_ops.gather(array_ops.shape(x), axes)), x.dtype)
+    unbiased = batch_variance * count / math_ops.maximum(count - 1, 1)
+    return (
+        array_ops.identity(y, name="y"),
+        array_ops.reshape(batch_mean, [-1], name="batch_mean"),
+        array_ops.reshape(unbiased, [-1], name="batch_variance"),
+    )
