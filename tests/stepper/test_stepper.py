@@ -21,6 +21,7 @@ import minitf as tf
 from minitf.cluster.task_env import BREAK_ENV, STEPPER_ENV
 from minitf.examples import sync_mlp
 from minitf.runtime.core.scheduler import RUN
+from minitf.runtime.distributed import launcher
 from minitf.runtime.distributed.launcher import LocalCluster
 from minitf.stepper import HeldScheduler, Stepper, terminal
 
@@ -463,6 +464,7 @@ def test_a_launch_whose_tasks_cannot_be_reached_stops_their_processes(tmp_path, 
     script = tmp_path / "no_server.py"
     script.write_text("import time\ntime.sleep(120)\n")
     monkeypatch.setenv("MINITF_CONNECT_TIMEOUT", "1")
+    monkeypatch.setattr(launcher, "LAUNCH_PATIENCE", 1.0)  # the process lives: no longer wait
     started = []
 
     class Recorded(LocalCluster):

@@ -267,7 +267,7 @@ class LocalCluster:
                     self.connect(job, index).close()
         return self
 
-    def connect(self, job: str, index: int, patience: float = LAUNCH_PATIENCE):
+    def connect(self, job: str, index: int, patience: float | None = None):
         """A connection to a task this cluster started, once its server listens.
 
         Starting a task is importing minitf and running its script up to its
@@ -278,7 +278,7 @@ class LocalCluster:
         Args:
             job: The task's job.
             index: The task's index.
-            patience: The longest wait, in seconds.
+            patience: The longest wait, in seconds (`LAUNCH_PATIENCE` if None).
 
         Raises:
             FailedPreconditionError: at once, if the process exits first.
@@ -286,6 +286,8 @@ class LocalCluster:
         """
         address = self.cluster_spec.task_address(job, index)
         name = f"/job:{job}/replica:0/task:{index}"
+        if patience is None:
+            patience = LAUNCH_PATIENCE
         deadline = time.monotonic() + max(connect_timeout(), patience)
         while True:
             try:
