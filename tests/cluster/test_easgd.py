@@ -217,6 +217,55 @@ def test_async_easgd_two_workers_in_turn_follow_the_closed_form_of_one_period():
     np.testing.assert_allclose([*copies, reads[0][1]], expected[: p + 1], rtol=1e-6)
 
 
+def test_async_easgd_workers_racing_keep_the_sum_of_copies_and_center_that_pulls_conserve():
+    # A pull moves x_i by −diff and x̃ by +diff, whoever else pulls meanwhile:
+    # with a linear loss g_i x, only the gradient steps change Σ x_i + x̃, by −η g_i each.
+    from minitf.cluster import delays
+
+    p, eta, alpha, tau, steps, x0 = 4, 0.125, 0.25, 2, 9, 1.0
+    slopes = [1.0, -2.0, 0.5, 4.0]
+    cluster = SimulatedCluster({"ps": 1, "worker": p}, seed=3, worker_delay=delays.Exponential(1.0))
+    finals = {}
+
+    def worker(i):
+        with tf.Graph().as_default():
+            device = f"/job:worker/task:{i}"
+            getter = policies.EASGDCustomGetter(device)
+            setter = tf.train.replica_device_setter(
+                worker_device=device, cluster=cluster.cluster_spec
+            )
+            with tf.device(setter), tf.variable_scope("", custom_getter=getter):
+                w = tf.get_variable("w", [], initializer=tf.constant_initializer(x0))
+                global_step = tf.train.get_or_create_global_step()
+                opt = async_policy(eta, alpha, tau)(getter)
+                train_op = opt.minimize(tf.multiply(slopes[i], w, name="loss"), global_step)
+            with tf.train.MonitoredTrainingSession(
+                master=cluster.target("worker", i), is_chief=i == 0,
+                hooks=[opt.make_session_run_hook(i == 0)],
+                save_checkpoint_secs=None, log_step_count_steps=None,
+            ) as sess:  # fmt: skip
+                for _ in range(steps):
+                    sess.run(train_op)
+                finals[i] = sess.run(w)
+
+    report = cluster.run_workers(worker)
+    reads = {}
+
+    def read():
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                center = tf.get_variable("global_center_variable/w", [])
+                global_step = tf.train.get_or_create_global_step()
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                reads["center"], reads["step"] = sess.run([center, global_step])
+
+    cluster.run_clients(read)
+    assert report["time"] > 0  # the delays made the workers race
+    expected = (p + 1) * x0 - eta * steps * sum(slopes)
+    assert sum(finals.values()) + reads["center"] == pytest.approx(expected, rel=1e-6)
+    assert reads["step"] == p * len(range(0, steps, tau))  # one global step per pull
+
+
 # -- the stability boundary --------------------------------------------------------------------
 
 
