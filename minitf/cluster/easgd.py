@@ -253,10 +253,11 @@ class SyncEASGD(_ElasticPolicy):
     round, pushes ``x_i − x̃`` into an accumulator beside the center, moves
     its copy by ``−η g_i − α (x_i − x̃)`` (``η g_i`` as the inner optimizer's
     step) and waits for a token. The chief's queue runner takes the ``p``
-    pushes of the round, adds ``α Σ_i (x_i − x̃)`` to the center and the
-    global step, and puts a token in each worker's own queue. No center is read for round
-    ``t + 1`` before every worker has pushed for round ``t``: each worker's
-    next read waits for its token, and the round's update waits for its push.
+    pushes of the round, adds ``α Σ_i (x_i − x̃)`` to the center and one to
+    the global step, and puts a token in each worker's own queue. No center
+    is read for round ``t + 1`` before every worker has pushed for round
+    ``t``: each worker's next read waits for its token, and the round's
+    update waits for its push.
 
     Args:
         opt: The optimizer of the gradient step (the paper's: plain SGD).
