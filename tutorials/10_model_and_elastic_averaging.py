@@ -16,7 +16,9 @@
 # variables live on the worker and which on the ps), then trains one linear
 # regression with both optimizers, and with plain asynchronous SGD, on a
 # cluster of 1 ps and 2 worker processes. Every update is replayed in numpy
-# and checked. It ends with the three loss curves.
+# and checked, and the three loss curves are drawn. It ends with the paper's
+# own two EASGD rules beside TF-contrib's, on a simulated cluster, and the
+# stability boundary of synchronous EASGD.
 #
 # Run it with `.venv/bin/python tutorials/10_model_and_elastic_averaging.py`, or
 # open it as a notebook.
@@ -494,4 +496,270 @@ fig.savefig(out / "loss_by_step.png", dpi=100)
 # Model averaging's center and the shared model of async SGD reach the noise.
 assert losses["model averaging"]["center"][-1] < 1.5 * NOISE**2
 assert losses["async SGD"]["center"][-1] < 1.5 * NOISE**2
+notebook.show(fig)
+
+# %% [markdown]
+# ## The paper's EASGD beside TF-contrib's
+#
+# `ElasticAverageOptimizer` is TF-contrib's reading of EASGD. The paper
+# (Zhang, Choromanska and LeCun, NIPS 2015) has two rules of its own, in
+# `minitf.cluster.policies` as `SyncEASGD` and `AsyncEASGD`. With learning
+# rate η, moving rate α and worker `i`'s gradient `g_i`:
+#
+# - **Synchronous EASGD** (the paper's equations 3 and 4) goes in rounds.
+#   Every worker reads the center `x̃` of the round, then all move at once:
+#   `x_i ← x_i − η g_i(x_i) − α (x_i − x̃)` and `x̃ ← x̃ + α Σ_i (x_i − x̃)`.
+#   A worker pushes `x_i − x̃` into an accumulator beside the center. The
+#   chief takes the `p` pushes of the round, moves the center, and puts a
+#   token in each worker's own queue. A worker's next read of the center
+#   waits for that token.
+# - **Asynchronous EASGD** (the paper's Algorithm 1): each worker on its own.
+#   At its step `t` it reads its copy `x`. When `τ` divides `t`, it moves its
+#   copy by `−α (x − x̃)` and the center by `+α (x − x̃)`. Then it takes an SGD
+#   step with the gradient at `x`.
+# - **TF-contrib's rule** pulls *after* the SGD step, on steps `τ, 2τ, …`,
+#   from the copy that step made. On every step it also adds the spring
+#   `ρ (x − c)` to the gradient, `c` being the center as last read
+#   (`ρ = α / η` by default). So its copies are pulled twice.
+#
+# The problem is one number per worker. Worker `i`'s loss is `h (x − t_i)² / 2`,
+# and the targets `t_i` differ, so the copies are pulled apart while the
+# springs pull them together. The sum of the losses is smallest at the mean
+# of the targets. Synchronous EASGD's center ends exactly there: at its fixed
+# point `x̃ = mean(x_i)` and `x_i = (ηh t_i + α x̃) / (ηh + α)`, so
+# `x̃ = mean(t_i)`. The gradients are exact, so each run is replayed in numpy
+# below, step by step.
+#
+# The cluster is simulated (`minitf.cluster.SimulatedCluster`): one ps and
+# four workers in this process, on a virtual clock. The graphs are the ones
+# a real cluster runs. The asynchronous rules are stepped in turn, worker 0,
+# 1, 2, 3, 0, …, from one client (the paper's *round-robin* scheme), so the
+# order is known and the replay is exact. The synchronous rule needs all four
+# workers at once, so each runs in a client of its own.
+
+# %%
+from minitf.cluster import SimulatedCluster, policies  # noqa: E402
+
+P = 4
+TARGETS = [-3.0, -1.0, 1.0, 3.0]
+H, ETA, X0 = 1.0, 0.1, 5.0
+EA_ALPHA, TAU = 0.1, 4
+ROUNDS = 100  # steps per worker
+
+
+def build_rule(rule, cluster_spec, index, alpha=EA_ALPHA, eta=ETA, targets=TARGETS, x0=X0):
+    """Worker `index`'s graph for `rule`: its copy `x`, the center, the train op, the hook."""
+    device = f"/job:worker/task:{index}"
+    if rule == "TF-contrib":
+        getter = ElasticAverageCustomGetter(worker_device=device)
+    else:
+        getter = policies.EASGDCustomGetter(device)
+    setter = tf.train.replica_device_setter(worker_device=device, cluster=cluster_spec)
+    with tf.device(setter), tf.variable_scope("", custom_getter=getter):
+        x = tf.get_variable("x", [], initializer=tf.constant_initializer(x0))
+        loss = tf.multiply(0.5 * H, tf.square(x - targets[index]), name="loss")
+        global_step = tf.train.get_or_create_global_step()
+        sgd = tf.train.GradientDescentOptimizer(eta)
+        if rule == "TF-contrib":
+            opt = ElasticAverageOptimizer(
+                sgd, P, getter, communication_period=TAU, moving_rate=alpha
+            )
+            hook = opt.make_session_run_hook(index == 0, index)
+        elif rule == "paper, async":
+            opt = policies.AsyncEASGD(sgd, getter, alpha, communication_period=TAU)
+            hook = opt.make_session_run_hook(index == 0)
+        else:
+            opt = policies.SyncEASGD(sgd, P, getter, moving_rate=alpha)
+            hook = opt.make_session_run_hook(index == 0)
+        train_op = opt.minimize(loss, global_step=global_step)
+    center = getter._global_map[x] if rule == "TF-contrib" else getter.center_of(x)
+    return {"reads": [x, center], "train_op": train_op, "hook": hook}
+
+
+def session(cluster, index, built):
+    return tf.train.MonitoredTrainingSession(
+        master=cluster.target("worker", index), is_chief=index == 0, hooks=[built["hook"]],
+        save_checkpoint_secs=None, log_step_count_steps=None,
+    )  # fmt: skip
+
+
+def run_in_turn(rule):
+    """Round robin from one client; returns [step][worker] -> (x_i, center) after its step."""
+    cluster = SimulatedCluster({"ps": 1, "worker": P})
+    history = []
+
+    def client():
+        workers, sessions = [], []
+        for i in range(P):  # the chief first: it initializes the center
+            with tf.Graph().as_default():
+                workers.append(build_rule(rule, cluster.cluster_spec, i))
+                sessions.append(session(cluster, i, workers[-1]))
+        for _ in range(ROUNDS):
+            row = []
+            for built, sess in zip(workers, sessions):
+                sess.run(built["train_op"])
+                row.append(sess.run(built["reads"]))
+            history.append(row)
+        for sess in sessions:
+            sess.close()
+
+    cluster.run_clients(client)
+    return np.array(history, np.float64)
+
+
+def run_in_rounds(alpha, eta, rounds, targets=TARGETS, x0=X0):
+    """Synchronous EASGD, every worker in its own client; [round][worker] -> (x_i, center)."""
+    cluster = SimulatedCluster({"ps": 1, "worker": P})
+    history = {}
+
+    def worker(i):
+        with tf.Graph().as_default():
+            built = build_rule("paper, sync", cluster.cluster_spec, i, alpha, eta, targets, x0)
+            with session(cluster, i, built) as sess:
+                history[i] = []
+                for _ in range(rounds):
+                    sess.run(built["train_op"])
+                    history[i].append(sess.run(built["reads"]))
+
+    cluster.run_workers(worker)
+    return np.array([history[i] for i in range(P)], np.float64).transpose(1, 0, 2)
+
+
+# %% [markdown]
+# The numpy replays, written from the three rules above:
+
+
+# %%
+def replay_paper_async():
+    x, center, rows = np.full(P, X0), X0, []
+    for t in range(ROUNDS):
+        row = []
+        for i in range(P):
+            start = x[i]
+            if t % TAU == 0:
+                diff = EA_ALPHA * (start - center)
+                x[i] -= diff
+                center += diff
+            x[i] -= ETA * H * (start - TARGETS[i])
+            row.append((x[i], center))
+        rows.append(row)
+    return np.array(rows)
+
+
+def replay_contrib():
+    rho = EA_ALPHA / ETA
+    x, local_center, center, rows = np.full(P, X0), np.full(P, X0), X0, []
+    for t in range(1, ROUNDS + 1):
+        row = []
+        for i in range(P):
+            x[i] -= ETA * (H * (x[i] - TARGETS[i]) + rho * (x[i] - local_center[i]))
+            if t % TAU == 0:
+                local_center[i] = center
+                diff = EA_ALPHA * (x[i] - local_center[i])
+                x[i] -= diff
+                center += diff
+            row.append((x[i], center))
+        rows.append(row)
+    return np.array(rows)
+
+
+def replay_paper_sync(alpha, eta, rounds, targets=TARGETS, x0=X0):
+    x, center, rows = np.full(P, x0), x0, []
+    for _ in range(rounds):
+        x, center = (
+            x - eta * H * (x - np.array(targets)) - alpha * (x - center),
+            center + alpha * np.sum(x - center),
+        )
+        rows.append([(x[i], center) for i in range(P)])
+    return np.array(rows)
+
+
+runs = {
+    "TF-contrib": (run_in_turn("TF-contrib"), replay_contrib()),
+    "paper, async": (run_in_turn("paper, async"), replay_paper_async()),
+    "paper, sync": (run_in_rounds(EA_ALPHA, ETA, ROUNDS), replay_paper_sync(EA_ALPHA, ETA, ROUNDS)),
+}
+for rule, (ran, replayed) in runs.items():
+    np.testing.assert_allclose(ran, replayed, rtol=1e-5, atol=1e-5)
+    print(f"{rule:13s} the center after {ROUNDS} steps per worker: {ran[-1, -1, 1]:+.4f}")
+assert abs(runs["paper, sync"][0][-1, 0, 1] - np.mean(TARGETS)) < 0.05
+
+# %% [markdown]
+# ## The stability boundary of synchronous EASGD
+#
+# On `h x² / 2`, a round of synchronous EASGD is a linear map of the `p + 1`
+# numbers `(x_1 … x_p, x̃)`. With `a = ηh`, the differences between copies
+# are multiplied by `1 − a − α` each round. The mean `y` of the copies and
+# the center follow a 2 × 2 matrix:
+# `y' = (1 − a − α) y + α x̃` and `x̃' = pα y + (1 − pα) x̃`.
+# Its eigenvalues are inside the unit circle exactly when
+# `α < 2 (2 − ηh) / (2 + p (2 − ηh))` (for `0 < ηh < 2`; the docs derive it).
+# `policies.sync_stability_boundary` computes it. At the boundary an
+# eigenvalue crosses `−1`. Just above it, the mean and the center swing from
+# side to side, further each round.
+#
+# With `p = 4` and `ηh = 0.5` the boundary is `α = 0.375`. We run α = 0.36 and
+# α = 0.39 from `x_i = x̃ = 1`, with every target at 0.
+
+# %%
+STAB_ETA = 0.5
+boundary = policies.sync_stability_boundary(STAB_ETA * H, P)
+STAB_ROUNDS = 60
+stability = {}
+for alpha in (0.36, 0.39):
+    ran = run_in_rounds(alpha, STAB_ETA, STAB_ROUNDS, [0.0] * P, 1.0)
+    replayed = replay_paper_sync(alpha, STAB_ETA, STAB_ROUNDS, [0.0] * P, 1.0)
+    np.testing.assert_allclose(ran, replayed, rtol=1e-5, atol=1e-7)
+    stability[alpha] = ran[:, 0, 1]
+    print(f"alpha = {alpha}: |center| after {STAB_ROUNDS} rounds = {abs(ran[-1, 0, 1]):.3g}")
+assert boundary == 0.375
+assert abs(stability[0.36][-1]) < 0.01 and abs(stability[0.39][-1]) > 10
+
+# %% [markdown]
+# Left: the center under each rule, against each worker's steps. Right:
+# synchronous EASGD's center on both sides of the boundary (the y axis is
+# linear near zero and logarithmic beyond).
+#
+# - Synchronous EASGD moves the center every round, towards the mean of
+#   the copies, and ends at the mean of the targets, 0.
+# - The asynchronous rules move it only every `τ = 4` steps, once per
+#   worker and in turn, so it moves in steps. TF-contrib's copies are also
+#   held back by the spring on every step.
+# - Neither asynchronous center settles exactly at 0. The workers pull it
+#   one after another, each its own way, and each from where its copy has
+#   drifted since its last pull. The replays above give the same values.
+# - Below the boundary the center swings and settles. Above it the swings
+#   grow, though each worker's own SGD step (`ηh = 0.5`) is stable.
+
+# %%
+rule_styles = {
+    "TF-contrib": dict(color="#D55E00", marker="s", linestyle="--"),
+    "paper, async": dict(color="#0072B2", marker="o", linestyle="-"),
+    "paper, sync": dict(color="#009E73", marker="^", linestyle=":"),
+}
+fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5))
+steps = np.arange(1, ROUNDS + 1)
+for rule, style in rule_styles.items():
+    centers = runs[rule][0][:, -1, 1]
+    left.plot(steps, centers, **style, markevery=max(1, ROUNDS // 10), linewidth=2.5,
+              markersize=8, label=f"{rule}")  # fmt: skip
+left.axhline(np.mean(TARGETS), color="#000000", linestyle=(0, (1, 3)), label="mean of targets")
+left.set_title(f"the center, α = {EA_ALPHA}, τ = {TAU} (async rules)", fontsize=16)
+left.set_xlabel("each worker's step", fontsize=15)
+left.set_ylabel("center x̃", fontsize=15)
+rounds = np.arange(1, STAB_ROUNDS + 1)
+for alpha, style in ((0.36, rule_styles["paper, sync"]), (0.39, rule_styles["TF-contrib"])):
+    side = "below" if alpha < boundary else "above"
+    right.plot(rounds, stability[alpha], color=style["color"], marker=style["marker"],
+               linewidth=2, markersize=6, markevery=5, label=f"α = {alpha} ({side})")  # fmt: skip
+right.set_yscale("symlog", linthresh=0.1)
+right.set_title(f"synchronous, p = {P}, ηh = 0.5: boundary α = {boundary}", fontsize=16)
+right.set_xlabel("round", fontsize=15)
+right.set_ylabel("center x̃ (symlog)", fontsize=15)
+for ax in (left, right):
+    ax.tick_params(labelsize=13)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=13)
+fig.tight_layout()
+fig.savefig(out / "easgd_rules.png", dpi=100)
 notebook.show(fig)

@@ -427,3 +427,6 @@ def _at_most_workers(policy: str, k: int, num_workers: int) -> None:
             f"{policy}: k={k} gradients from distinct workers cannot come from "
             f"num_workers={num_workers}; use KBatchSync/KBatchAsync to let a worker give several"
         )
+
+
+from minitf.cluster.easgd import AsyncEASGD, EASGDCustomGetter, SyncEASGD, sync_stability_boundary  # noqa: E402, F401, I001

@@ -2338,3 +2338,37 @@ def test_row_186_top_k_larger_than_the_last_dimension():
             with raises(tf.errors.InvalidArgumentError, "input must have at least k columns"):
                 sess.run(values, {k: 3})
             np.testing.assert_array_equal(sess.run(values, {k: 1}), [[2.0]])
+
+
+def test_row_187_sync_easgd_on_a_worker_beyond_num_workers():
+    from minitf.cluster import policies
+
+    sgd = tf.train.GradientDescentOptimizer(0.1)
+    with raises(
+        ValueError,
+        "SyncEASGD: worker_index must be in [0, num_workers=4), got 4; it defaults to the "
+        "task of the getter's worker_device",
+    ):
+        policies.SyncEASGD(sgd, 4, policies.EASGDCustomGetter("/job:worker/task:4"), 0.1)
+    opt = policies.SyncEASGD(sgd, 5, policies.EASGDCustomGetter("/job:worker/task:4"), 0.1)
+    assert opt.worker_index == 4
+
+
+def test_row_188_easgd_with_a_variable_made_without_the_getter():
+    from minitf.cluster import policies
+
+    with tf.Graph().as_default() as g:
+        getter = policies.EASGDCustomGetter("/job:worker/task:0")
+        v = tf.Variable(1.0, name="v")
+        with tf.variable_scope("", custom_getter=getter):
+            w = tf.get_variable("w", [], initializer=tf.ones_initializer())
+        step = tf.train.get_or_create_global_step()
+        opt = policies.AsyncEASGD(tf.train.GradientDescentOptimizer(0.1), getter, 0.1)
+        with raises(
+            ValueError,
+            "EASGD: variable 'v' has no center: make it with tf.get_variable inside "
+            "tf.variable_scope('', custom_getter=EASGDCustomGetter(...))",
+        ):
+            opt.minimize(v * v + w * w, global_step=step)
+        assert not [op for op in g.get_operations() if op.name.startswith("async_easgd")]
+        opt.minimize(v * v + w * w, global_step=step, var_list=[w])  # only w has a center

@@ -245,7 +245,7 @@ class ElasticAverageOptimizer(optimizer.Optimizer):
         global_after = {var.op.name for var in variables.global_variables()}
         with ops.control_dependencies([apply_updates]):
             local_update = state_ops.assign_add(self._local_step, 1, name="local_step_update").op
-        _make_local(global_after - global_before)
+        make_local(global_after - global_before)
 
         def elastic_update():
             local_vars = [var for grad, var in grads_and_vars if grad is not None]
@@ -399,7 +399,7 @@ class ElasticAverageOptimizer(optimizer.Optimizer):
         return var
 
 
-def _make_local(names: set) -> None:
+def make_local(names: set) -> None:
     """Moves the named variables from ``GLOBAL_VARIABLES`` to ``LOCAL_VARIABLES``.
 
     The inner optimizer's own variables (slots, Adam's beta powers) are this
