@@ -73,6 +73,8 @@ SlurmdPidFile={d}/slurmd-%n.pid
 SlurmctldLogFile={d}/slurmctld.log
 SlurmdLogFile={d}/slurmd-%n.log
 JobCompType=jobcomp/none
+# sbatch --wait asks every 2 s while MinJobAge/2 is not above 2 (else its waits grow to 8 s).
+MinJobAge=4
 {nodes}
 PartitionName=debug Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:2
 """
