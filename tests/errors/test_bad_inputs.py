@@ -2338,3 +2338,17 @@ def test_row_186_top_k_larger_than_the_last_dimension():
             with raises(tf.errors.InvalidArgumentError, "input must have at least k columns"):
                 sess.run(values, {k: 3})
             np.testing.assert_array_equal(sess.run(values, {k: 1}), [[2.0]])
+
+
+def test_row_187_local_response_normalization_of_doubles():
+    with tf.Graph().as_default() as g:
+        with raises(
+            TypeError,
+            "Value passed to parameter 'input' has DataType float64 not in list of allowed "
+            "values: float16, float32",
+        ):
+            tf.nn.lrn(tf.zeros([1, 2, 2, 3], tf.float64))
+        assert "LRN" not in op_types(g)
+        y = tf.nn.lrn(tf.cast(tf.zeros([1, 2, 2, 3], tf.float64), tf.float32))
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(y), np.zeros((1, 2, 2, 3)))
