@@ -2352,3 +2352,19 @@ def test_row_187_local_response_normalization_of_doubles():
         y = tf.nn.lrn(tf.cast(tf.zeros([1, 2, 2, 3], tf.float64), tf.float32))
         with tf.Session() as sess:
             np.testing.assert_array_equal(sess.run(y), np.zeros((1, 2, 2, 3)))
+
+
+def test_row_188_optimize_loss_with_an_unknown_optimizer_name():
+    w = tf.Variable(1.0)
+    step = tf.train.create_global_step()
+    with raises(
+        ValueError,
+        "Optimizer name should be one of [Adagrad, Adam, Ftrl, Momentum, RMSProp, SGD], "
+        "you provided Sgd.",
+    ):
+        tf.contrib.layers.optimize_loss(w * 2.0, step, 0.1, "Sgd")
+    train = tf.contrib.layers.optimize_loss(w * 2.0, step, 0.1, "SGD")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train)
+        assert sess.run(w) == pytest.approx(0.8)

@@ -15,6 +15,11 @@ from minitf.contrib.layers.layers import (
     fully_connected,
     max_pool2d,
 )
+from minitf.contrib.layers.optimizers import (
+    OPTIMIZER_CLS_NAMES,
+    OPTIMIZER_SUMMARIES,
+    optimize_loss,
+)
 from minitf.contrib.layers.regularizers import (
     apply_regularization,
     l1_regularizer,
