@@ -2368,3 +2368,19 @@ def test_row_188_optimize_loss_with_an_unknown_optimizer_name():
         sess.run(tf.global_variables_initializer())
         sess.run(train)
         assert sess.run(w) == pytest.approx(0.8)
+
+
+def test_row_189_a_sparse_update_of_a_constrained_variable():
+    table = tf.Variable(np.ones((3, 2), np.float32), constraint=lambda t: tf.maximum(t, 0.0))
+    loss = tf.reduce_sum(tf.nn.embedding_lookup(table, [0, 2]))
+    opt = tf.train.GradientDescentOptimizer(2.0)
+    with raises(RuntimeError, "Cannot use a constraint function on a sparse variable."):
+        opt.minimize(loss)
+    plain = tf.Variable(np.ones((3, 2), np.float32))
+    step = opt.minimize(tf.reduce_sum(tf.nn.embedding_lookup(plain, [0, 2])))
+    with tf.control_dependencies([step]):
+        project = plain.assign(tf.maximum(plain, 0.0))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(project)
+        np.testing.assert_array_equal(sess.run(plain), [[0, 0], [1, 1], [0, 0]])
