@@ -71,7 +71,9 @@ def test_dense_on_rank_3_inputs_multiplies_the_last_axis():
     y = layer(inputs)
     assert y.get_shape().as_list() == [None, 4, 5]
     out, kernel, bias = _run([y, layer.kernel, layer.bias], {inputs: x})
-    np.testing.assert_allclose(out, np.einsum("bij,jk->bik", x, kernel) + bias, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        out, np.einsum("bij,jk->bik", x, kernel) + bias, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_dense_no_bias():
