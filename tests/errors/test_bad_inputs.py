@@ -2384,3 +2384,19 @@ def test_row_189_a_sparse_update_of_a_constrained_variable():
         sess.run(tf.global_variables_initializer())
         sess.run(project)
         np.testing.assert_array_equal(sess.run(plain), [[0, 0], [1, 1], [0, 0]])
+
+
+def test_row_190_run_metadata_written_twice_under_one_tag(tmp_path):
+    writer = tf.summary.FileWriter(str(tmp_path))
+    writer.add_run_metadata(tf.RunMetadata(), "step_1")
+    with raises(ValueError, "The provided tag was already used for this event type"):
+        writer.add_run_metadata(tf.RunMetadata(), "step_1")
+    writer.add_run_metadata(tf.RunMetadata(), "step_2")
+    writer.close()
+    (path,) = tmp_path.iterdir()
+    tags = [
+        e.tagged_run_metadata.tag
+        for e in tf.train.summary_iterator(str(path))
+        if e.HasField("tagged_run_metadata")
+    ]
+    assert tags == ["step_1", "step_2"]
