@@ -7,10 +7,13 @@ A `FileWriter` turns what a training loop hands it — a serialized
 (``tensorflow/python/summary/writer/writer.py``), it keeps a value's
 ``metadata`` only the first time its tag is seen.
 
-Left out: TF's ``session`` argument (a writer made of graph ops),
+``add_run_metadata`` writes a traced run's ``RunMetadata`` (its step
+statistics) as TF's ``tagged_run_metadata`` event, which TensorBoard's
+graph view offers per tag ("Session runs").
+
+Left out: TF's ``session`` argument (a writer made of graph ops) and
 ``add_meta_graph`` (minitf's meta graphs are JSON, not the protocol buffer
-TensorBoard reads) and ``add_run_metadata`` (minitf's ``RunMetadata`` is not
-a protocol buffer either).
+TensorBoard reads).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import warnings
 from typing import Any
 
 from minitf.framework import ops
-from minitf.framework.event_pb2 import Event, SessionLog
+from minitf.framework.event_pb2 import Event, SessionLog, TaggedRunMetadata
 from minitf.framework.graph_pb2 import GraphDef, graph_def_from_graph
 from minitf.framework.summary_pb2 import Summary
 from minitf.summary.event_file_writer import EventFileWriter
@@ -63,6 +66,7 @@ class FileWriter:
         self.event_writer = EventFileWriter(logdir, max_queue, flush_secs, filename_suffix)
         self._closed = False
         self._seen_summary_tags: set[str] = set()
+        self._session_run_tags: set[str] = set()
         if graph is not None or graph_def is not None:
             self.add_graph(graph=graph, graph_def=graph_def)
 
@@ -124,6 +128,25 @@ class FileWriter:
             global_step: The step to record with it.
         """
         self._add_event(Event(session_log=session_log), global_step)
+
+    def add_run_metadata(self, run_metadata: Any, tag: str, global_step: int | None = None) -> None:
+        """Writes the metadata of one traced ``Session.run`` under ``tag``.
+
+        Args:
+            run_metadata: A `tf.RunMetadata` a run with
+                ``tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)`` filled
+                (anything with ``SerializeToString``).
+            tag: The name TensorBoard lists the run under; each tag once per writer.
+            global_step: The step to record with it.
+
+        Raises:
+            ValueError: if ``tag`` was already used by this writer.
+        """
+        if tag in self._session_run_tags:
+            raise ValueError("The provided tag was already used for this event type")
+        self._session_run_tags.add(tag)
+        tagged = TaggedRunMetadata(tag=tag, run_metadata=run_metadata.SerializeToString())
+        self._add_event(Event(tagged_run_metadata=tagged), global_step)
 
     def add_graph(
         self,

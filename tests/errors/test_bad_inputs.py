@@ -2372,3 +2372,63 @@ def test_row_188_easgd_with_a_variable_made_without_the_getter():
             opt.minimize(v * v + w * w, global_step=step)
         assert not [op for op in g.get_operations() if op.name.startswith("async_easgd")]
         opt.minimize(v * v + w * w, global_step=step, var_list=[w])  # only w has a center
+def test_row_189_local_response_normalization_of_doubles():
+    with tf.Graph().as_default() as g:
+        with raises(
+            TypeError,
+            "Value passed to parameter 'input' has DataType float64 not in list of allowed "
+            "values: float16, float32",
+        ):
+            tf.nn.lrn(tf.zeros([1, 2, 2, 3], tf.float64))
+        assert "LRN" not in op_types(g)
+        y = tf.nn.lrn(tf.cast(tf.zeros([1, 2, 2, 3], tf.float64), tf.float32))
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(y), np.zeros((1, 2, 2, 3)))
+
+
+def test_row_190_optimize_loss_with_an_unknown_optimizer_name():
+    w = tf.Variable(1.0)
+    step = tf.train.create_global_step()
+    with raises(
+        ValueError,
+        "Optimizer name should be one of [Adagrad, Adam, Ftrl, Momentum, RMSProp, SGD], "
+        "you provided Sgd.",
+    ):
+        tf.contrib.layers.optimize_loss(w * 2.0, step, 0.1, "Sgd")
+    train = tf.contrib.layers.optimize_loss(w * 2.0, step, 0.1, "SGD")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train)
+        assert sess.run(w) == pytest.approx(0.8)
+
+
+def test_row_191_a_sparse_update_of_a_constrained_variable():
+    table = tf.Variable(np.ones((3, 2), np.float32), constraint=lambda t: tf.maximum(t, 0.0))
+    loss = tf.reduce_sum(tf.nn.embedding_lookup(table, [0, 2]))
+    opt = tf.train.GradientDescentOptimizer(2.0)
+    with raises(RuntimeError, "Cannot use a constraint function on a sparse variable."):
+        opt.minimize(loss)
+    plain = tf.Variable(np.ones((3, 2), np.float32))
+    step = opt.minimize(tf.reduce_sum(tf.nn.embedding_lookup(plain, [0, 2])))
+    with tf.control_dependencies([step]):
+        project = plain.assign(tf.maximum(plain, 0.0))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(project)
+        np.testing.assert_array_equal(sess.run(plain), [[0, 0], [1, 1], [0, 0]])
+
+
+def test_row_192_run_metadata_written_twice_under_one_tag(tmp_path):
+    writer = tf.summary.FileWriter(str(tmp_path))
+    writer.add_run_metadata(tf.RunMetadata(), "step_1")
+    with raises(ValueError, "The provided tag was already used for this event type"):
+        writer.add_run_metadata(tf.RunMetadata(), "step_1")
+    writer.add_run_metadata(tf.RunMetadata(), "step_2")
+    writer.close()
+    (path,) = tmp_path.iterdir()
+    tags = [
+        e.tagged_run_metadata.tag
+        for e in tf.train.summary_iterator(str(path))
+        if e.HasField("tagged_run_metadata")
+    ]
+    assert tags == ["step_1", "step_2"]

@@ -1,4 +1,4 @@
-"""``tf.contrib.layers``: initializers, regularizers, ``fully_connected`` and ``flatten``."""
+"""``tf.contrib.layers``: initializers, regularizers and the layer functions."""
 
 # ruff: noqa: F401
 from minitf.contrib.layers.initializers import (
@@ -6,7 +6,20 @@ from minitf.contrib.layers.initializers import (
     xavier_initializer,
     xavier_initializer_conv2d,
 )
-from minitf.contrib.layers.layers import flatten, fully_connected
+from minitf.contrib.layers.layers import (
+    avg_pool2d,
+    conv2d,
+    convolution2d,
+    dropout,
+    flatten,
+    fully_connected,
+    max_pool2d,
+)
+from minitf.contrib.layers.optimizers import (
+    OPTIMIZER_CLS_NAMES,
+    OPTIMIZER_SUMMARIES,
+    optimize_loss,
+)
 from minitf.contrib.layers.regularizers import (
     apply_regularization,
     l1_regularizer,

@@ -17,7 +17,7 @@ from minitf.framework import ops, tensor_util
 from minitf.framework.op_registry import RegisterGradient
 from minitf.ops.array import array_ops
 from minitf.ops.math import math_ops
-from minitf.ops.nn import nn_ops
+from minitf.ops.nn import lrn_ops, nn_ops
 from minitf.ops.op_def_library import create_op
 
 
@@ -174,3 +174,16 @@ def _top_k_grad(op, grad_values, grad_indices):
 
 
 ops.NotDifferentiable("InTopKV2")
+
+
+@RegisterGradient("LRN")
+def _lrn_grad(op, grad):
+    return lrn_ops.lrn_grad(
+        grad,
+        op.inputs[0],
+        op.outputs[0],
+        op.get_attr("depth_radius"),
+        op.get_attr("bias"),
+        op.get_attr("alpha"),
+        op.get_attr("beta"),
+    )

@@ -459,3 +459,95 @@ def _in_top_k_kernel(ctx, predictions, targets, k):
     larger = np.sum(predictions > target_values[:, None], axis=1)
     finite = np.all(np.isfinite(predictions), axis=1)
     return valid & finite & (larger < int(k))
+
+
+def _lrn_attrs(op):
+    return (
+        op.get_attr("depth_radius"),
+        op.get_attr("bias"),
+        op.get_attr("alpha"),
+        op.get_attr("beta"),
+    )
+
+
+def _check_lrn_rank(what: str, *arrays: np.ndarray) -> None:
+    if any(a.ndim != 4 for a in arrays):
+        raise errors.InvalidArgumentError(None, None, f"{what} must be 4-dimensional")
+
+
+def _depth_band(depth: int, depth_radius: int, dtype) -> np.ndarray:
+    """The ``[depth, depth]`` 0/1 matrix of pairs of channels at most ``depth_radius`` apart.
+
+    A product with it sums each channel's window, as TF's CPU kernel does.
+    """
+    index = np.arange(depth)
+    return (np.abs(index[:, None] - index[None, :]) <= depth_radius).astype(dtype)
+
+
+def _lrn_norm(x: np.ndarray, band: np.ndarray, bias: float, alpha: float) -> np.ndarray:
+    """``bias + alpha * (sum of x**2 over each channel's window)``."""
+    return bias + alpha * blas_threads.matmul((x * x).reshape(-1, x.shape[-1]), band).reshape(
+        x.shape
+    )
+
+
+def _compute_type(x: np.ndarray):
+    """float16 is computed in float32 and rounded once at the end."""
+    return np.float32 if x.dtype == np.float16 else x.dtype
+
+
+def lrn(x: np.ndarray, depth_radius: int, bias: float, alpha: float, beta: float) -> np.ndarray:
+    """Local response normalization of an NHWC array across its depth."""
+    xf = x.astype(_compute_type(x), copy=False)
+    norm = _lrn_norm(xf, _depth_band(x.shape[-1], depth_radius, xf.dtype), bias, alpha)
+    return (xf * norm ** np.asarray(-beta, xf.dtype)).astype(x.dtype, copy=False)
+
+
+def lrn_grad(
+    grads: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    depth_radius: int,
+    bias: float,
+    alpha: float,
+    beta: float,
+) -> np.ndarray:
+    """The gradient of `lrn` at ``x`` (output ``y``) for output gradients ``grads``.
+
+    With ``N_j = bias + alpha * sum_{k near j} x_k**2`` and ``y_j = x_j * N_j**-beta``,
+    ``dy_j/dx_k = [j == k] * N_j**-beta - 2 * alpha * beta * y_j * x_k / N_j``
+    for ``k`` within ``depth_radius`` of ``j`` (TF's ``LRNGrad`` CPU kernel).
+    """
+    ct = _compute_type(x)
+    g, xf, yf = (a.astype(ct, copy=False) for a in (grads, x, y))
+    band = _depth_band(x.shape[-1], depth_radius, ct)
+    norm = _lrn_norm(xf, band, bias, alpha)
+    cross = (g * yf / norm * np.asarray(-2.0 * alpha * beta, ct)).reshape(-1, x.shape[-1])
+    out = g * norm ** np.asarray(-beta, ct) + xf * blas_threads.matmul(cross, band).reshape(x.shape)
+    return out.astype(x.dtype, copy=False)
+
+
+@register_kernel("LRN")
+def _lrn_kernel(op):
+    attrs = _lrn_attrs(op)
+
+    def compute(ctx, x):
+        _check_lrn_rank("in", x)
+        return lrn(x, *attrs)
+
+    return compute
+
+
+@register_kernel("LRNGrad")
+def _lrn_grad_kernel(op):
+    attrs = _lrn_attrs(op)
+
+    def compute(ctx, grads, x, y):
+        _check_lrn_rank("inputs", grads, x)
+        if not grads.shape == x.shape == y.shape:
+            raise errors.InvalidArgumentError(
+                None, None, "input_grads, input_image, and out_image should have the same shape"
+            )
+        return lrn_grad(grads, x, y, *attrs)
+
+    return compute

@@ -17,6 +17,7 @@ import os
 import threading
 from typing import Any
 
+from minitf.framework import step_stats_pb2
 from minitf.runtime.core import step_stats
 
 
@@ -138,6 +139,18 @@ class RunMetadata(_Message):
     """
 
     _FIELDS = {"step_stats": step_stats.empty, "partition_graphs": list, "cost_graph": dict}
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 - protobuf's name
+        """TF's bytes of this metadata (``tensorflow.RunMetadata``): its step statistics.
+
+        The fields TF's ``StepStats`` has are written
+        (`minitf.framework.step_stats_pb2`), with the partition graphs given
+        as ``GraphDef`` s; ``cost_graph`` is not.
+        """
+        message = step_stats_pb2.RunMetadata(partition_graphs=list(self.partition_graphs))
+        if self.step_stats.get("dev_stats"):  # an untraced run leaves the field unset
+            message.step_stats.CopyFrom(step_stats_pb2.step_stats_proto(self.step_stats))
+        return message.SerializeToString()
 
 
 _OFF_WORDS = ("0", "off", "false", "no")
