@@ -21,6 +21,7 @@ import pytest
 
 import minitf as tf
 from minitf import cli
+from minitf.cluster import policies
 from minitf.platform import flags as flags_lib
 from minitf.runtime.distributed import server as server_lib
 from minitf.runtime.distributed.launcher import free_ports
@@ -2338,3 +2339,15 @@ def test_row_186_top_k_larger_than_the_last_dimension():
             with raises(tf.errors.InvalidArgumentError, "input must have at least k columns"):
                 sess.run(values, {k: 3})
             np.testing.assert_array_equal(sess.run(values, {k: 1}), [[2.0]])
+
+
+def test_row_187_a_policys_end_op_before_apply_gradients():
+    with tf.Graph().as_default() as g:
+        w = tf.Variable(1.0)
+        opt = policies.KAsync(tf.train.GradientDescentOptimizer(0.1), 2, 3)
+        before = len(g.get_operations())
+        with raises(ValueError, "release_at_end_op() should be called after apply_gradients()."):
+            opt.release_at_end_op(True)
+        assert len(g.get_operations()) == before
+        opt.minimize(w * w, global_step=tf.train.get_or_create_global_step())
+        assert opt.release_at_end_op(True).type == "NoOp"  # a group of the count and the tokens
