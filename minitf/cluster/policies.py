@@ -29,6 +29,22 @@ How a worker goes on after pushing its gradient:
   wait, and computes again. Each step reads the global step together with
   the variables, and pushes its gradient as computed for that step.
 
+How a run ends: a worker stops once it reads its last global step
+(``tf.train.StopAtStepHook``), but a token policy's worker in the middle of
+a step still pushes and then waits for a token. In `KAsync` the ``n - K``
+workers left out of the last update wait for tokens that no update
+releases: for ``K > n/2`` none can come, fewer than ``K`` gradients being
+left, and for smaller ``K`` only while the chief's queue runner lives. So a
+token policy's hook counts its worker's end on the parameter server
+(`SyncPolicy.release_at_end_op`). Once the run is over for more than
+``n - K`` workers, or for the chief, whose queue runner makes the updates,
+no update can come: the worker whose end makes this true releases a token,
+carrying the global step, for each worker still running, which ends its
+step and stops. Until then nothing is released, so a run that ended
+without it makes the same updates. The batch policies' workers never
+wait; the chief's queue runner, blocked for gradients, stops with the
+chief's session.
+
 "Stale ok": the accumulators of the asynchronous policies accept a gradient
 however many updates old its variables are; the synchronous ones drop it,
 as TF's accumulator does. "Cancels": when an update is made, the workers
@@ -54,6 +70,7 @@ from minitf.ops.array import array_ops
 from minitf.ops.control_flow import control_flow_ops
 from minitf.ops.data_flow import data_flow_ops
 from minitf.ops.data_flow.conditional_accumulator_kernels import CANCELS_IN_FLIGHT, MAX_STALENESS
+from minitf.ops.math import math_ops
 from minitf.ops.state import state_ops, variables
 from minitf.train import optimizer, queue_runner_impl
 from minitf.train.session_run_hook import SessionRunHook
@@ -113,6 +130,7 @@ class SyncPolicy(optimizer.Optimizer):
         self._applied = False
         self._accumulators: list[tuple] = []
         self._queue_runner = None
+        self._token_queue = self._ended_queue = self._global_step = None
         self.local_step_init_op = None
         self.chief_init_op = None
         self.ready_for_local_init_op = None
@@ -205,6 +223,8 @@ class SyncPolicy(optimizer.Optimizer):
                     with ops.control_dependencies([update_op]):
                         tokens = array_ops.fill([self.tokens_per_update], global_step)
                         chief_op = token_queue.enqueue_many((tokens,))
+                    self._token_queue, self._global_step = token_queue, global_step
+                    chief_init_ops.append(self._make_ended_count())
                 self._queue_runner = queue_runner_impl.QueueRunner(runner_queue, [chief_op])
             for accum, device in self._accumulators:
                 with ops.device(device):
@@ -212,6 +232,64 @@ class SyncPolicy(optimizer.Optimizer):
             self.chief_init_op = control_flow_ops.group(*chief_init_ops)
         self._applied = True
         return train_op
+
+    def _make_ended_count(self) -> ops.Operation:
+        """Makes the shared count of the workers whose run is over; returns the op that zeroes it.
+
+        The count is the one element of a queue of capacity 1, so a worker's
+        read-and-add at its end is atomic: the next one waits for the slot.
+        """
+        self._ended_queue = data_flow_ops.FIFOQueue(
+            1, dtypes.int32, shapes=(), name=f"{self._name}_ended_q",
+            shared_name=f"{self._name}_ended_q",
+        )  # fmt: skip
+        emptied = self._ended_queue.dequeue_many(self._ended_queue.size())
+        with ops.control_dependencies([emptied]):
+            return self._ended_queue.enqueue(0)
+
+    def release_at_end_op(self, is_chief: bool) -> ops.Operation:
+        """The op a worker runs when its run is over: it counts itself, and may release the rest.
+
+        A token policy's worker that pushed its gradient waits for a token
+        that only an update releases. Once the run is over for more than
+        ``num_workers - k`` workers, fewer than ``k`` gradients can still
+        come, so no update will; and once the chief's is over, its queue
+        runner, which makes the updates, has stopped. The worker whose end
+        first makes either true releases one token, carrying the global
+        step, for each worker whose run is not over yet (the chief counts
+        as ``num_workers`` for this). Before that moment the op releases
+        nothing, so runs that end on their own make the same updates.
+        Tokens nobody takes stay in the queue, as SyncReplicas's spare
+        tokens do.
+
+        `make_session_run_hook`'s hook runs it when the worker's session
+        ends; a worker that runs its steps in a plain ``tf.Session`` runs it
+        once, after its last step. A batch policy's workers never wait, so
+        for them it is a ``no_op``.
+
+        Args:
+            is_chief: Whether this worker is the chief.
+
+        Returns:
+            The op (on the global step's device).
+
+        Raises:
+            ValueError: before `apply_gradients`.
+        """
+        if not self._applied:
+            raise ValueError("release_at_end_op() should be called after apply_gradients().")
+        if self.tokens_per_update is None:
+            return control_flow_ops.no_op(name=f"{self._name}_end")
+        n, k = self.num_workers, self.aggregate
+        with ops.device(self._global_step.device), ops.name_scope(None, f"{self._name}_end"):
+            ended_before = self._ended_queue.dequeue()
+            ended = ended_before + (n if is_chief else 1)
+            crossed = math_ops.logical_and(ended_before <= n - k, ended > n - k)
+            count = array_ops.where(crossed, n - 1 - ended_before, 0)
+            tokens = array_ops.fill(array_ops.reshape(count, [1]), self._global_step)
+            return control_flow_ops.group(
+                self._ended_queue.enqueue(ended), self._token_queue.enqueue_many((tokens,))
+            )
 
     def _accumulate(self, grads_and_vars, local_step) -> tuple[list, list]:
         """One shared accumulator per variable, on its device, with the policy's rules."""
@@ -250,7 +328,8 @@ class SyncPolicy(optimizer.Optimizer):
         """The hook that sets up a worker's local step (and, on the chief, the updates).
 
         On the chief it also sets the accumulators' global steps and starts the
-        updates' queue runner.
+        updates' queue runner. When the worker's session ends, a token
+        policy's hook runs `release_at_end_op`.
 
         Args:
             is_chief: Whether this worker is the chief.
@@ -381,14 +460,18 @@ POLICIES = (FullySync, KSync, KBatchSync, Async, KAsync, KBatchAsync)
 
 
 class _PolicyHook(SessionRunHook):
-    """After session creation: the local step; on the chief, the accumulators and the runner."""
+    """After session creation: the local step; on the chief, the accumulators and the runner.
+
+    At the end of a token policy's run, it runs the policy's `release_at_end_op`.
+    """
 
     def __init__(self, policy: SyncPolicy, is_chief: bool):
         self._policy = policy
         self._is_chief = is_chief
+        self._end_op = None
 
     def begin(self) -> None:
-        """Checks that the policy's graph is built.
+        """Checks that the policy's graph is built; builds the op the worker's end runs.
 
         Raises:
             ValueError: if its `apply_gradients` has not run.
@@ -398,6 +481,13 @@ class _PolicyHook(SessionRunHook):
                 f"{type(self._policy).__name__}.apply_gradients should be called before "
                 "using the hook."
             )
+        if self._policy.tokens_per_update is not None:
+            self._end_op = self._policy.release_at_end_op(self._is_chief)
+
+    def end(self, session) -> None:
+        """A token policy's worker counts its run as over; it may release the rest."""
+        if self._end_op is not None:
+            session.run(self._end_op)
 
     def after_create_session(self, session, coord) -> None:
         """Sets the local step; on the chief also the accumulators' steps, and starts the runner.

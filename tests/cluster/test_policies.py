@@ -14,12 +14,13 @@ rates), four standard errors of 20 batch means of the run's own samples.
 
 import math
 import threading
+import time
 
 import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.cluster import delays, policies
+from minitf.cluster import LocalCluster, delays, policies
 from minitf.cluster.simulated import SimulatedCluster
 
 pytestmark = pytest.mark.timeout(120)
@@ -42,7 +43,12 @@ def make_policy(cls, k: int, n: int):
 
 
 def train(cluster, cls, updates: int, k: int = K, n: int = N, make=make_policy) -> dict:
-    """Between-graph training of one scalar under a policy; returns the report and final w."""
+    """Between-graph training of one scalar under a policy; returns the report and final w.
+
+    Also ``last``: what each worker's last ``train_op`` returned (its token, or the
+    step its gradient was computed for), set once its session has ended.
+    """
+    last = {}
 
     def worker(i):
         with tf.Graph().as_default():
@@ -64,7 +70,8 @@ def train(cluster, cls, updates: int, k: int = K, n: int = N, make=make_policy) 
                 log_step_count_steps=None,
             ) as sess:
                 while not sess.should_stop():
-                    sess.run([train_op, loss])
+                    value, _ = sess.run([train_op, loss])
+            last[i] = int(value)
 
     report = cluster.run_workers(worker)
     final = {}
@@ -77,7 +84,7 @@ def train(cluster, cls, updates: int, k: int = K, n: int = N, make=make_policy) 
                 final["w"] = float(sess.run(w))
 
     cluster.run_clients(read)
-    return {**report, "w": final["w"]}
+    return {**report, "w": final["w"], "last": [last.get(i) for i in range(n)]}
 
 
 def harmonic(n: int, power: int = 1) -> float:
@@ -271,6 +278,64 @@ def test_each_update_applies_the_mean_of_its_gradients_at_the_variables_they_saw
         assert all(g["staleness"] == 0 for g in report["gradients"] if not g["dropped"])
 
 
+# -- every run ends ----------------------------------------------------------------------------
+
+ENDS = [(policies.FullySync, N), (policies.Async, 1)] + [
+    (cls, k)
+    for cls in (policies.KSync, policies.KBatchSync, policies.KAsync, policies.KBatchAsync)
+    for k in (1, N // 2 + 1, N)
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("cls, k", ENDS, ids=[f"{c.__name__}-k{k}" for c, k in ENDS])
+def test_every_policy_ends_for_k_of_1_half_plus_one_and_n(cls, k):
+    # After the last update the n - k workers not in it still push. K-async
+    # releases only the k workers of an update, so for k > n/2 no further
+    # update can come (fewer than k gradients are left): the workers' ends
+    # must release them. Each policy's definition gives the rest.
+    updates = 6
+    cluster = SimulatedCluster(
+        {"ps": 1, "worker": N}, seed=20, worker_delay=delays.Exponential(1.0)
+    )
+    report = train(cluster, cls, updates, k)
+    assert None not in report["last"]  # every worker's session ended
+    per_update = {policies.FullySync: N, policies.Async: 1}.get(cls, k)
+    distinct = cls in (policies.FullySync, policies.KSync, policies.KAsync)
+    assert len(report["updates"]) >= updates
+    for update in report["updates"][:updates]:
+        assert len(update["applied"]) == per_update
+        assert not distinct or len(set(update["applied"])) == per_update
+    if cls in (policies.FullySync, policies.KSync):
+        # n tokens per update, every worker one gradient per update (the late ones cancelled).
+        assert len(report["updates"]) == updates
+        assert len(report["gradients"]) == updates * N
+        assert report["last"] == [updates] * N
+    if cls is policies.KAsync and 2 * k > N:
+        # The k of the last update took its tokens; the n - k others pushed once
+        # more, were kept and never applied, and were released with the final step.
+        assert len(report["updates"]) == updates
+        assert len(report["gradients"]) == updates * k + (N - k)
+        assert not any(g["dropped"] for g in report["gradients"])
+        assert report["last"] == [updates] * N
+
+
+@pytest.mark.parametrize("cls", [policies.KSync, policies.KAsync])
+def test_a_run_that_ends_without_the_release_makes_the_same_updates_with_it(cls, monkeypatch):
+    # With seed 19 and 60 updates the K = 4 runs end on their own (the chief's queue runner
+    # outlives the last workers' pushes); the ends' release must change nothing.
+    def run():
+        cluster = SimulatedCluster(
+            {"ps": 1, "worker": N}, seed=19, worker_delay=delays.Exponential(1.0)
+        )
+        report = train(cluster, cls, 60)
+        return {key: value for key, value in report.items() if key != "moves"}
+
+    with_release = run()
+    monkeypatch.setattr(policies._PolicyHook, "end", lambda self, session: None)
+    assert run() == with_release
+
+
 # -- bad input ---------------------------------------------------------------------------------
 
 
@@ -378,3 +443,64 @@ def test_on_a_real_cluster_a_late_gradient_is_dropped_by_k_sync_and_kept_by_k_as
         assert not thread.is_alive() and done["token"] == 1
         assert chief.sess.run(chief.count) == 0
         assert chief.sess.run(chief.w) == pytest.approx(w1)
+
+
+# -- on real processes: K-async with k > n/2 ends --------------------------------------------
+
+
+@pytest.mark.timeout(180)
+def test_k_async_with_k_over_half_of_n_ends_on_a_cluster_of_processes():
+    # 3 workers, k = 2: after the last update one worker is left out of it,
+    # and its gradient alone can never make another. Every gradient is 2
+    # (loss 2w), so each update, the mean of its gradients, takes LR * 2 off w
+    # whoever sent them: after `updates` of them w is that many steps from 0.
+    n, k, updates = 3, 2, 4
+    ended, failures = {}, []
+
+    def worker(cluster, i):
+        try:
+            with tf.Graph().as_default():
+                setter = tf.train.replica_device_setter(
+                    worker_device=f"/job:worker/task:{i}", cluster=cluster.cluster_spec
+                )
+                with tf.device(setter):
+                    w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+                    global_step = tf.train.get_or_create_global_step()
+                    opt = policies.KAsync(tf.train.GradientDescentOptimizer(LR), k, n)
+                    train_op = opt.minimize(2.0 * w, global_step=global_step)
+                hooks = [
+                    opt.make_session_run_hook(i == 0),
+                    tf.train.StopAtStepHook(last_step=updates),
+                ]
+                with tf.train.MonitoredTrainingSession(
+                    master=cluster.target("worker", i), is_chief=i == 0, hooks=hooks,
+                    save_checkpoint_secs=None, log_step_count_steps=None,
+                ) as sess:  # fmt: skip
+                    while not sess.should_stop():
+                        sess.run(train_op)
+            ended[i] = True
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    with LocalCluster({"ps": 1, "worker": n}, output=None) as cluster:
+        threads = [
+            threading.Thread(target=worker, args=(cluster, i), daemon=True) for i in range(n)
+        ]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        assert failures == [] and not any(thread.is_alive() for thread in threads)
+        assert sorted(ended) == list(range(n))
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+                global_step = tf.train.get_or_create_global_step()
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                final_w, final_step = sess.run([w, global_step])
+    expected = np.float32(0.0)
+    for _ in range(updates):
+        expected = np.float32(expected - np.float32(LR) * np.float32(2.0))
+    assert final_step == updates
+    assert final_w == expected

@@ -21,6 +21,7 @@ import pytest
 
 import minitf as tf
 from minitf import cli
+from minitf.cluster import policies
 from minitf.platform import flags as flags_lib
 from minitf.runtime.distributed import server as server_lib
 from minitf.runtime.distributed.launcher import free_ports
@@ -2432,3 +2433,13 @@ def test_row_192_run_metadata_written_twice_under_one_tag(tmp_path):
         if e.HasField("tagged_run_metadata")
     ]
     assert tags == ["step_1", "step_2"]
+def test_row_193_a_policys_end_op_before_apply_gradients():
+    with tf.Graph().as_default() as g:
+        w = tf.Variable(1.0)
+        opt = policies.KAsync(tf.train.GradientDescentOptimizer(0.1), 2, 3)
+        before = len(g.get_operations())
+        with raises(ValueError, "release_at_end_op() should be called after apply_gradients()."):
+            opt.release_at_end_op(True)
+        assert len(g.get_operations()) == before
+        opt.minimize(w * w, global_step=tf.train.get_or_create_global_step())
+        assert opt.release_at_end_op(True).type == "NoOp"  # a group of the count and the tokens

@@ -37,3 +37,10 @@ def test_an_unknown_policy_is_named_with_the_choices(capsys):
     with pytest.raises(SystemExit):
         example.main(["--policies", "KSync,Gossip"])
     assert "unknown policy 'Gossip'; choose from FullySync" in capsys.readouterr().err
+
+
+def test_k_async_with_more_than_half_of_the_workers_ends(capsys):
+    # k = 6 of 8: the 2 left out of the last update push once more and are released.
+    (result,) = example.main(["--policies", "KAsync", "--k", "6", "--steps", "5"])
+    assert result["applied"] == 5 * 6 + (8 - 6) and result["dropped"] == 0
+    assert capsys.readouterr().out.startswith("     KAsync:")
