@@ -7,6 +7,9 @@ reshape lays the windows out as the rows of a matrix. The filter gradient is
 the product of those patches with the incoming gradient; the input gradient
 is the product of the gradient with the filter, whose columns are then added
 back into the windows they came from (col2im, one strided add per filter tap).
+A stride-1 convolution with many channels goes through products of spectra
+instead (`minitf.ops.nn.conv_spectral`), when that needs far fewer
+multiply-adds.
 
 Padding follows TF's arithmetic (`window_geometry`): ``VALID`` keeps the
 windows that fit, ``SAME`` gives ``ceil(size / stride)`` outputs and pads
@@ -23,6 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from minitf.framework import errors
 from minitf.framework.op_registry import register_kernel
 from minitf.ops.math import blas_threads
+from minitf.ops.nn import conv_spectral
 
 
 class Geometry(NamedTuple):
@@ -120,6 +124,21 @@ def _patches(x: np.ndarray, window, strides, dilations, padding):
     return view.reshape(-1, view.shape[3] * view.shape[4] * view.shape[5]), rows, cols
 
 
+def _spectral(x_shape, w_shape, strides, dilations, padding: str, dtype):
+    """The spectral way's matrices when it is the cheaper way for this convolution, else None."""
+    rows, cols = _geometries(x_shape, w_shape[:2], strides, dilations, padding)
+    out = (rows.out, cols.out)
+    if not conv_spectral.pays(x_shape, w_shape, strides, dilations, out, dtype):
+        return None
+    return conv_spectral.transforms(
+        (int(x_shape[1]), int(x_shape[2])),
+        (int(w_shape[0]), int(w_shape[1])),
+        out,
+        (rows.pad_before, cols.pad_before),
+        np.dtype(dtype),
+    )
+
+
 def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np.ndarray:
     """A 2-D convolution (cross-correlation) of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``."""
     if x.shape[3] != w.shape[2]:
@@ -128,6 +147,9 @@ def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np
             None,
             f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs {w.shape[2]}",
         )
+    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, x.dtype)
+    if spectral is not None:
+        return conv_spectral.conv2d(x, w, spectral)
     patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
     out = blas_threads.matmul(patches, w.reshape(-1, w.shape[3]))
     return out.reshape(x.shape[0], rows.out, cols.out, w.shape[3])
@@ -138,6 +160,9 @@ def conv2d_backprop_filter(
 ) -> np.ndarray:
     """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
     kh, kw, depth, out_depth = (int(d) for d in filter_shape)
+    spectral = _spectral(x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, x.dtype)
+    if spectral is not None:
+        return conv_spectral.conv2d_backprop_filter(x, (kh, kw, depth, out_depth), grad, spectral)
     patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
     product = blas_threads.matmul(patches.T, grad.reshape(-1, out_depth))
     return product.reshape(kh, kw, depth, out_depth).astype(x.dtype, copy=False)
@@ -157,6 +182,9 @@ def conv2d_backprop_input(
             f"Conv2DBackpropInput: Size of out_backprop doesn't match computed: actual = "
             f"{list(grad.shape[1:3])}, computed = {[rows.out, cols.out]}",
         )
+    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, grad.dtype)
+    if spectral is not None:
+        return conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral)
     # [N*out, O] @ [O, kh*kw*C]: each output position's contribution to its window.
     taps = blas_threads.matmul(grad.reshape(-1, out_depth), w.reshape(-1, out_depth).T)
     taps = taps.reshape(grad.shape[:3] + (kh, kw, depth))
