@@ -306,6 +306,38 @@ def _unpad(padded: np.ndarray, shape, rows: Geometry, cols: Geometry) -> np.ndar
     ]
 
 
+def _tiles(shape, window, strides, rows: Geometry, cols: Geometry) -> bool:
+    """Whether the windows tile the input exactly: no padding, no overlap, no gap."""
+    return (
+        tuple(window) == tuple(strides[1:3])
+        and rows.out * window[0] == shape[1]
+        and cols.out * window[1] == shape[2]
+    )
+
+
+def _max_pool_grad_of_tiles(x: np.ndarray, out: np.ndarray, grad: np.ndarray, window):
+    """`max_pool_grad` where the windows tile the input: every position is written once.
+
+    The input seen as ``[N, out_rows, kh, out_cols, kw, C]`` holds tap
+    ``(i, j)`` of every window at ``[:, :, i, :, j]``, so each tap writes its
+    share of the result in one pass, with no padding and no zeroing.
+    """
+    n, _, _, c = x.shape
+    tiled = (n, out.shape[1], window[0], out.shape[2], window[1], c)
+    x_taps = x.reshape(tiled)
+    result = np.empty(x.shape, grad.dtype)
+    result_taps = result.reshape(tiled)
+    unclaimed = np.ones(out.shape, np.bool_)
+    wins = np.empty(out.shape, np.bool_)
+    for i in range(window[0]):
+        for j in range(window[1]):
+            np.equal(x_taps[:, :, i, :, j], out, out=wins)
+            wins &= unclaimed
+            unclaimed ^= wins
+            np.multiply(grad, wins, out=result_taps[:, :, i, :, j])
+    return result
+
+
 def max_pool_grad(
     x: np.ndarray, out: np.ndarray, grad: np.ndarray, window, strides, padding: str
 ) -> np.ndarray:
@@ -315,6 +347,8 @@ def max_pool_grad(
     window's maximum that no earlier tap claimed take the window's gradient.
     """
     rows, cols = _geometries(x.shape, window, strides, _ONES, padding)
+    if _tiles(x.shape, window, strides, rows, cols):
+        return _max_pool_grad_of_tiles(x, out, grad, window)
     padded_x = _pad(x, rows, cols, _lowest(x.dtype))
     padded = np.zeros(padded_x.shape, grad.dtype)
     unclaimed = np.ones(out.shape, np.bool_)

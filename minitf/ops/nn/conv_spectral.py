@@ -90,55 +90,77 @@ def transforms(
     return Transforms(in_h, in_w, filter_h, filter_w, out_h, out_w)
 
 
-def _spectrum(a: np.ndarray, rows: np.ndarray, cols: np.ndarray, h_axis: int) -> np.ndarray:
-    """``rows @ a @ cols^T`` over axes ``h_axis`` and ``h_axis + 1``: ``[Fh * Fw, ...rest]``."""
-    by_cols = np.tensordot(cols, a, ([1], [h_axis + 1]))  # [Fw, ...rest with the h axis]
-    both = np.tensordot(rows, by_cols, ([1], [h_axis + 1]))  # [Fh, Fw, ...rest]
-    return both.reshape((-1,) + both.shape[2:])
+def _spectrum(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``rows @ a[m, :, :, d] @ cols^T`` for a real ``[M, A, B, D]``: ``[Fh * Fw, M, D]``.
+
+    Along columns the input is real: the product is two real ones (real and
+    imaginary part), which make the complex ``[A, Fw, M * D]`` that the
+    product along rows takes as one complex matrix.
+    """
+    m, a_size, b_size, d = a.shape
+    by_row = np.ascontiguousarray(a.transpose(1, 2, 0, 3)).reshape(a_size, b_size, m * d)
+    kept = cols.shape[0]
+    parts = np.matmul(np.concatenate([cols.real, cols.imag]), by_row)  # [A, 2 Fw, M * D]
+    by_cols = np.empty((a_size, kept, m * d), cols.dtype)
+    by_cols.real, by_cols.imag = parts[:, :kept], parts[:, kept:]
+    both = np.matmul(rows, by_cols.reshape(a_size, -1))  # [Fh, Fw * M * D]
+    return both.reshape(-1, m, d)
 
 
-def _image(spectrum: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape, dtype) -> np.ndarray:
-    """The real ``[A, B, M, D]`` image of a ``[Fh * Fw, M, D]`` spectrum, ``rows`` ``[A, Fh]``."""
-    s = spectrum.reshape((rows.shape[1], cols.shape[1]) + spectrum.shape[1:])
-    by_rows = np.tensordot(rows, s, ([1], [0]))  # [A, Fw, M, D]
-    image = np.tensordot(cols, by_rows, ([1], [1])).real  # [B, A, M, D]
-    return np.ascontiguousarray(image.transpose(1, 0, 2, 3), dtype).reshape(shape)
+def _image(spectrum: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The real ``[A, B, M, D]`` image of a ``[Fh * Fw, M, D]`` spectrum; ``rows`` is ``[A, Fh]``.
+
+    Only the real part of the product along columns is wanted: two real products.
+    """
+    _, m, d = spectrum.shape
+    by_rows = np.matmul(rows, spectrum.reshape(rows.shape[1], -1))
+    by_rows = by_rows.reshape(rows.shape[0], cols.shape[1], m * d)  # [A, Fw, M * D]
+    image = np.matmul(np.ascontiguousarray(cols.real), by_rows.real)
+    image -= np.matmul(np.ascontiguousarray(cols.imag), by_rows.imag)
+    return image.reshape(rows.shape[0], cols.shape[0], m, d)
 
 
-def _to_nhwc(image: np.ndarray) -> np.ndarray:
-    """``[A, B, N, D]`` as a contiguous ``[N, A, B, D]``."""
-    return np.ascontiguousarray(image.transpose(2, 0, 1, 3))
+def _to_nhwc(image: np.ndarray, dtype) -> np.ndarray:
+    """``[A, B, N, D]`` as a contiguous ``[N, A, B, D]`` of ``dtype``."""
+    return np.ascontiguousarray(image.transpose(2, 0, 1, 3), dtype)
+
+
+def _filter_spectrum(w: np.ndarray, t: Transforms, conjugate: bool = False) -> np.ndarray:
+    """``Wf``: the filter's spectrum, ``[F, C, O]`` (or its conjugate: ``w`` is real)."""
+    kh, kw, depth, out_depth = w.shape
+    rows, cols = (t.filter_h.conj(), t.filter_w.conj()) if conjugate else (t.filter_h, t.filter_w)
+    spectrum = _spectrum(w.reshape(1, kh, kw, depth * out_depth), rows, cols)
+    return spectrum.reshape(-1, depth, out_depth)
 
 
 def _gradient_spectrum(grad: np.ndarray, t: Transforms) -> np.ndarray:
     """``G``: the incoming gradient under the adjoint of the output transform, ``[F, N, O]``."""
-    return _spectrum(grad, t.out_h.conj().T, t.out_w.conj().T, 1)
+    return _spectrum(grad, t.out_h.conj().T, t.out_w.conj().T)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, t: Transforms) -> np.ndarray:
     """The stride-1 convolution of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``."""
-    spectra = np.matmul(_spectrum(x, t.in_h, t.in_w, 1), _spectrum(w, t.filter_h, t.filter_w, 0))
-    out = (t.out_h.shape[0], t.out_w.shape[0], x.shape[0], w.shape[3])
-    return _to_nhwc(_image(spectra, t.out_h, t.out_w, out, x.dtype))
+    spectra = np.matmul(_spectrum(x, t.in_h, t.in_w), _filter_spectrum(w, t))
+    return _to_nhwc(_image(spectra, t.out_h, t.out_w), x.dtype)
 
 
 def conv2d_backprop_input(
     input_shape, w: np.ndarray, grad: np.ndarray, t: Transforms
 ) -> np.ndarray:
     """The gradient of `conv2d` with respect to its input, of shape ``input_shape``."""
-    filters = _spectrum(w, t.filter_h, t.filter_w, 0).conj().transpose(0, 2, 1)
+    filters = _filter_spectrum(w, t, conjugate=True).transpose(0, 2, 1)
     spectra = np.matmul(_gradient_spectrum(grad, t), filters)
-    shape = (input_shape[1], input_shape[2], input_shape[0], input_shape[3])
-    return _to_nhwc(_image(spectra, t.in_h.conj().T, t.in_w.conj().T, shape, grad.dtype))
+    return _to_nhwc(_image(spectra, t.in_h.conj().T, t.in_w.conj().T), grad.dtype)
 
 
 def conv2d_backprop_filter(
     x: np.ndarray, filter_shape, grad: np.ndarray, t: Transforms
 ) -> np.ndarray:
     """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
-    inputs = _spectrum(x, t.in_h, t.in_w, 1).conj().transpose(0, 2, 1)
+    inputs = _spectrum(x, t.in_h.conj(), t.in_w.conj()).transpose(0, 2, 1)  # x is real
     spectra = np.matmul(inputs, _gradient_spectrum(grad, t))
-    return _image(spectra, t.filter_h.conj().T, t.filter_w.conj().T, tuple(filter_shape), x.dtype)
+    image = _image(spectra, t.filter_h.conj().T, t.filter_w.conj().T)
+    return image.reshape(tuple(int(d) for d in filter_shape)).astype(x.dtype, copy=False)
 
 
 def _work(n: int, size, window, out, depth: int, out_depth: int) -> tuple[int, int]:
