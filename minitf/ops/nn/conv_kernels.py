@@ -112,14 +112,24 @@ def _conv_attrs(op):
     return op.get_attr("strides"), op.get_attr("dilations"), op.get_attr("padding")
 
 
+FEW_CHANNELS = 4
+"""Inputs with fewer channels than this get their im2col matrix copied tap by tap."""
+
+
 def _patches(x: np.ndarray, window, strides, dilations, padding):
     """The im2col matrix of ``x``: ``[N * out_rows * out_cols, kh * kw * C]``, and the geometry.
 
     The columns are ordered like the filter's ``[kh, kw, C]`` so that the one
-    copy reads whole runs of channels.
+    copy reads whole runs of channels (with few channels: a transposed view
+    of a copy that reads runs of image columns).
     """
     rows, cols = _geometries(x.shape, window, strides, dilations, padding)
     view = _windows(_pad(x, rows, cols), window, strides, dilations, rows, cols)
+    if x.shape[3] < FEW_CHANNELS:
+        # Runs of C channels are too short to copy well: lay the matrix out
+        # tap by tap (runs along the image's rows) and hand out its transpose.
+        by_tap = np.ascontiguousarray(view.transpose(4, 5, 3, 0, 1, 2))
+        return by_tap.reshape(-1, rows.out * cols.out * x.shape[0]).T, rows, cols
     view = view.transpose(0, 1, 2, 4, 5, 3)
     return view.reshape(-1, view.shape[3] * view.shape[4] * view.shape[5]), rows, cols
 
