@@ -22,7 +22,8 @@ the gradients use the same matrices conjugated and transposed:
 where ``G`` is the spectrum of the incoming gradient under the conjugated
 output transform. The results equal im2col's up to rounding (float32: about
 ``1e-6`` of the largest output). `pays` decides when this is cheaper than
-im2col: large products of channels (``C * O``) and filters of 9 taps or more.
+im2col: filters of 9 taps or more, and enough images and channels for the
+products to outweigh the transforms and the spectra's memory.
 """
 
 from __future__ import annotations
@@ -32,8 +33,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-SPEED_UP = 2.0
-"""How many times fewer multiply-adds than im2col the spectral way must need to be taken."""
+SPEED_UP = 1.15
+"""How many times cheaper than im2col (by `_work`'s estimate) the spectral way must be to be taken.
+
+With these costs, on one core of the AMD EPYC of the benchmarks, the
+estimate's ratio followed the measured one within about 30 % for 5x5 and 3x3
+filters (measured ratios 0.34 to 2.3); below 1.15 neither way won by much."""
+MIN_ROWS = 8
+"""Complex products of fewer images than this take as long as of this many (measured)."""
+SPECTRUM_ELEMENT = 40
+"""What writing and reading one complex element of a spectrum costs, in multiply-adds."""
 
 
 class Transforms(NamedTuple):
@@ -164,15 +173,22 @@ def conv2d_backprop_filter(
 
 
 def _work(n: int, size, window, out, depth: int, out_depth: int) -> tuple[int, int]:
-    """Multiply-adds of one convolution: im2col's and the spectral way's (real ones)."""
+    """The cost of one convolution in real multiply-adds: im2col's, and the spectral way's.
+
+    The spectral way's counts its products (those of fewer than `MIN_ROWS`
+    images as if of `MIN_ROWS`: they run no faster, bound by reading the
+    filters' spectra), its transforms, and `SPECTRUM_ELEMENT` for each
+    element of the three spectra it writes and reads.
+    """
     direct = n * out[0] * out[1] * window[0] * window[1] * depth * out_depth
     ph, pw = out[0] + window[0] - 1, out[1] + window[1] - 1
-    kept = pw // 2 + 1
-    products = 4 * ph * kept * n * depth * out_depth
-    per_image = 4 * kept * max(size[0], out[0]) * (max(size[1], out[1]) + ph)
-    per_filter = 4 * kept * window[0] * (window[1] + ph)
+    frequencies = ph * (pw // 2 + 1)
+    products = 4 * frequencies * max(n, MIN_ROWS) * depth * out_depth
+    per_image = 4 * (pw // 2 + 1) * max(size[0], out[0]) * (max(size[1], out[1]) + ph)
+    per_filter = 4 * (pw // 2 + 1) * window[0] * (window[1] + ph)
     transforms_ = per_image * n * (depth + out_depth) + per_filter * depth * out_depth
-    return direct, products + transforms_
+    elements = frequencies * (n * depth + depth * out_depth + n * out_depth)
+    return direct, products + transforms_ + SPECTRUM_ELEMENT * elements
 
 
 def pays(x_shape, w_shape, strides, dilations, out, dtype) -> bool:

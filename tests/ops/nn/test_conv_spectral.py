@@ -90,6 +90,14 @@ def test_the_cnns_second_convolution_goes_the_spectral_way_and_its_first_does_no
     assert not conv_spectral.pays((50, 28, 28, 1), (5, 5, 1, 32), ONES, ONES, (28, 28), np.float32)
 
 
+def test_few_images_with_many_channels_go_through_im2col():
+    # 128 x 128 filters on 4 images: the filters' spectra (612 frequencies each,
+    # 80 MB) cost more than im2col's products.
+    assert not conv_spectral.pays(
+        (4, 32, 32, 128), (3, 3, 128, 128), ONES, ONES, (32, 32), np.float32
+    )
+
+
 @pytest.mark.parametrize(
     "strides, dilations, w_shape, dtype",
     [
