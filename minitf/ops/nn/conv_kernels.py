@@ -134,11 +134,18 @@ def _patches(x: np.ndarray, window, strides, dilations, padding):
     return view.reshape(-1, view.shape[3] * view.shape[4] * view.shape[5]), rows, cols
 
 
-def _spectral(x_shape, w_shape, strides, dilations, padding: str, dtype):
-    """The spectral way's matrices when it is the cheaper way for this convolution, else None."""
+def _spectral(x_shape, w_shape, strides, dilations, padding: str, *values: np.ndarray):
+    """The spectral way's matrices when it is the cheaper way for this convolution, else None.
+
+    ``values`` are the op's array inputs: all their elements must be finite
+    (`conv_spectral.finite`).
+    """
     rows, cols = _geometries(x_shape, w_shape[:2], strides, dilations, padding)
     out = (rows.out, cols.out)
+    dtype = values[0].dtype
     if not conv_spectral.pays(x_shape, w_shape, strides, dilations, out, dtype):
+        return None
+    if not conv_spectral.finite(*values):
         return None
     return conv_spectral.transforms(
         (int(x_shape[1]), int(x_shape[2])),
@@ -157,9 +164,11 @@ def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np
             None,
             f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs {w.shape[2]}",
         )
-    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, x.dtype)
+    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, x, w)
     if spectral is not None:
-        return conv_spectral.conv2d(x, w, spectral)
+        out = conv_spectral.conv2d(x, w, spectral)
+        if conv_spectral.finite(out):
+            return out
     patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
     out = blas_threads.matmul(patches, w.reshape(-1, w.shape[3]))
     return out.reshape(x.shape[0], rows.out, cols.out, w.shape[3])
@@ -170,9 +179,11 @@ def conv2d_backprop_filter(
 ) -> np.ndarray:
     """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
     kh, kw, depth, out_depth = (int(d) for d in filter_shape)
-    spectral = _spectral(x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, x.dtype)
+    spectral = _spectral(x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, x, grad)
     if spectral is not None:
-        return conv_spectral.conv2d_backprop_filter(x, (kh, kw, depth, out_depth), grad, spectral)
+        out = conv_spectral.conv2d_backprop_filter(x, (kh, kw, depth, out_depth), grad, spectral)
+        if conv_spectral.finite(out):
+            return out
     patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
     product = blas_threads.matmul(patches.T, grad.reshape(-1, out_depth))
     return product.reshape(kh, kw, depth, out_depth).astype(x.dtype, copy=False)
@@ -192,9 +203,11 @@ def conv2d_backprop_input(
             f"Conv2DBackpropInput: Size of out_backprop doesn't match computed: actual = "
             f"{list(grad.shape[1:3])}, computed = {[rows.out, cols.out]}",
         )
-    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, grad.dtype)
+    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, grad, w)
     if spectral is not None:
-        return conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral)
+        out = conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral)
+        if conv_spectral.finite(out):
+            return out
     # [N*out, O] @ [O, kh*kw*C]: each output position's contribution to its window.
     taps = blas_threads.matmul(grad.reshape(-1, out_depth), w.reshape(-1, out_depth).T)
     taps = taps.reshape(grad.shape[:3] + (kh, kw, depth))

@@ -191,6 +191,18 @@ def _work(n: int, size, window, out, depth: int, out_depth: int) -> tuple[int, i
     return direct, products + transforms_ + SPECTRUM_ELEMENT * elements
 
 
+def finite(*arrays: np.ndarray) -> bool:
+    """Whether every element of ``arrays`` is finite (their sums are: a NaN or an infinity
+    anywhere makes a sum so, and so does an overflowing sum, which is then taken as not).
+
+    A NaN or an infinity in an image spreads over its whole spectrum, and so
+    over every output of the image, where im2col confines it to the outputs
+    whose windows hold it: a convolution of such values, or one whose
+    spectral result is not finite, goes through im2col.
+    """
+    return all(np.isfinite(np.sum(a)) for a in arrays)
+
+
 def pays(x_shape, w_shape, strides, dilations, out, dtype) -> bool:
     """Whether a convolution goes the spectral way: stride 1, no dilation, float, and cheaper.
 

@@ -127,3 +127,21 @@ def test_conv2d_and_its_gradients_in_a_graph():
         got = sess.run([y, dx, dw])
     for value, expected in zip(got, [y_ref, dx_ref, dw_ref]):
         np.testing.assert_allclose(value, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_nan_or_an_infinity_reaches_only_the_windows_that_hold_it(bad):
+    rng = np.random.RandomState(2)
+    x, w = rng.randn(8, 10, 10, 32), rng.randn(5, 5, 32, 48)
+    assert conv_spectral.pays(x.shape, w.shape, ONES, ONES, (10, 10), np.float64)
+    x[3, 4, 6, 1] = bad
+    g = rng.randn(*_output_shape(x.shape, w.shape, "SAME"))
+    expected = _reference(x, w, g, "SAME")
+    with tf.Session() as sess:
+        xt, wt = tf.constant(x), tf.constant(w)
+        y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], "SAME")
+        got = sess.run([y, tf.gradients(y, wt, grad_ys=tf.constant(g))[0]])
+    for value, reference in zip(got, [expected[0], expected[2]]):
+        np.testing.assert_array_equal(np.isnan(value), np.isnan(reference))
+        np.testing.assert_array_equal(np.isinf(value), np.isinf(reference))
+    assert np.isfinite(got[0][[0, 1, 2, 4, 5, 6, 7]]).all()
