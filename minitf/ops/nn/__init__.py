@@ -8,7 +8,8 @@
 - ``nn_grad.py``: the gradients.
 - ``conv_ops.py``, ``conv_kernels.py``, ``conv_grad.py``: ``conv2d`` and its
   gradient ops, ``conv2d_transpose``, ``max_pool``, ``avg_pool`` (im2col
-  kernels).
+  kernels; ``conv_spectral.py``: the stride-1 convolutions with many channels
+  as products of spectra).
 - ``lrn_ops.py``: ``lrn`` / ``local_response_normalization`` and ``LRNGrad``
   (kernels in ``nn_kernels.py``, gradient in ``nn_grad.py``).
 - ``candidate_sampling_ops.py`` (``log_uniform_candidate_sampler``) and

@@ -7,6 +7,9 @@ reshape lays the windows out as the rows of a matrix. The filter gradient is
 the product of those patches with the incoming gradient; the input gradient
 is the product of the gradient with the filter, whose columns are then added
 back into the windows they came from (col2im, one strided add per filter tap).
+A stride-1 convolution with many channels goes through products of spectra
+instead (`minitf.ops.nn.conv_spectral`), when that needs far fewer
+multiply-adds.
 
 Padding follows TF's arithmetic (`window_geometry`): ``VALID`` keeps the
 windows that fit, ``SAME`` gives ``ceil(size / stride)`` outputs and pads
@@ -23,6 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from minitf.framework import errors
 from minitf.framework.op_registry import register_kernel
 from minitf.ops.math import blas_threads
+from minitf.ops.nn import conv_spectral
 
 
 class Geometry(NamedTuple):
@@ -108,16 +112,48 @@ def _conv_attrs(op):
     return op.get_attr("strides"), op.get_attr("dilations"), op.get_attr("padding")
 
 
+FEW_CHANNELS = 4
+"""Inputs with fewer channels than this get their im2col matrix copied tap by tap."""
+
+
 def _patches(x: np.ndarray, window, strides, dilations, padding):
     """The im2col matrix of ``x``: ``[N * out_rows * out_cols, kh * kw * C]``, and the geometry.
 
     The columns are ordered like the filter's ``[kh, kw, C]`` so that the one
-    copy reads whole runs of channels.
+    copy reads whole runs of channels (with few channels: a transposed view
+    of a copy that reads runs of image columns).
     """
     rows, cols = _geometries(x.shape, window, strides, dilations, padding)
     view = _windows(_pad(x, rows, cols), window, strides, dilations, rows, cols)
+    if x.shape[3] < FEW_CHANNELS:
+        # Runs of C channels are too short to copy well: lay the matrix out
+        # tap by tap (runs along the image's rows) and hand out its transpose.
+        by_tap = np.ascontiguousarray(view.transpose(4, 5, 3, 0, 1, 2))
+        return by_tap.reshape(-1, rows.out * cols.out * x.shape[0]).T, rows, cols
     view = view.transpose(0, 1, 2, 4, 5, 3)
     return view.reshape(-1, view.shape[3] * view.shape[4] * view.shape[5]), rows, cols
+
+
+def _spectral(x_shape, w_shape, strides, dilations, padding: str, *values: np.ndarray):
+    """The spectral way's matrices when it is the cheaper way for this convolution, else None.
+
+    ``values`` are the op's array inputs: all their elements must be finite
+    (`conv_spectral.finite`).
+    """
+    rows, cols = _geometries(x_shape, w_shape[:2], strides, dilations, padding)
+    out = (rows.out, cols.out)
+    dtype = values[0].dtype
+    if not conv_spectral.pays(x_shape, w_shape, strides, dilations, out, dtype):
+        return None
+    if not conv_spectral.finite(*values):
+        return None
+    return conv_spectral.transforms(
+        (int(x_shape[1]), int(x_shape[2])),
+        (int(w_shape[0]), int(w_shape[1])),
+        out,
+        (rows.pad_before, cols.pad_before),
+        np.dtype(dtype),
+    )
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np.ndarray:
@@ -128,6 +164,11 @@ def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np
             None,
             f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs {w.shape[2]}",
         )
+    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, x, w)
+    if spectral is not None:
+        out = conv_spectral.conv2d(x, w, spectral)
+        if conv_spectral.finite(out):
+            return out
     patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
     out = blas_threads.matmul(patches, w.reshape(-1, w.shape[3]))
     return out.reshape(x.shape[0], rows.out, cols.out, w.shape[3])
@@ -138,6 +179,11 @@ def conv2d_backprop_filter(
 ) -> np.ndarray:
     """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
     kh, kw, depth, out_depth = (int(d) for d in filter_shape)
+    spectral = _spectral(x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, x, grad)
+    if spectral is not None:
+        out = conv_spectral.conv2d_backprop_filter(x, (kh, kw, depth, out_depth), grad, spectral)
+        if conv_spectral.finite(out):
+            return out
     patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
     product = blas_threads.matmul(patches.T, grad.reshape(-1, out_depth))
     return product.reshape(kh, kw, depth, out_depth).astype(x.dtype, copy=False)
@@ -157,6 +203,11 @@ def conv2d_backprop_input(
             f"Conv2DBackpropInput: Size of out_backprop doesn't match computed: actual = "
             f"{list(grad.shape[1:3])}, computed = {[rows.out, cols.out]}",
         )
+    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, grad, w)
+    if spectral is not None:
+        out = conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral)
+        if conv_spectral.finite(out):
+            return out
     # [N*out, O] @ [O, kh*kw*C]: each output position's contribution to its window.
     taps = blas_threads.matmul(grad.reshape(-1, out_depth), w.reshape(-1, out_depth).T)
     taps = taps.reshape(grad.shape[:3] + (kh, kw, depth))
@@ -278,6 +329,38 @@ def _unpad(padded: np.ndarray, shape, rows: Geometry, cols: Geometry) -> np.ndar
     ]
 
 
+def _tiles(shape, window, strides, rows: Geometry, cols: Geometry) -> bool:
+    """Whether the windows tile the input exactly: no padding, no overlap, no gap."""
+    return (
+        tuple(window) == tuple(strides[1:3])
+        and rows.out * window[0] == shape[1]
+        and cols.out * window[1] == shape[2]
+    )
+
+
+def _max_pool_grad_of_tiles(x: np.ndarray, out: np.ndarray, grad: np.ndarray, window):
+    """`max_pool_grad` where the windows tile the input: every position is written once.
+
+    The input seen as ``[N, out_rows, kh, out_cols, kw, C]`` holds tap
+    ``(i, j)`` of every window at ``[:, :, i, :, j]``, so each tap writes its
+    share of the result in one pass, with no padding and no zeroing.
+    """
+    n, _, _, c = x.shape
+    tiled = (n, out.shape[1], window[0], out.shape[2], window[1], c)
+    x_taps = x.reshape(tiled)
+    result = np.empty(x.shape, grad.dtype)
+    result_taps = result.reshape(tiled)
+    unclaimed = np.ones(out.shape, np.bool_)
+    wins = np.empty(out.shape, np.bool_)
+    for i in range(window[0]):
+        for j in range(window[1]):
+            np.equal(x_taps[:, :, i, :, j], out, out=wins)
+            wins &= unclaimed
+            unclaimed ^= wins
+            np.multiply(grad, wins, out=result_taps[:, :, i, :, j])
+    return result
+
+
 def max_pool_grad(
     x: np.ndarray, out: np.ndarray, grad: np.ndarray, window, strides, padding: str
 ) -> np.ndarray:
@@ -287,6 +370,8 @@ def max_pool_grad(
     window's maximum that no earlier tap claimed take the window's gradient.
     """
     rows, cols = _geometries(x.shape, window, strides, _ONES, padding)
+    if _tiles(x.shape, window, strides, rows, cols):
+        return _max_pool_grad_of_tiles(x, out, grad, window)
     padded_x = _pad(x, rows, cols, _lowest(x.dtype))
     padded = np.zeros(padded_x.shape, grad.dtype)
     unclaimed = np.ones(out.shape, np.bool_)
