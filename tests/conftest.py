@@ -3,6 +3,23 @@ import os
 import pytest
 
 
+def pytest_configure(config):
+    """Under pytest-xdist, each worker's clusters take ports from a range of their own.
+
+    Ports are chosen at random and bound by the tasks a moment later: two
+    workers starting clusters at once could otherwise pick the same one.
+    """
+    worker, count = (
+        os.environ.get("PYTEST_XDIST_WORKER"),
+        os.environ.get("PYTEST_XDIST_WORKER_COUNT"),
+    )
+    if worker and count and "MINITF_PORTS" not in os.environ:
+        low, high = 10000, 32767  # below Linux's ephemeral range
+        width = (high - low + 1) // int(count)
+        first = low + int(worker.removeprefix("gw")) * width
+        os.environ["MINITF_PORTS"] = f"{first}-{first + width - 1}"
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _secret_file_of_the_test_run(tmp_path_factory):
     """The tests' processes share a cluster secret file of their own, not the user's."""

@@ -129,12 +129,35 @@ def _ephemeral_ranges() -> list[tuple[int, int]]:
     return ranges
 
 
+PORTS_ENV = "MINITF_PORTS"
+"""``LOW-HIGH``: the only ports `free_ports` chooses from (a firewall's open range, say)."""
+
+
+def _port_range() -> range:
+    """The ports to choose from: ``MINITF_PORTS`` if set, else every port from 10000."""
+    value = os.environ.get(PORTS_ENV, "").strip()
+    if not value:
+        return range(_LOWEST_PORT, 65536)
+    low, _, high = value.partition("-")
+    try:
+        first, last = int(low), int(high)
+    except ValueError:
+        first, last = 0, -1
+    if not 1 <= first <= last <= 65535:
+        raise ValueError(
+            f"{PORTS_ENV}={value!r} is not a range of ports: write LOW-HIGH, "
+            "e.g. 20000-20999, with 1 <= LOW <= HIGH <= 65535"
+        )
+    return range(first, last + 1)
+
+
 def free_ports(n: int, host: str = "127.0.0.1", rng: random.Random | None = None) -> list[int]:
     """``n`` distinct ports that are free on ``host`` now (for a cluster's addresses).
 
     The ports are outside the range the kernel picks outgoing connections'
     ports from, so no client connection can hold one while its task is down.
-    Another program may still bind one before its task does.
+    Another program may still bind one before its task does. Where only some
+    ports may be used, ``MINITF_PORTS=LOW-HIGH`` names them.
 
     Args:
         n: How many ports.
@@ -143,14 +166,16 @@ def free_ports(n: int, host: str = "127.0.0.1", rng: random.Random | None = None
 
     Raises:
         OSError: if ``n`` free ports cannot be found.
+        ValueError: if ``MINITF_PORTS`` is not a range of ports.
     """
     rng = rng or random.SystemRandom()
     ephemeral = _ephemeral_ranges()
+    allowed = _port_range()
     candidates = [
-        port
-        for port in range(_LOWEST_PORT, 65536)
-        if not any(low <= port <= high for low, high in ephemeral)
+        port for port in allowed if not any(low <= port <= high for low, high in ephemeral)
     ]
+    if not candidates:
+        candidates = list(allowed)  # a MINITF_PORTS all in the ephemeral range: the user's choice
     rng.shuffle(candidates)
     ports: list[int] = []
     for port in candidates:
@@ -163,7 +188,8 @@ def free_ports(n: int, host: str = "127.0.0.1", rng: random.Random | None = None
                 continue  # in use, or still in TIME_WAIT from an earlier task
         ports.append(port)
     if len(ports) < n:
-        raise OSError(f"found only {len(ports)} of {n} free ports on {host}")
+        where = f" in {PORTS_ENV}={os.environ[PORTS_ENV]}" if os.environ.get(PORTS_ENV) else ""
+        raise OSError(f"found only {len(ports)} of {n} free ports on {host}{where}")
     return ports
 
 

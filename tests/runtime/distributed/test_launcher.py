@@ -252,6 +252,22 @@ def test_free_ports_are_distinct_bindable_and_outside_the_ephemeral_range():
             s.bind(("127.0.0.1", port))  # still free
 
 
+def test_minitf_ports_limits_the_ports_chosen_and_a_bad_range_says_how_to_write_it(monkeypatch):
+    from minitf.runtime.distributed.launcher import PORTS_ENV, free_ports
+
+    monkeypatch.setenv(PORTS_ENV, "20000-20009")
+    ports = free_ports(5)
+    assert len(set(ports)) == 5 and all(20000 <= port <= 20009 for port in ports)
+    with pytest.raises(
+        OSError, match=r"found only \d+ of 11 free ports .* MINITF_PORTS=20000-20009"
+    ):
+        free_ports(11)
+    for value in ("20000", "b-a", "30000-20000", "0-10", "1-70000"):
+        monkeypatch.setenv(PORTS_ENV, value)
+        with pytest.raises(ValueError, match="is not a range of ports: write LOW-HIGH"):
+            free_ports(1)
+
+
 def test_jobs_start_one_at_a_time_and_not_twice():
     cluster = LocalCluster({"ps": 1, "worker": 1}, output=None)
     with pytest.raises(ValueError, match="nope"):
