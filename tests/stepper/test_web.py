@@ -166,8 +166,14 @@ def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(ste
     row = browser.execute_script(
         f"return document.querySelector('tr[data-accumulator=\"{name}\"] .what').textContent"
     )
-    # TF's SyncReplicas with R = 2: the chief's take_grad needs 2 gradients for step 0.
-    assert row == f"{counts[name] + 1} of 2 for step 0"
+    # TF's SyncReplicas with R = 2: the chief's take_grad needs 2 gradients for
+    # step 0. The page says so once that take_grad waits; whether the chief's
+    # queue runner started it before the breakpoint held every task depends on
+    # how the free-running start went (on a loaded machine, often not).
+    from minitf.stepper.describe import required_gradients
+
+    required = " of 2" if required_gradients(stepper.state()).get(name) == 2 else ""
+    assert row == f"{counts[name] + 1}{required} for step 0"
 
 
 def test_the_main_view_fits_a_projector_and_its_smallest_label_is_12_px(stepped, browser):
