@@ -176,6 +176,8 @@ class SimulatedCluster:
             if code:
                 raise RuntimeError(f"/job:{job}/task:{index}: {script} exited with status {code}")
 
+        # A recording is replayed op by op on held tasks: every op a move of its own.
+        self._simulation.by_op = self._simulation.by_op or record is not None
         report = self.run_clients(
             *[lambda j=j, i=i: task(j, i) for j, i in tasks],
             names=[f"{j}:{i}" for j, i in tasks],
