@@ -96,7 +96,12 @@ class SimulatedCluster:
 
     @property
     def events(self) -> list[tuple]:
-        """Every move made, in order: ``(time, task, client, step, "run"/"deliver", op)``."""
+        """Every move made, op by op, in order: ``(time, task, client, step, "run"/"deliver", op)``.
+
+        A move that ran a straight walk of several ops (free ops, nobody
+        stepping: `minitf.runtime.distributed.simulation.Simulation.observes_ops`)
+        is listed as one run per op, in the order the walk ran them.
+        """
         return self._simulation.events
 
     def schedule(self) -> dict[str, list[tuple[int, int, str]]]:

@@ -901,7 +901,7 @@ class Simulation(Scheduler):
 
     @property
     def events(self) -> list[tuple]:
-        """Every move made, in order.
+        """Every move made, in order, op by op (a walk's ops each, in the order it ran them).
 
         Each is ``(time, task, client, step number, "run" or "deliver", op name)``.
         """
