@@ -96,7 +96,12 @@ class SimulatedCluster:
 
     @property
     def events(self) -> list[tuple]:
-        """Every move made, in order: ``(time, task, client, step, "run"/"deliver", op)``."""
+        """Every move made, op by op, in order: ``(time, task, client, step, "run"/"deliver", op)``.
+
+        A move that ran a straight walk of several ops (free ops, nobody
+        stepping: `minitf.runtime.distributed.simulation.Simulation.observes_ops`)
+        is listed as one run per op, in the order the walk ran them.
+        """
         return self._simulation.events
 
     def schedule(self) -> dict[str, list[tuple[int, int, str]]]:
@@ -176,6 +181,8 @@ class SimulatedCluster:
             if code:
                 raise RuntimeError(f"/job:{job}/task:{index}: {script} exited with status {code}")
 
+        # A recording is replayed op by op on held tasks: every op a move of its own.
+        self._simulation.by_op = self._simulation.by_op or record is not None
         report = self.run_clients(
             *[lambda j=j, i=i: task(j, i) for j, i in tasks],
             names=[f"{j}:{i}" for j, i in tasks],

@@ -32,6 +32,8 @@ def _free_run() -> tuple[list, list[dict]]:
     """The moves and the reports of the same run, free-running."""
     out = io.StringIO()
     cluster = SimulatedCluster(TASKS)
+    # Op by op, as a stepper watches it (free, a step's straight walks are one move each).
+    cluster.simulation.by_op = True
     with contextlib.redirect_stdout(out):
         cluster.run(sync_mlp.__file__, ARGS)
     return cluster.events, _reports(out.getvalue())

@@ -62,12 +62,21 @@ class Executor:
         self, scheduler: Scheduler | None = None, observe_ops: bool = False, task: str = ""
     ):
         self.scheduler = scheduler or FifoScheduler()
-        self.observe_ops = observe_ops or self.scheduler.observes_ops
-        self.by_op = self.observe_ops or not config.fast()
+        self._observe_ops = observe_ops
+        self.by_op = observe_ops or not config.fast()
         self.task = task
         self.wait_log_secs = wait_log_secs()
         self._watch: Watch | None = None
         self._loop: _Loop | None = None
+
+    @property
+    def observe_ops(self) -> bool:
+        """Whether every op is a move of its own: asked for, or the scheduler's wish.
+
+        The scheduler is asked at every step: a simulation's wish changes
+        when a stepper takes it over (`Scheduler.observes_ops`).
+        """
+        return self._observe_ops or self.scheduler.observes_ops
 
     def execution(self, plan: Plan, ctx: StepContext, feed_values: list[Any]) -> StepExecution:
         """A new step of ``plan``: op by op if anyone watches, else in the plan's units.
@@ -77,7 +86,9 @@ class Executor:
             ctx: The step's `StepContext`.
             feed_values: The fed values, in the order of the plan's feeds.
         """
-        by_op = self.by_op or ctx.trace is not None or plan.units is None
+        by_op = (
+            self.by_op or self.scheduler.observes_ops or ctx.trace is not None or plan.units is None
+        )
         execution = LoopStepExecution if plan.has_loops else StepExecution
         return execution(plan, ctx, feed_values, by_op)
 

@@ -31,6 +31,9 @@ class ResourceMgr:
         self._default_container = default_container
         self._lock = threading.Lock()
         self._containers: dict[str, dict[str, Any]] = {}
+        # Changes whenever a resource is added or removed: an observer that
+        # keeps a list of them knows when to look again.
+        self.changes = 0
 
     @property
     def default_container(self) -> str:
@@ -71,6 +74,7 @@ class ResourceMgr:
             if resource is None:
                 resource = creator()
                 resources[name] = resource
+                self.changes += 1
             return resource
 
     def create(self, container: str, name: str, resource: Any) -> None:
@@ -90,6 +94,7 @@ class ResourceMgr:
             if name in resources:
                 raise errors.AlreadyExistsError(None, None, f"Resource {key}/{name} already exists")
             resources[name] = resource
+            self.changes += 1
 
     def delete(self, container: str, name: str) -> None:
         """Removes a resource.
@@ -106,6 +111,7 @@ class ResourceMgr:
             if name not in self._containers.get(key, {}):
                 raise errors.NotFoundError(None, None, f"Resource {key}/{name} does not exist.")
             del self._containers[key][name]
+            self.changes += 1
 
     def cleanup(self, container: str) -> None:
         """Removes every resource of ``container`` (``tf.Session.reset`` does this).
@@ -115,11 +121,13 @@ class ResourceMgr:
         """
         with self._lock:
             self._containers.pop(self._container(container), None)
+            self.changes += 1
 
     def clear(self) -> None:
         """Removes every resource."""
         with self._lock:
             self._containers.clear()
+            self.changes += 1
 
     def items(self) -> list[tuple[str, str, Any]]:
         """A snapshot of ``(container, name, resource)`` triples, for inspection."""

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors, ops
+from minitf.runtime.core.frames import TaggedSteps
 from minitf.runtime.core.scheduler import DELIVER, RUN, Scheduler
 from minitf.runtime.core.watch import describe_wait
 from minitf.runtime.distributed import partition as partition_lib
@@ -58,6 +59,7 @@ from minitf.runtime.distributed.worker import Worker
 
 if TYPE_CHECKING:
     from minitf.runtime.core.executor import _Started
+    from minitf.runtime.core.plan import Unit
     from minitf.runtime.distributed.transport import Call
 
 DelayModel = Callable[[np.random.Generator], float]
@@ -151,6 +153,7 @@ class _Part:
         self.dirty = False
         self.delay = 0.0  # the worker's delay before this part (computing its gradients)
         self.epoch = 0  # heap entries of an older epoch are void (the part was cancelled)
+        self.info: Any = ()  # per unit of its execution: a `_UnitInfo`
         self.ended = False
         self.error: BaseException | None = None
         self._dirty: list | None = None
@@ -173,7 +176,7 @@ class _Part:
         return self.ready_at.get(i, self.start)
 
     def ended_op(self, i: int, time: float) -> None:
-        for j in self.execution.steps[i].successors:
+        for j in self.info[i].successors:
             if self.ready_at.get(j, self.start) < time:
                 self.ready_at[j] = time
 
@@ -215,13 +218,15 @@ class Simulation(Scheduler):
     Attributes:
         cluster_spec: The cluster, with an address per task that names it.
         clock: The `VirtualClock`.
+        by_op: Make every op a move of its own even when ops are free and no
+            stepper watches (a run to record, or to compare with a stepped
+            one); see `observes_ops`.
 
     Raises:
         ValueError: if a job has no tasks, or not a whole number of them.
         TypeError: if ``worker_delay`` or ``op_cost`` is none of the above.
     """
 
-    observes_ops = True
     runs_steps = True
 
     def __init__(
@@ -271,6 +276,8 @@ class Simulation(Scheduler):
         self._by_thread: dict[threading.Thread, _Client] = {}
         self._joining: set[_Client] = set()  # in a server's join()
         self._new: list[_Step] = []
+        self._loop_thread: threading.Thread | None = None  # the thread in `run_until_clients_end`
+        self._woken: list[_Client] = []  # clients it woke, to notify when it waits (`_let_go`)
         self._steps: set[_Step] = set()
         self._starting: _Part | None = None  # the part a task's executor is starting
         self._heap: list[tuple] = []  # candidate moves (see _next_move)
@@ -294,6 +301,7 @@ class Simulation(Scheduler):
         self.losses: list[tuple[float, str, float]] = []
         self.loss_names: set[str] = {"loss"}
         self._accumulator_seen: dict[tuple[str, str], int] = {}
+        self._accumulators: dict[str, tuple[int, list]] = {}  # see `_accumulators_of`
         self.sessions: dict[str, int] = {}  # sessions opened per task, as each task counts them
         # Each step that ended well: (client, step number, ops in its partitions' plans).
         self.completed: list[tuple[str, int, int]] = []
@@ -301,7 +309,22 @@ class Simulation(Scheduler):
         # raising `Abandoned` there ends the run (`abandon`).
         self.gate: Callable[[dict], None] | None = None
         self._abandoned = False
+        self.by_op = False
+        self._unit_info: dict[int, tuple] = {}  # id(units) -> (units, their `_UnitInfo` s)
         _simulations[self.id] = self
+
+    @property
+    def observes_ops(self) -> bool:
+        """Whether every op is a move of its own (`Scheduler.observes_ops`).
+
+        When ops cost time, when a stepper holds each move (`gate`) or when
+        the run is recorded (`by_op`). Otherwise ops are free and nobody
+        watches them one by one: a move is one of the plan's units, as on a
+        real task (`minitf.runtime.core.plan.Plan.units`): the same ops, the
+        same values and the same times, with fewer moves. The event log
+        still lists every op (`events`).
+        """
+        return self._cost is not None or self.gate is not None or self.by_op
 
     # -- the tasks -------------------------------------------------------------------------
 
@@ -506,7 +529,24 @@ class Simulation(Scheduler):
                 del parked[client]
                 client.woken = True
                 self._running.add(client)
-                client.wake.notify()
+                self._notify(client)
+
+    def _notify(self, client: _Client) -> None:
+        """Lets a woken client's thread go on: at once, or when the loop next waits.
+
+        The loop's own wakes wait until it waits (`_let_go`): a thread woken
+        while the loop still holds the lock could only wait for it again.
+        """
+        if threading.current_thread() is self._loop_thread:
+            self._woken.append(client)
+        else:
+            client.wake.notify()
+
+    def _let_go(self) -> None:
+        """Notifies the clients the loop woke (`_notify`); it is about to wait, or to end."""
+        woken = self._woken
+        while woken:
+            woken.pop(0).wake.notify()
 
     def _wake_outside(self, all_of_them: bool = False) -> bool:
         """Wakes the clients parked outside whose condition holds (or all); True if any woke.
@@ -522,7 +562,7 @@ class Simulation(Scheduler):
                     del parked[client]
                     client.woken = ready
                     self._running.add(client)
-                    client.wake.notify()
+                    self._notify(client)
                     woke = True
         return woke
 
@@ -580,6 +620,7 @@ class Simulation(Scheduler):
         part = self._starting
         part.delay = delay = self._delay(part.task, part.computes_gradients)
         part.attach(run, part.step.client.time + delay, self._dirty)
+        part.info = self._units_of(run.execution)
         if run.execution.finished:
             run.settle()
 
@@ -652,6 +693,7 @@ class Simulation(Scheduler):
         `Abandoned`, and this returns at once.
         """
         with self._cond:
+            self._loop_thread = threading.current_thread()
             try:
                 self._loop()
             except BaseException as exc:
@@ -661,6 +703,9 @@ class Simulation(Scheduler):
                 self._wake_outside(all_of_them=True)
                 if not isinstance(exc, Abandoned):
                     raise
+            finally:
+                self._let_go()
+                self._loop_thread = None
 
     def abandon(self) -> None:
         """Gives the run up before it starts (a run already moving is abandoned by its `gate`)."""
@@ -685,6 +730,7 @@ class Simulation(Scheduler):
         """Makes moves while clients wait for them (under the lock); returns when all have ended."""
         while True:
             clients_ran = bool(self._running)
+            self._let_go()
             while self._running:
                 self._cond.wait()
             # What parked clients wait for (a stop, a thread's end) changes
@@ -753,7 +799,7 @@ class Simulation(Scheduler):
             execution.collect()
             for n in range(before, len(arrived)):
                 i = arrived[n]
-                op = execution.steps[i].op
+                op = part.info[i].op
                 if op.type in _OFFERED_OPS:
                     # On a held real task this attempt is first offered to its
                     # step, which runs it as a move of its own (ops.data_flow.blocking).
@@ -765,15 +811,15 @@ class Simulation(Scheduler):
         # New ready ops are among the successors of the op that just moved
         # (all ready ops when the step starts); each is pushed once.
         pushed, pending = part.pushed, execution.pending
-        steps = execution.steps
+        info = part.info
         now = self._now if moved is not None and self._cost is None else None
         # With loops a move names an iteration too: look at every ready move.
         whole = moved is None or execution.plan.has_loops
-        for i in execution.ready if whole else steps[moved].successors:
+        for i in execution.ready if whole else info[moved].successors:
             if i not in pushed and not pending[i]:
                 pushed.add(i)
                 available = part.available(i)
-                if now is not None and steps[i].isolated and available <= time:
+                if now is not None and info[i].isolated and available <= time:
                     now.append((part, i, part.epoch))  # made at once: see _make_isolated
                     continue
                 heapq.heappush(
@@ -792,22 +838,24 @@ class Simulation(Scheduler):
     def _make(self, part: _Part, running: bool, i: int, start: float) -> None:
         """Makes one move of a part, through its task's executor (`_Started.make`)."""
         execution = part.execution
-        plan_step = execution.steps[i]
+        unit = part.info[i]
         clock = self.clock
         if clock.seconds < start:
             clock.seconds = start
-        end = start + self._cost(plan_step.op) if running and self._cost is not None else start
+        end = start + self._cost(unit.op) if running and self._cost is not None else start
         task, step = part.task, part.step
         # Not the step itself: a finished step's values must not outlive it.
         if self.gate is not None:
             self.gate(
                 {"task": task, "step_id": step.step_id, "move": "run" if running else "deliver",
-                 "index": i, "op": plan_step.op.name, "type": plan_step.op.type, "time": start}
+                 "index": i, "op": unit.op.name, "type": unit.op.type, "time": start}
             )  # fmt: skip
-        move = (start, task, step.client, step.key[1], step.step_id, running, plan_step)
-        self._moves.append(move)
-        taking = not running and plan_step.op.type in _TAKE_OPS
-        taken = execution.vals[plan_step.in_slots[0]] if taking else None  # the accumulator
+        # The event log lists every op the move ran: a unit's, in the order it runs them.
+        moves, client, number, step_id = self._moves, step.client, step.key[1], step.step_id
+        for op in unit.ops if running else (unit.op,):
+            moves.append((start, task, client, number, step_id, running, op))
+        taking = not running and unit.takes
+        taken = execution.vals[unit.take_slot] if taking else None  # the accumulator
         part.run.make((RUN if running else DELIVER, i))
         if part.error is not None:
             self._part_ended(part, end)
@@ -816,7 +864,7 @@ class Simulation(Scheduler):
             self._busy_until[task] = end
             self.busy[task] += end - start
             clock.seconds = end
-        if plan_step.op.type in _ACCUMULATOR_OPS:
+        if unit.accumulates:
             self._note_accumulators(task, end, step.cancelled)
             if taking:
                 step.cancels = step.cancels or getattr(taken, "cancels_in_flight", False)
@@ -853,16 +901,15 @@ class Simulation(Scheduler):
 
     @property
     def events(self) -> list[tuple]:
-        """Every move made, in order.
+        """Every move made, in order, op by op (a walk's ops each, in the order it ran them).
 
         Each is ``(time, task, client, step number, "run" or "deliver", op name)``.
         """
         moves, made = self._moves, self._events
-        for start, task, client, number, _, running, plan_step in moves[len(made) :]:
+        for start, task, client, number, _, running, op in moves[len(made) :]:
             made.append(
-                (start, task, client.name, number, "run" if running else "deliver",
-                 plan_step.op.name)
-            )  # fmt: skip
+                (start, task, client.name, number, "run" if running else "deliver", op.name)
+            )
         return made
 
     def schedule(self) -> dict[str, list[tuple[int, int, str]]]:
@@ -884,10 +931,8 @@ class Simulation(Scheduler):
         order: list[str] = []
         offered = iter(self._offered)
         offer = next(offered, None)
-        for made, (_, task, _, _, step_id, running, plan_step) in enumerate(self._moves, 1):
-            moves.setdefault(task, []).append(
-                (step_id, RUN if running else DELIVER, plan_step.op.name)
-            )
+        for made, (_, task, _, _, step_id, running, op) in enumerate(self._moves, 1):
+            moves.setdefault(task, []).append((step_id, RUN if running else DELIVER, op.name))
             order.append(task)
             # A dequeue or take_grad that this move let finish ran here, at
             # once; a held task first offers it to its step, whose delivery of
@@ -899,22 +944,50 @@ class Simulation(Scheduler):
                 offer = next(offered, None)
         return moves, order
 
+    def _units_of(self, execution) -> Any:
+        """What the simulation needs of each unit of ``execution`` (`_UnitInfo`), by move.
+
+        Worked out once per plan (and way of running it), and kept.
+        """
+        plan = execution.plan
+        by_op = plan.has_loops or execution.by_op
+        units = plan.op_units if by_op else plan.units
+        kept = self._unit_info.get(id(units))
+        if kept is None or kept[0] is not units:
+            isolated = {step.op for step in plan.steps if step.isolated}
+            kept = self._unit_info[id(units)] = (
+                units, tuple(_UnitInfo(unit, isolated) for unit in units)
+            )  # fmt: skip
+        return TaggedSteps(kept[1]) if plan.has_loops else kept[1]
+
     def _note_accumulators(self, task: str, time: float, cancelled: bool) -> None:
         """Timestamps what the task's accumulators have recorded since the last look.
 
         Args:
             cancelled: Whether the move was made by a step whose computation was cancelled.
         """
-        for _, name, resource in self._workers[task].resource_mgr.items():
-            history = getattr(resource, "history", None)
-            if history is None:
-                continue
-            key = (task, name)
-            new = resource.events - self._accumulator_seen.get(key, 0)
+        seen = self._accumulator_seen
+        for key, resource in self._accumulators_of(task):
+            new = resource.events - seen.get(key, 0)
             if new > 0:
+                history = resource.history
                 timed = self.accumulator_events.setdefault(key, [])
-                timed.extend((event, time, cancelled) for event in list(history)[-new:])
-                self._accumulator_seen[key] = resource.events
+                back = range(min(new, len(history)), 0, -1)  # the newest, oldest first
+                timed.extend((history[-k], time, cancelled) for k in back)
+                seen[key] = resource.events
+
+    def _accumulators_of(self, task: str) -> list[tuple[tuple[str, str], Any]]:
+        """The task's resources that keep a history (its accumulators), found again on a change."""
+        manager = self._workers[task].resource_mgr
+        kept = self._accumulators.get(task)
+        if kept is None or kept[0] != manager.changes:
+            found = [
+                ((task, name), resource)
+                for _, name, resource in manager.items()
+                if getattr(resource, "history", None) is not None
+            ]
+            kept = self._accumulators[task] = (manager.changes, found)
+        return kept[1]
 
     def _cancel_in_flight(self, time: float) -> None:
         """An update was made: every worker still computing gradients stops now.
@@ -951,7 +1024,7 @@ class Simulation(Scheduler):
             for part in running:
                 execution = part.execution
                 for i in sorted(execution.waiting):
-                    name = execution.steps[i].op.name
+                    name = part.info[i].op.name
                     what = describe_wait(execution.waits_for(i))
                     waits.append(f"{name} on {part.task} waits for {what}")
             message = (
@@ -973,6 +1046,30 @@ class Simulation(Scheduler):
         delay = float(model(rng))
         self.delayed[task_name] += delay
         return delay
+
+
+class _UnitInfo:
+    """One unit of a plan as the simulation sees it (`minitf.runtime.core.plan.Unit`).
+
+    Args:
+        unit: The unit: one op, or a straight walk of several.
+        isolated: The plan's ops that touch nothing but their inputs and outputs.
+    """
+
+    __slots__ = ("op", "ops", "successors", "isolated", "accumulates", "takes", "take_slot")
+
+    def __init__(self, unit: Unit, isolated: set):
+        self.op = unit.op  # names the unit
+        self.ops = unit.ops
+        self.successors = unit.successors
+        step = unit.step
+        if step is not None:
+            self.isolated = step.isolated
+        else:
+            self.isolated = all(op in isolated for op in unit.ops)
+        self.accumulates = any(op.type in _ACCUMULATOR_OPS for op in unit.ops)
+        self.takes = step is not None and step.op.type in _TAKE_OPS
+        self.take_slot = step.in_slots[0] if self.takes else -1
 
 
 def is_simulated(target: str) -> bool:
