@@ -7,6 +7,7 @@ into ``tf.app.flags.FLAGS`` (an unknown flag is an error) and exits with what
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import sys
@@ -189,8 +190,6 @@ def run_script(
         env: Environment variables the script sees in ``os.environ`` (e.g. ``TF_CONFIG``).
         stdout: Where the script's prints in this thread go (default: ``sys.stdout``).
     """
-    import runpy
-
     from minitf.framework import ops
 
     # Its own flags, environment and default graph, as in a process of its own.
@@ -198,7 +197,7 @@ def run_script(
         _local.script = [path, *argv]
         _local.stdout = stdout
         try:
-            runpy.run_path(path, run_name="__main__")
+            _exec_as_main(path)
         except SystemExit as exc:
             code = exc.code
             return 0 if code is None else code if isinstance(code, int) else 1
@@ -206,6 +205,24 @@ def run_script(
             sys.stdout.flush()  # the task's last line, if it did not end it
             _local.script = _local.stdout = None
     return 0
+
+
+def _exec_as_main(path: str) -> None:
+    """Runs the script at ``path`` as ``__main__`` in a namespace of its own.
+
+    Not `runpy.run_path`: it puts its module in ``sys.modules["__main__"]`` and
+    the path in ``sys.argv[0]`` while the script runs and puts the old ones
+    back after, which tasks running at once in threads undo out of order,
+    leaving the process a script's ``__main__`` (and a process it spawns
+    would run that script).
+    """
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    namespace = {
+        "__name__": "__main__", "__file__": path, "__cached__": None, "__doc__": None,
+        "__loader__": None, "__package__": None, "__spec__": None, "__builtins__": builtins,
+    }  # fmt: skip
+    exec(code, namespace)
 
 
 def script_traceback(exc: BaseException, script: str, task: str | None = None) -> str:

@@ -100,8 +100,12 @@ def test_the_same_script_finds_the_same_role_under_every_launcher(tmp_path, pars
     script.write_text(COMMON + textwrap.dedent(PARSE[parser]))
     if launcher == "SimulatedCluster.run":
         output = io.StringIO()
+        main, argv = sys.modules["__main__"], list(sys.argv)
         SimulatedCluster({"ps": 1, "worker": 2}).run(str(script), ["--tag=mine"], output=output)
         text = output.getvalue()
+        # The tasks ran at once in threads; the process is still this one's
+        # (a process it spawns runs this __main__, not the script).
+        assert sys.modules["__main__"] is main and sys.argv == argv
     else:
         simulate = ["--simulate"] if "--simulate" in launcher else []
         done = subprocess.run(
