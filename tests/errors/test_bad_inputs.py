@@ -2373,6 +2373,8 @@ def test_row_188_easgd_with_a_variable_made_without_the_getter():
             opt.minimize(v * v + w * w, global_step=step)
         assert not [op for op in g.get_operations() if op.name.startswith("async_easgd")]
         opt.minimize(v * v + w * w, global_step=step, var_list=[w])  # only w has a center
+
+
 def test_row_189_local_response_normalization_of_doubles():
     with tf.Graph().as_default() as g:
         with raises(
@@ -2433,6 +2435,8 @@ def test_row_192_run_metadata_written_twice_under_one_tag(tmp_path):
         if e.HasField("tagged_run_metadata")
     ]
     assert tags == ["step_1", "step_2"]
+
+
 def test_row_193_a_policys_end_op_before_apply_gradients():
     with tf.Graph().as_default() as g:
         w = tf.Variable(1.0)

@@ -156,8 +156,13 @@ def _spectral(x_shape, w_shape, strides, dilations, padding: str, *values: np.nd
     )
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np.ndarray:
-    """A 2-D convolution (cross-correlation) of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``."""
+def conv2d(
+    x: np.ndarray, w: np.ndarray, strides, dilations, padding: str, spectra=None
+) -> np.ndarray:
+    """A 2-D convolution (cross-correlation) of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``.
+
+    ``spectra``: the step's `conv_spectral.Spectra`, or None.
+    """
     if x.shape[3] != w.shape[2]:
         raise errors.InvalidArgumentError(
             None,
@@ -166,7 +171,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np
         )
     spectral = _spectral(x.shape, w.shape, strides, dilations, padding, x, w)
     if spectral is not None:
-        out = conv_spectral.conv2d(x, w, spectral)
+        out = conv_spectral.conv2d(x, w, spectral, spectra)
         if conv_spectral.finite(out):
             return out
     patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
@@ -175,13 +180,18 @@ def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np
 
 
 def conv2d_backprop_filter(
-    x: np.ndarray, filter_shape, grad: np.ndarray, strides, dilations, padding: str
+    x: np.ndarray, filter_shape, grad: np.ndarray, strides, dilations, padding: str, spectra=None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
+    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``.
+
+    ``spectra``: the step's `conv_spectral.Spectra`, or None.
+    """
     kh, kw, depth, out_depth = (int(d) for d in filter_shape)
     spectral = _spectral(x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, x, grad)
     if spectral is not None:
-        out = conv_spectral.conv2d_backprop_filter(x, (kh, kw, depth, out_depth), grad, spectral)
+        out = conv_spectral.conv2d_backprop_filter(
+            x, (kh, kw, depth, out_depth), grad, spectral, spectra
+        )
         if conv_spectral.finite(out):
             return out
     patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
@@ -190,9 +200,12 @@ def conv2d_backprop_filter(
 
 
 def conv2d_backprop_input(
-    input_shape, w: np.ndarray, grad: np.ndarray, strides, dilations, padding: str
+    input_shape, w: np.ndarray, grad: np.ndarray, strides, dilations, padding: str, spectra=None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``."""
+    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``.
+
+    ``spectra``: the step's `conv_spectral.Spectra`, or None.
+    """
     input_shape = tuple(int(d) for d in input_shape)
     kh, kw, depth, out_depth = w.shape
     rows, cols = _geometries(input_shape, (kh, kw), strides, dilations, padding)
@@ -205,7 +218,7 @@ def conv2d_backprop_input(
         )
     spectral = _spectral(input_shape, w.shape, strides, dilations, padding, grad, w)
     if spectral is not None:
-        out = conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral)
+        out = conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral, spectra)
         if conv_spectral.finite(out):
             return out
     # [N*out, O] @ [O, kh*kw*C]: each output position's contribution to its window.
@@ -241,7 +254,7 @@ def _conv2d_kernel(op):
     strides, dilations, padding = _conv_attrs(op)
 
     def compute(ctx, x, w):
-        return conv2d(x, w, strides, dilations, padding)
+        return conv2d(x, w, strides, dilations, padding, conv_spectral.for_step(ctx))
 
     return compute
 
@@ -252,7 +265,9 @@ def _conv2d_backprop_input_kernel(op):
     strides, dilations, padding = _conv_attrs(op)
 
     def compute(ctx, input_sizes, w, grad):
-        return conv2d_backprop_input(input_sizes, w, grad, strides, dilations, padding)
+        return conv2d_backprop_input(
+            input_sizes, w, grad, strides, dilations, padding, conv_spectral.for_step(ctx)
+        )
 
     return compute
 
@@ -263,7 +278,9 @@ def _conv2d_backprop_filter_kernel(op):
     strides, dilations, padding = _conv_attrs(op)
 
     def compute(ctx, x, filter_sizes, grad):
-        return conv2d_backprop_filter(x, filter_sizes, grad, strides, dilations, padding)
+        return conv2d_backprop_filter(
+            x, filter_sizes, grad, strides, dilations, padding, conv_spectral.for_step(ctx)
+        )
 
     return compute
 

@@ -24,11 +24,18 @@ output transform. The results equal im2col's up to rounding (float32: about
 ``1e-6`` of the largest output). `pays` decides when this is cheaper than
 im2col: filters of 9 taps or more, and enough images and channels for the
 products to outweigh the transforms and the spectra's memory.
+
+In a training step the forward convolution and the filter gradient transform
+the same input (``X``; the filter gradient takes its conjugate), and the two
+gradients the same incoming gradient (``G``). A step's `Spectra` keeps each
+spectrum it computes for the step's other ops of the same array.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -129,6 +136,67 @@ def _image(spectrum: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
     return image.reshape(rows.shape[0], cols.shape[0], m, d)
 
 
+class Spectra:
+    """The spectra one step has computed, for its other convolutions of the same arrays.
+
+    A spectrum is kept under the array it was computed from, the array
+    itself held (so that its id is not another array's while the entry lives,
+    and so that nothing that writes arrays in place only when no one else holds
+    them, `minitf.ops.math.math_kernels.reusable` or a variable's update, writes
+    into it), and the transforms it was computed with. The step's kernels get
+    the step's own (`for_step`): it goes with the step, never to another one.
+    """
+
+    def __init__(self):
+        self._kept: dict[tuple[str, int], tuple[np.ndarray, Transforms, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self, kind: str, array: np.ndarray, t: Transforms, make: Callable[[], np.ndarray]
+    ) -> np.ndarray:
+        """The ``kind`` spectrum of ``array`` under ``t``: the kept one, or ``make()``'s, kept.
+
+        Args:
+            kind: Which transform (``"input"`` or ``"gradient"``).
+            array: What is transformed.
+            t: The geometry's transforms.
+            make: Computes the spectrum.
+        """
+        key = (kind, id(array))
+        with self._lock:
+            entry = self._kept.get(key)
+        if entry is not None and entry[0] is array and entry[1] is t:
+            return entry[2]
+        spectrum = make()
+        with self._lock:
+            self._kept[key] = (array, t, spectrum)
+        return spectrum
+
+
+_SPECTRA = "__conv_spectra__"
+
+
+def for_step(ctx) -> Spectra | None:
+    """The `Spectra` of the step ``ctx`` runs in (in its step container), or None if it has none.
+
+    Args:
+        ctx: A kernel's context (`minitf.runtime.core.step_context.StepContext`).
+    """
+    container = getattr(ctx, "step_container", None)
+    if container is None:
+        return None
+    return container.lookup_or_create("", _SPECTRA, Spectra)
+
+
+def _shared(spectra: Spectra | None, kind, array, t, make) -> np.ndarray:
+    return make() if spectra is None else spectra.get(kind, array, t, make)
+
+
+def _input_spectrum(x: np.ndarray, t: Transforms, spectra: Spectra | None) -> np.ndarray:
+    """``X``: the input's spectrum, ``[F, N, C]``."""
+    return _shared(spectra, "input", x, t, lambda: _spectrum(x, t.in_h, t.in_w))
+
+
 def _to_nhwc(image: np.ndarray, dtype) -> np.ndarray:
     """``[A, B, N, D]`` as a contiguous ``[N, A, B, D]`` of ``dtype``."""
     return np.ascontiguousarray(image.transpose(2, 0, 1, 3), dtype)
@@ -142,33 +210,48 @@ def _filter_spectrum(w: np.ndarray, t: Transforms, conjugate: bool = False) -> n
     return spectrum.reshape(-1, depth, out_depth)
 
 
-def _gradient_spectrum(grad: np.ndarray, t: Transforms) -> np.ndarray:
+def _gradient_spectrum(grad: np.ndarray, t: Transforms, spectra: Spectra | None) -> np.ndarray:
     """``G``: the incoming gradient under the adjoint of the output transform, ``[F, N, O]``."""
-    return _spectrum(grad, t.out_h.conj().T, t.out_w.conj().T)
+    return _shared(
+        spectra, "gradient", grad, t, lambda: _spectrum(grad, t.out_h.conj().T, t.out_w.conj().T)
+    )
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, t: Transforms) -> np.ndarray:
-    """The stride-1 convolution of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``."""
-    spectra = np.matmul(_spectrum(x, t.in_h, t.in_w), _filter_spectrum(w, t))
-    return _to_nhwc(_image(spectra, t.out_h, t.out_w), x.dtype)
+def conv2d(
+    x: np.ndarray, w: np.ndarray, t: Transforms, spectra: Spectra | None = None
+) -> np.ndarray:
+    """The stride-1 convolution of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``.
+
+    ``spectra``: the step's (`for_step`), to keep ``x``'s spectrum for the filter gradient.
+    """
+    products = np.matmul(_input_spectrum(x, t, spectra), _filter_spectrum(w, t))
+    return _to_nhwc(_image(products, t.out_h, t.out_w), x.dtype)
 
 
 def conv2d_backprop_input(
-    input_shape, w: np.ndarray, grad: np.ndarray, t: Transforms
+    input_shape, w: np.ndarray, grad: np.ndarray, t: Transforms, spectra: Spectra | None = None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``."""
+    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``.
+
+    ``spectra``: the step's (`for_step`), to share ``grad``'s spectrum with the filter gradient.
+    """
     filters = _filter_spectrum(w, t, conjugate=True).transpose(0, 2, 1)
-    spectra = np.matmul(_gradient_spectrum(grad, t), filters)
-    return _to_nhwc(_image(spectra, t.in_h.conj().T, t.in_w.conj().T), grad.dtype)
+    products = np.matmul(_gradient_spectrum(grad, t, spectra), filters)
+    return _to_nhwc(_image(products, t.in_h.conj().T, t.in_w.conj().T), grad.dtype)
 
 
 def conv2d_backprop_filter(
-    x: np.ndarray, filter_shape, grad: np.ndarray, t: Transforms
+    x: np.ndarray, filter_shape, grad: np.ndarray, t: Transforms, spectra: Spectra | None = None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
-    inputs = _spectrum(x, t.in_h.conj(), t.in_w.conj()).transpose(0, 2, 1)  # x is real
-    spectra = np.matmul(inputs, _gradient_spectrum(grad, t))
-    image = _image(spectra, t.filter_h.conj().T, t.filter_w.conj().T)
+    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``.
+
+    ``spectra``: the step's (`for_step`), to share ``x``'s spectrum with the forward
+    convolution and ``grad``'s with the input gradient.
+    """
+    # x is real: its spectrum under the conjugated transforms is the conjugate of X.
+    inputs = np.conj(_input_spectrum(x, t, spectra)).transpose(0, 2, 1)
+    products = np.matmul(inputs, _gradient_spectrum(grad, t, spectra))
+    image = _image(products, t.filter_h.conj().T, t.filter_w.conj().T)
     return image.reshape(tuple(int(d) for d in filter_shape)).astype(x.dtype, copy=False)
 
 

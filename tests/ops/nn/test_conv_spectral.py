@@ -145,3 +145,77 @@ def test_a_nan_or_an_infinity_reaches_only_the_windows_that_hold_it(bad):
         np.testing.assert_array_equal(np.isnan(value), np.isnan(reference))
         np.testing.assert_array_equal(np.isinf(value), np.isinf(reference))
     assert np.isfinite(got[0][[0, 1, 2, 4, 5, 6, 7]]).all()
+
+
+def test_spectra_keep_a_spectrum_per_array_and_transforms():
+    spectra = conv_spectral.Spectra()
+    t = _transforms((2, 6, 6, 3), (3, 3, 3, 2), "SAME", np.float64)
+    other = _transforms((2, 6, 6, 3), (3, 3, 3, 2), "VALID", np.float64)
+    a, same_values = np.ones((2, 6, 6, 3)), np.ones((2, 6, 6, 3))
+    made = []
+
+    def make():
+        made.append(1)
+        return np.full(3, float(len(made)))
+
+    first = spectra.get("input", a, t, make)
+    assert spectra.get("input", a, t, make) is first
+    assert len(made) == 1
+    spectra.get("input", same_values, t, make)  # another array: not the same values for long
+    spectra.get("input", a, other, make)
+    spectra.get("gradient", a, t, make)
+    assert len(made) == 4
+
+
+def _counting_spectrum(monkeypatch):
+    """Counts `conv_spectral._spectrum`'s calls by the shape of what it transforms."""
+    calls = {}
+    spectrum = conv_spectral._spectrum
+
+    def counted(a, rows, cols):
+        calls[a.shape] = calls.get(a.shape, 0) + 1
+        return spectrum(a, rows, cols)
+
+    monkeypatch.setattr(conv_spectral, "_spectrum", counted)
+    return calls
+
+
+def test_a_step_transforms_its_input_and_its_gradient_once(monkeypatch):
+    rng = np.random.RandomState(3)
+    x, w = rng.randn(8, 10, 10, 32), rng.randn(5, 5, 32, 48)
+    g = rng.randn(*_output_shape(x.shape, w.shape, "SAME"))
+    expected = _reference(x, w, g, "SAME")
+    xt, gt = tf.placeholder(tf.float64, x.shape), tf.placeholder(tf.float64, g.shape)
+    wt = tf.constant(w)
+    y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], "SAME")
+    dx, dw = tf.gradients(y, [xt, wt], grad_ys=gt)
+    calls = _counting_spectrum(monkeypatch)
+    with tf.Session() as sess:
+        got = sess.run([y, dx, dw], {xt: x, gt: g})
+        assert calls[x.shape] == 1 and calls[g.shape] == 1
+        sess.run([y, dx, dw], {xt: x, gt: g})
+        assert calls[x.shape] == 2 and calls[g.shape] == 2  # each step transforms its own
+    for value, want in zip(got, expected):
+        np.testing.assert_allclose(value, want, rtol=0, atol=1e-12 * np.abs(want).max())
+
+
+def test_a_later_step_sees_an_array_written_in_place_since():
+    # The variable's array is overwritten in place between the steps: the same
+    # object with other values; the second step's results are the new values'.
+    rng = np.random.RandomState(4)
+    x1, x2, w = rng.randn(8, 10, 10, 32), rng.randn(8, 10, 10, 32), rng.randn(5, 5, 32, 48)
+    g = rng.randn(*_output_shape(x1.shape, w.shape, "SAME"))
+    xv = tf.Variable(x1)
+    new_x = tf.placeholder(tf.float64, x1.shape)
+    assign = tf.assign(xv, new_x)
+    wt, gt = tf.constant(w), tf.placeholder(tf.float64, g.shape)
+    y = tf.nn.conv2d(xv, wt, [1, 1, 1, 1], "SAME")
+    dw = tf.gradients(y, wt, grad_ys=gt)[0]
+    with tf.Session() as sess:
+        sess.run(xv.initializer)
+        for x in (x1, x2):
+            sess.run(assign, {new_x: x})
+            got = sess.run([y, dw], {gt: g})
+            y_ref, _, dw_ref = _reference(x, w, g, "SAME")
+            np.testing.assert_allclose(got[0], y_ref, rtol=0, atol=1e-12 * np.abs(y_ref).max())
+            np.testing.assert_allclose(got[1], dw_ref, rtol=0, atol=1e-12 * np.abs(dw_ref).max())
