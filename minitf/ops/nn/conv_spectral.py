@@ -1,11 +1,12 @@
 """Stride-1 convolutions and their gradients as products of spectra (the convolution theorem).
 
-A stride-1 convolution of a padded ``P x P`` image with a ``k x k`` filter is
-the circular correlation of the two, cut to the positions where no window
-wraps around. In the discrete Fourier basis a correlation is a product, so
-the ``kh * kw`` multiply-adds per output and channel pair of im2col become
-one complex multiply-add per frequency, and summing over the input channels
-is, frequency by frequency, one small matrix product ``[N, C] @ [C, O]``.
+A stride-1 convolution of a zero-padded image with a ``k x k`` filter is the
+circular correlation of the two, at a period ``P`` per axis long enough that
+no window wraps around onto the image (`period`). In the discrete Fourier
+basis a correlation is a product, so the ``kh * kw`` multiply-adds per output
+and channel pair of im2col become one complex multiply-add per frequency, and
+summing over the input channels is, frequency by frequency, one small matrix
+product ``[N, C] @ [C, O]``.
 
 The transforms are matrix products too (no FFT): the discrete Fourier
 transform along rows and along columns, with the padding and the cut folded
@@ -69,9 +70,29 @@ def _dft(frequencies: int, size: int, positions: np.ndarray, sign: float) -> np.
     return np.exp(sign * 2j * np.pi * f * positions[None, :] / size)
 
 
-def _axis(size: int, window: int, out: int, pad_before: int, kept: int, dtype):
-    """The four matrices of one spatial axis: input, filter, output, in ``dtype`` (complex)."""
-    padded = out + window - 1
+def period(size: int, window: int, out: int, pad_before: int) -> int:
+    """The shortest period ``P`` of one axis at which the circular correlation is the linear one.
+
+    Output ``o`` reads padded positions ``o + t`` (``t`` a filter tap), below
+    ``out + window - 1``; the input lies at ``[pad_before, pad_before + size)``,
+    zeros around it. With period ``P`` the read at ``o + t`` also gets what
+    lies at ``o + t - P`` and ``o + t + P``: nothing, when the first is always
+    before the input (``P >= out + window - 1 - pad_before``) and the second
+    always after it (``P >= pad_before + size``). The padding after the input
+    then wraps onto the padding before it, so SAME padding costs
+    ``max(before, after)``, not their sum (a 14-row input and a 5-row filter:
+    16, not 18).
+    """
+    return max(out + window - 1 - pad_before, pad_before + size)
+
+
+def _axis(size: int, window: int, out: int, pad_before: int, half: bool, dtype):
+    """The matrices of one spatial axis: input, filter, output, in ``dtype`` (complex).
+
+    ``half``: keep only the frequencies up to ``P // 2`` (the others are their conjugates).
+    """
+    padded = period(size, window, out, pad_before)
+    kept = padded // 2 + 1 if half else padded
     into = _dft(kept, padded, np.arange(size) + pad_before, -1.0)
     filt = _dft(kept, padded, np.arange(window), 1.0)
     back = _dft(kept, padded, np.arange(out), 1.0).T / padded
@@ -94,15 +115,12 @@ def transforms(
 ) -> Transforms:
     """The matrices for ``size`` inputs, ``window`` filters, ``out`` outputs, ``pad`` before.
 
-    The padded length of an axis is ``out + window - 1`` (stride 1): what lies
-    beyond the input's end is zeros, which the matrices leave out.
+    Each axis is transformed at its `period` (stride 1): what lies beyond the
+    input's ends is zeros, which the matrices leave out.
     """
     complex_dtype = np.result_type(dtype, np.complex64)
-    in_h, filter_h, out_h = _axis(
-        size[0], window[0], out[0], pad[0], out[0] + window[0] - 1, complex_dtype
-    )
-    kept = (out[1] + window[1] - 1) // 2 + 1
-    in_w, filter_w, out_w = _axis(size[1], window[1], out[1], pad[1], kept, complex_dtype)
+    in_h, filter_h, out_h = _axis(size[0], window[0], out[0], pad[0], False, complex_dtype)
+    in_w, filter_w, out_w = _axis(size[1], window[1], out[1], pad[1], True, complex_dtype)
     return Transforms(in_h, in_w, filter_h, filter_w, out_h, out_w)
 
 

@@ -65,6 +65,8 @@ def _transforms(x_shape, w_shape, padding, dtype):
         ((2, 4, 4, 3), (5, 5, 3, 2), "SAME"),  # the filter is larger than the input
         ((2, 6, 5, 3), (2, 3, 3, 2), "SAME"),  # even sizes: more padding after than before
         ((1, 1, 1, 2), (3, 3, 2, 2), "SAME"),
+        ((2, 9, 7, 3), (4, 6, 3, 2), "SAME"),  # shorter periods than the padded sizes
+        ((1, 3, 8, 2), (7, 2, 2, 3), "SAME"),
     ],
 )
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
@@ -83,6 +85,27 @@ def test_output_and_gradients_match_the_definition(x_shape, w_shape, padding, dt
     for value, expected in zip(got, [y, dx, dw]):
         assert value.dtype == dtype and value.flags.c_contiguous
         np.testing.assert_allclose(value, expected, rtol=0, atol=rtol * np.abs(expected).max())
+
+
+@pytest.mark.parametrize(
+    "size, window, padding, expected",
+    [
+        (14, 5, "SAME", 16),  # padded 18: the 2 zeros after wrap onto the 2 before
+        (14, 4, "SAME", 16),  # 1 before, 2 after
+        (9, 4, "VALID", 9),
+        (3, 7, "SAME", 6),  # 3 before, 3 after
+    ],
+)
+def test_the_period_leaves_out_the_padding_that_wraps_onto_zeros(size, window, padding, expected):
+    before, after = _pads(window, padding)
+    out = size + before + after - window + 1
+    assert conv_spectral.period(size, window, out, before) == expected
+    # By the definition: no read o + t (plus or minus the period) other than
+    # o + t itself lands on the input.
+    for o in range(out):
+        for tap in range(window):
+            for wrapped in (o + tap - expected, o + tap + expected):
+                assert not before <= wrapped < before + size
 
 
 def test_the_cnns_second_convolution_goes_the_spectral_way_and_its_first_does_not():
