@@ -355,26 +355,39 @@ def _tiles(shape, window, strides, rows: Geometry, cols: Geometry) -> bool:
     )
 
 
+TILE_CHUNK_BYTES = 512 << 10
+"""How much input `_max_pool_grad_of_tiles` works on at a time: its taps' strided
+passes then read and write what the pass before left in the core's cache."""
+
+
 def _max_pool_grad_of_tiles(x: np.ndarray, out: np.ndarray, grad: np.ndarray, window):
     """`max_pool_grad` where the windows tile the input: every position is written once.
 
     The input seen as ``[N, out_rows, kh, out_cols, kw, C]`` holds tap
     ``(i, j)`` of every window at ``[:, :, i, :, j]``, so each tap writes its
-    share of the result in one pass, with no padding and no zeroing.
+    share of the result in one pass, with no padding and no zeroing. The
+    images go a few at a time (`TILE_CHUNK_BYTES`): each tap reads and writes
+    every cache line of the chunk.
     """
     n, _, _, c = x.shape
-    tiled = (n, out.shape[1], window[0], out.shape[2], window[1], c)
-    x_taps = x.reshape(tiled)
     result = np.empty(x.shape, grad.dtype)
-    result_taps = result.reshape(tiled)
-    unclaimed = np.ones(out.shape, np.bool_)
-    wins = np.empty(out.shape, np.bool_)
-    for i in range(window[0]):
-        for j in range(window[1]):
-            np.equal(x_taps[:, :, i, :, j], out, out=wins)
-            wins &= unclaimed
-            unclaimed ^= wins
-            np.multiply(grad, wins, out=result_taps[:, :, i, :, j])
+    step = max(1, TILE_CHUNK_BYTES // max(1, x[:1].nbytes))
+    unclaimed = np.empty((min(step, n),) + out.shape[1:], np.bool_)
+    wins = np.empty_like(unclaimed)
+    for start in range(0, n, step):
+        end = min(n, start + step)
+        tiled = (end - start, out.shape[1], window[0], out.shape[2], window[1], c)
+        x_taps = x[start:end].reshape(tiled)
+        result_taps = result[start:end].reshape(tiled)
+        chunk_out, chunk_grad = out[start:end], grad[start:end]
+        chunk_unclaimed, chunk_wins = unclaimed[: end - start], wins[: end - start]
+        chunk_unclaimed.fill(True)
+        for i in range(window[0]):
+            for j in range(window[1]):
+                np.equal(x_taps[:, :, i, :, j], chunk_out, out=chunk_wins)
+                chunk_wins &= chunk_unclaimed
+                chunk_unclaimed ^= chunk_wins
+                np.multiply(chunk_grad, chunk_wins, out=result_taps[:, :, i, :, j])
     return result
 
 

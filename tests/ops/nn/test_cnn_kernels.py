@@ -1,8 +1,9 @@
-"""The kernels of BiasAddGrad, ReluGrad and Relu on the CNN's shapes and on edge cases.
+"""The kernels of BiasAddGrad and MaxPoolGrad on the CNN's shapes and on edge cases.
 
-Expected values: per-channel sums by ``math.fsum`` over float64 copies, the
-ReLU gradient as ``g * (features > 0)`` written element by element, and
-TF's definitions for NaN (a NaN gradient times a zero mask is NaN).
+Expected values: per-channel sums by ``math.fsum`` over float64 copies (NaN
+and infinities as a sum has them), and the pool's gradient window by window
+with ``np.argmax`` (TF's CPU kernel gives a window's gradient to its first
+largest element in row-major order).
 """
 
 import math
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
+from minitf.ops.nn import conv_kernels
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -75,3 +77,33 @@ def test_bias_add_grad_keeps_nans_and_infinities():
     with tf.Session() as sess:
         got = sess.run(_bias_add_grad(tf.placeholder_with_default(g, g.shape)))
     assert np.isnan(got[0]) and got[1] == np.inf and np.isnan(got[2]) and got[3] == 6
+
+
+def _first_max_grad(x, grad, k):
+    """MaxPoolGrad of k x k windows tiling ``x``, window by window: the first largest wins."""
+    result = np.zeros(x.shape)
+    for n in range(x.shape[0]):
+        for r in range(x.shape[1] // k):
+            for c in range(x.shape[2] // k):
+                for d in range(x.shape[3]):
+                    window = x[n, r * k : r * k + k, c * k : c * k + k, d]
+                    i, j = divmod(int(np.argmax(window)), k)  # argmax: the first in row-major order
+                    result[n, r * k + i, c * k + j, d] = grad[n, r, c, d]
+    return result
+
+
+@pytest.mark.parametrize("k, chunk_bytes", [(2, 1 << 20), (2, 700), (3, 1), (2, 2000)])
+def test_max_pool_grad_of_tiles_a_few_images_at_a_time(monkeypatch, k, chunk_bytes):
+    # Values from {0, 1, 2}: most windows have ties, which go to their first maximum,
+    # in every chunk (the last one shorter than the others).
+    monkeypatch.setattr(conv_kernels, "TILE_CHUNK_BYTES", chunk_bytes)
+    rng = np.random.RandomState(5)
+    x = rng.randint(0, 3, (7, 2 * k, 3 * k, 5)).astype(np.float32)
+    x[1] = 0  # windows all equal
+    grad = rng.randn(7, 2, 3, 5).astype(np.float32)
+    xt, gt = tf.placeholder(tf.float32, x.shape), tf.placeholder(tf.float32, grad.shape)
+    pooled = tf.nn.max_pool(xt, [1, k, k, 1], [1, k, k, 1], "VALID")
+    dx = tf.gradients(pooled, xt, grad_ys=gt)[0]
+    with tf.Session() as sess:
+        got = sess.run(dx, {xt: x, gt: grad})
+    np.testing.assert_array_equal(got, _first_max_grad(x, grad, k))
