@@ -116,13 +116,23 @@ FEW_CHANNELS = 4
 """Inputs with fewer channels than this get their im2col matrix copied tap by tap."""
 
 
-def _patches(x: np.ndarray, window, strides, dilations, padding):
+def _patches(x: np.ndarray, window, strides, dilations, padding, spectra=None):
     """The im2col matrix of ``x``: ``[N * out_rows * out_cols, kh * kw * C]``, and the geometry.
 
     The columns are ordered like the filter's ``[kh, kw, C]`` so that the one
     copy reads whole runs of channels (with few channels: a transposed view
-    of a copy that reads runs of image columns).
+    of a copy that reads runs of image columns). ``spectra``: the step's
+    `conv_spectral.Spectra`, where the matrix is kept for the step's other
+    convolution of ``x`` with the same geometry (the filter gradient), or None.
     """
+    if spectra is None:
+        return _patches_of(x, window, strides, dilations, padding)
+    kind = ("patches", tuple(window), tuple(strides), tuple(dilations), padding)
+    return spectra.get(kind, x, None, lambda: _patches_of(x, window, strides, dilations, padding))
+
+
+def _patches_of(x: np.ndarray, window, strides, dilations, padding):
+    """`_patches`, computed."""
     rows, cols = _geometries(x.shape, window, strides, dilations, padding)
     view = _windows(_pad(x, rows, cols), window, strides, dilations, rows, cols)
     if x.shape[3] < FEW_CHANNELS:
@@ -174,7 +184,7 @@ def conv2d(
         out = conv_spectral.conv2d(x, w, spectral, spectra)
         if conv_spectral.finite(out):
             return out
-    patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
+    patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding, spectra)
     out = blas_threads.matmul(patches, w.reshape(-1, w.shape[3]))
     return out.reshape(x.shape[0], rows.out, cols.out, w.shape[3])
 
@@ -194,7 +204,7 @@ def conv2d_backprop_filter(
         )
         if conv_spectral.finite(out):
             return out
-    patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
+    patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding, spectra)
     product = blas_threads.matmul(patches.T, grad.reshape(-1, out_depth))
     return product.reshape(kh, kw, depth, out_depth).astype(x.dtype, copy=False)
 

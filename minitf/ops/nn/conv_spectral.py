@@ -28,16 +28,18 @@ products to outweigh the transforms and the spectra's memory.
 
 In a training step the forward convolution and the filter gradient transform
 the same input (``X``; the filter gradient takes its conjugate), and the two
-gradients the same incoming gradient (``G``). A step's `Spectra` keeps each
-spectrum it computes for the step's other ops of the same array.
+gradients the same incoming gradient (``G``), the forward convolution and the
+input gradient the same filter. A step's `Spectra` keeps each spectrum it
+computes for the step's other ops of the same array (and im2col's patch
+matrices, which the forward convolution and the filter gradient share).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -155,7 +157,7 @@ def _image(spectrum: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
 
 
 class Spectra:
-    """The spectra one step has computed, for its other convolutions of the same arrays.
+    """The spectra (and patch matrices) one step has computed, for its other convolutions.
 
     A spectrum is kept under the array it was computed from, the array
     itself held (so that its id is not another array's while the entry lives,
@@ -166,18 +168,19 @@ class Spectra:
     """
 
     def __init__(self):
-        self._kept: dict[tuple[str, int], tuple[np.ndarray, Transforms, np.ndarray]] = {}
+        self._kept: dict[tuple[Hashable, int], tuple] = {}
         self._lock = threading.Lock()
 
     def get(
-        self, kind: str, array: np.ndarray, t: Transforms, make: Callable[[], np.ndarray]
-    ) -> np.ndarray:
+        self, kind: Hashable, array: np.ndarray, t: Transforms | None, make: Callable[[], Any]
+    ) -> Any:
         """The ``kind`` spectrum of ``array`` under ``t``: the kept one, or ``make()``'s, kept.
 
         Args:
-            kind: Which transform (``"input"`` or ``"gradient"``).
+            kind: Which transform (``"input"``, ``"filter"``, ``"gradient"``; a
+                tuple naming its geometry for a patch matrix).
             array: What is transformed.
-            t: The geometry's transforms.
+            t: The geometry's transforms (None: ``kind`` says all).
             make: Computes the spectrum.
         """
         key = (kind, id(array))
@@ -188,10 +191,15 @@ class Spectra:
         spectrum = make()
         with self._lock:
             self._kept[key] = (array, t, spectrum)
+            if len(self._kept) > KEPT_PER_STEP:  # a loop of many iterations: the oldest goes
+                del self._kept[next(iter(self._kept))]
         return spectrum
 
 
 _SPECTRA = "__conv_spectra__"
+KEPT_PER_STEP = 16
+"""The most spectra and patch matrices a step keeps (a ``tf.while_loop`` of
+convolutions would otherwise keep one per iteration until the step ends)."""
 
 
 def for_step(ctx) -> Spectra | None:
@@ -220,12 +228,15 @@ def _to_nhwc(image: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(image.transpose(2, 0, 1, 3), dtype)
 
 
-def _filter_spectrum(w: np.ndarray, t: Transforms, conjugate: bool = False) -> np.ndarray:
-    """``Wf``: the filter's spectrum, ``[F, C, O]`` (or its conjugate: ``w`` is real)."""
+def _filter_spectrum(w: np.ndarray, t: Transforms, spectra: Spectra | None) -> np.ndarray:
+    """``Wf``: the filter's spectrum, ``[F, C, O]``."""
     kh, kw, depth, out_depth = w.shape
-    rows, cols = (t.filter_h.conj(), t.filter_w.conj()) if conjugate else (t.filter_h, t.filter_w)
-    spectrum = _spectrum(w.reshape(1, kh, kw, depth * out_depth), rows, cols)
-    return spectrum.reshape(-1, depth, out_depth)
+
+    def make():
+        spectrum = _spectrum(w.reshape(1, kh, kw, depth * out_depth), t.filter_h, t.filter_w)
+        return spectrum.reshape(-1, depth, out_depth)
+
+    return _shared(spectra, "filter", w, t, make)
 
 
 def _gradient_spectrum(grad: np.ndarray, t: Transforms, spectra: Spectra | None) -> np.ndarray:
@@ -240,9 +251,10 @@ def conv2d(
 ) -> np.ndarray:
     """The stride-1 convolution of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``.
 
-    ``spectra``: the step's (`for_step`), to keep ``x``'s spectrum for the filter gradient.
+    ``spectra``: the step's (`for_step`), to keep ``x``'s spectrum for the filter gradient
+    and ``w``'s for the input gradient.
     """
-    products = np.matmul(_input_spectrum(x, t, spectra), _filter_spectrum(w, t))
+    products = np.matmul(_input_spectrum(x, t, spectra), _filter_spectrum(w, t, spectra))
     return _to_nhwc(_image(products, t.out_h, t.out_w), x.dtype)
 
 
@@ -251,9 +263,11 @@ def conv2d_backprop_input(
 ) -> np.ndarray:
     """The gradient of `conv2d` with respect to its input, of shape ``input_shape``.
 
-    ``spectra``: the step's (`for_step`), to share ``grad``'s spectrum with the filter gradient.
+    ``spectra``: the step's (`for_step`), to share ``grad``'s spectrum with the filter
+    gradient and ``w``'s with the forward convolution.
     """
-    filters = _filter_spectrum(w, t, conjugate=True).transpose(0, 2, 1)
+    # w is real: its spectrum under the conjugated transforms is the conjugate of Wf.
+    filters = np.conj(_filter_spectrum(w, t, spectra)).transpose(0, 2, 1)
     products = np.matmul(_gradient_spectrum(grad, t, spectra), filters)
     return _to_nhwc(_image(products, t.in_h.conj().T, t.in_w.conj().T), grad.dtype)
 

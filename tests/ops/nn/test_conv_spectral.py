@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops.nn import conv_spectral
+from minitf.ops.nn import conv_kernels, conv_spectral
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -188,6 +188,12 @@ def test_spectra_keep_a_spectrum_per_array_and_transforms():
     spectra.get("input", a, other, make)
     spectra.get("gradient", a, t, make)
     assert len(made) == 4
+    others = [np.ones(1) for _ in range(conv_spectral.KEPT_PER_STEP)]
+    for array in others:  # more than a step keeps: the oldest ones go
+        spectra.get("input", array, t, make)
+    assert spectra.get("input", others[-1], t, make) is not None and len(made) == 20
+    spectra.get("input", a, t, make)
+    assert len(made) == 21
 
 
 def _counting_spectrum(monkeypatch):
@@ -203,7 +209,7 @@ def _counting_spectrum(monkeypatch):
     return calls
 
 
-def test_a_step_transforms_its_input_and_its_gradient_once(monkeypatch):
+def test_a_step_transforms_its_input_filter_and_gradient_once(monkeypatch):
     rng = np.random.RandomState(3)
     x, w = rng.randn(8, 10, 10, 32), rng.randn(5, 5, 32, 48)
     g = rng.randn(*_output_shape(x.shape, w.shape, "SAME"))
@@ -214,10 +220,11 @@ def test_a_step_transforms_its_input_and_its_gradient_once(monkeypatch):
     dx, dw = tf.gradients(y, [xt, wt], grad_ys=gt)
     calls = _counting_spectrum(monkeypatch)
     with tf.Session() as sess:
+        w_shape = (1, 5, 5, 32 * 48)
         got = sess.run([y, dx, dw], {xt: x, gt: g})
-        assert calls[x.shape] == 1 and calls[g.shape] == 1
+        assert calls == {x.shape: 1, g.shape: 1, w_shape: 1}
         sess.run([y, dx, dw], {xt: x, gt: g})
-        assert calls[x.shape] == 2 and calls[g.shape] == 2  # each step transforms its own
+        assert calls == {x.shape: 2, g.shape: 2, w_shape: 2}  # each step transforms its own
     for value, want in zip(got, expected):
         np.testing.assert_allclose(value, want, rtol=0, atol=1e-12 * np.abs(want).max())
 
@@ -242,3 +249,31 @@ def test_a_later_step_sees_an_array_written_in_place_since():
             y_ref, _, dw_ref = _reference(x, w, g, "SAME")
             np.testing.assert_allclose(got[0], y_ref, rtol=0, atol=1e-12 * np.abs(y_ref).max())
             np.testing.assert_allclose(got[1], dw_ref, rtol=0, atol=1e-12 * np.abs(dw_ref).max())
+
+
+def test_a_step_makes_the_patch_matrix_of_an_input_once(monkeypatch):
+    # One input channel: im2col, whose matrix the filter gradient shares.
+    rng = np.random.RandomState(5)
+    x, w = rng.randn(4, 9, 9, 1), rng.randn(5, 5, 1, 6)
+    g = rng.randn(*_output_shape(x.shape, w.shape, "SAME"))
+    expected = _reference(x, w, g, "SAME")
+    assert not conv_spectral.pays(x.shape, w.shape, ONES, ONES, (9, 9), np.float64)
+    made = []
+    patches_of = conv_kernels._patches_of
+
+    def counted(*args):
+        made.append(args[0].shape)
+        return patches_of(*args)
+
+    monkeypatch.setattr(conv_kernels, "_patches_of", counted)
+    xt, gt = tf.placeholder(tf.float64, x.shape), tf.placeholder(tf.float64, g.shape)
+    wt = tf.constant(w)
+    y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], "SAME")
+    dw = tf.gradients(y, wt, grad_ys=gt)[0]
+    with tf.Session() as sess:
+        got = sess.run([y, dw], {xt: x, gt: g})
+        assert made == [x.shape]
+        sess.run([y, dw], {xt: x, gt: g})
+        assert made == [x.shape, x.shape]
+    for value, want in zip(got, [expected[0], expected[2]]):
+        np.testing.assert_allclose(value, want, rtol=0, atol=1e-12 * np.abs(want).max())
