@@ -144,18 +144,18 @@ def _patches_of(x: np.ndarray, window, strides, dilations, padding):
     return view.reshape(-1, view.shape[3] * view.shape[4] * view.shape[5]), rows, cols
 
 
-def _spectral(x_shape, w_shape, strides, dilations, padding: str, *values: np.ndarray):
+def _spectral(x_shape, w_shape, strides, dilations, padding: str, spectra, *values: np.ndarray):
     """The spectral way's matrices when it is the cheaper way for this convolution, else None.
 
     ``values`` are the op's array inputs: all their elements must be finite
-    (`conv_spectral.finite`).
+    (`conv_spectral.finite_inputs`, with the step's ``spectra`` or None).
     """
     rows, cols = _geometries(x_shape, w_shape[:2], strides, dilations, padding)
     out = (rows.out, cols.out)
     dtype = values[0].dtype
     if not conv_spectral.pays(x_shape, w_shape, strides, dilations, out, dtype):
         return None
-    if not conv_spectral.finite(*values):
+    if not conv_spectral.finite_inputs(spectra, *values):
         return None
     return conv_spectral.transforms(
         (int(x_shape[1]), int(x_shape[2])),
@@ -179,7 +179,7 @@ def conv2d(
             None,
             f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs {w.shape[2]}",
         )
-    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, x, w)
+    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, spectra, x, w)
     if spectral is not None:
         out = conv_spectral.conv2d(x, w, spectral, spectra)
         if conv_spectral.finite(out):
@@ -197,7 +197,9 @@ def conv2d_backprop_filter(
     ``spectra``: the step's `conv_spectral.Spectra`, or None.
     """
     kh, kw, depth, out_depth = (int(d) for d in filter_shape)
-    spectral = _spectral(x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, x, grad)
+    spectral = _spectral(
+        x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, spectra, x, grad
+    )
     if spectral is not None:
         out = conv_spectral.conv2d_backprop_filter(
             x, (kh, kw, depth, out_depth), grad, spectral, spectra
@@ -226,7 +228,7 @@ def conv2d_backprop_input(
             f"Conv2DBackpropInput: Size of out_backprop doesn't match computed: actual = "
             f"{list(grad.shape[1:3])}, computed = {[rows.out, cols.out]}",
         )
-    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, grad, w)
+    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, spectra, grad, w)
     if spectral is not None:
         out = conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral, spectra)
         if conv_spectral.finite(out):

@@ -318,6 +318,18 @@ def finite(*arrays: np.ndarray) -> bool:
     return all(np.isfinite(np.sum(a)) for a in arrays)
 
 
+def finite_inputs(spectra: Spectra | None, *arrays: np.ndarray) -> bool:
+    """`finite` of ``arrays``, each array's answer kept in the step's ``spectra`` (or None).
+
+    The forward convolution and the filter gradient check the same input, the
+    two gradients the same incoming gradient, the forward convolution and the
+    input gradient the same filter.
+    """
+    if spectra is None:
+        return finite(*arrays)
+    return all(spectra.get("finite", a, None, lambda a=a: finite(a)) for a in arrays)
+
+
 def pays(x_shape, w_shape, strides, dilations, out, dtype) -> bool:
     """Whether a convolution goes the spectral way: stride 1, no dilation, float, and cheaper.
 

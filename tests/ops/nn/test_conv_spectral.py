@@ -219,10 +219,14 @@ def test_a_step_transforms_its_input_filter_and_gradient_once(monkeypatch):
     y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], "SAME")
     dx, dw = tf.gradients(y, [xt, wt], grad_ys=gt)
     calls = _counting_spectrum(monkeypatch)
+    checked = []
+    finite = conv_spectral.finite
+    monkeypatch.setattr(conv_spectral, "finite", lambda *a: checked.extend(a) or finite(*a))
     with tf.Session() as sess:
         w_shape = (1, 5, 5, 32 * 48)
         got = sess.run([y, dx, dw], {xt: x, gt: g})
         assert calls == {x.shape: 1, g.shape: 1, w_shape: 1}
+        assert len(checked) == 6  # x, w and g once each, and the three results
         sess.run([y, dx, dw], {xt: x, gt: g})
         assert calls == {x.shape: 2, g.shape: 2, w_shape: 2}  # each step transforms its own
     for value, want in zip(got, expected):
