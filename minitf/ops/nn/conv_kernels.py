@@ -116,13 +116,23 @@ FEW_CHANNELS = 4
 """Inputs with fewer channels than this get their im2col matrix copied tap by tap."""
 
 
-def _patches(x: np.ndarray, window, strides, dilations, padding):
+def _patches(x: np.ndarray, window, strides, dilations, padding, spectra=None):
     """The im2col matrix of ``x``: ``[N * out_rows * out_cols, kh * kw * C]``, and the geometry.
 
     The columns are ordered like the filter's ``[kh, kw, C]`` so that the one
     copy reads whole runs of channels (with few channels: a transposed view
-    of a copy that reads runs of image columns).
+    of a copy that reads runs of image columns). ``spectra``: the step's
+    `conv_spectral.Spectra`, where the matrix is kept for the step's other
+    convolution of ``x`` with the same geometry (the filter gradient), or None.
     """
+    if spectra is None:
+        return _patches_of(x, window, strides, dilations, padding)
+    kind = ("patches", tuple(window), tuple(strides), tuple(dilations), padding)
+    return spectra.get(kind, x, None, lambda: _patches_of(x, window, strides, dilations, padding))
+
+
+def _patches_of(x: np.ndarray, window, strides, dilations, padding):
+    """`_patches`, computed."""
     rows, cols = _geometries(x.shape, window, strides, dilations, padding)
     view = _windows(_pad(x, rows, cols), window, strides, dilations, rows, cols)
     if x.shape[3] < FEW_CHANNELS:
@@ -134,18 +144,18 @@ def _patches(x: np.ndarray, window, strides, dilations, padding):
     return view.reshape(-1, view.shape[3] * view.shape[4] * view.shape[5]), rows, cols
 
 
-def _spectral(x_shape, w_shape, strides, dilations, padding: str, *values: np.ndarray):
+def _spectral(x_shape, w_shape, strides, dilations, padding: str, spectra, *values: np.ndarray):
     """The spectral way's matrices when it is the cheaper way for this convolution, else None.
 
     ``values`` are the op's array inputs: all their elements must be finite
-    (`conv_spectral.finite`).
+    (`conv_spectral.finite_inputs`, with the step's ``spectra`` or None).
     """
     rows, cols = _geometries(x_shape, w_shape[:2], strides, dilations, padding)
     out = (rows.out, cols.out)
     dtype = values[0].dtype
     if not conv_spectral.pays(x_shape, w_shape, strides, dilations, out, dtype):
         return None
-    if not conv_spectral.finite(*values):
+    if not conv_spectral.finite_inputs(spectra, *values):
         return None
     return conv_spectral.transforms(
         (int(x_shape[1]), int(x_shape[2])),
@@ -156,43 +166,58 @@ def _spectral(x_shape, w_shape, strides, dilations, padding: str, *values: np.nd
     )
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, strides, dilations, padding: str) -> np.ndarray:
-    """A 2-D convolution (cross-correlation) of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``."""
+def conv2d(
+    x: np.ndarray, w: np.ndarray, strides, dilations, padding: str, spectra=None
+) -> np.ndarray:
+    """A 2-D convolution (cross-correlation) of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``.
+
+    ``spectra``: the step's `conv_spectral.Spectra`, or None.
+    """
     if x.shape[3] != w.shape[2]:
         raise errors.InvalidArgumentError(
             None,
             None,
             f"input depth must be evenly divisible by filter depth: {x.shape[3]} vs {w.shape[2]}",
         )
-    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, x, w)
+    spectral = _spectral(x.shape, w.shape, strides, dilations, padding, spectra, x, w)
     if spectral is not None:
-        out = conv_spectral.conv2d(x, w, spectral)
+        out = conv_spectral.conv2d(x, w, spectral, spectra)
         if conv_spectral.finite(out):
             return out
-    patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding)
+    patches, rows, cols = _patches(x, w.shape[:2], strides, dilations, padding, spectra)
     out = blas_threads.matmul(patches, w.reshape(-1, w.shape[3]))
     return out.reshape(x.shape[0], rows.out, cols.out, w.shape[3])
 
 
 def conv2d_backprop_filter(
-    x: np.ndarray, filter_shape, grad: np.ndarray, strides, dilations, padding: str
+    x: np.ndarray, filter_shape, grad: np.ndarray, strides, dilations, padding: str, spectra=None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
+    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``.
+
+    ``spectra``: the step's `conv_spectral.Spectra`, or None.
+    """
     kh, kw, depth, out_depth = (int(d) for d in filter_shape)
-    spectral = _spectral(x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, x, grad)
+    spectral = _spectral(
+        x.shape, (kh, kw, depth, out_depth), strides, dilations, padding, spectra, x, grad
+    )
     if spectral is not None:
-        out = conv_spectral.conv2d_backprop_filter(x, (kh, kw, depth, out_depth), grad, spectral)
+        out = conv_spectral.conv2d_backprop_filter(
+            x, (kh, kw, depth, out_depth), grad, spectral, spectra
+        )
         if conv_spectral.finite(out):
             return out
-    patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding)
+    patches, _, _ = _patches(x, (kh, kw), strides, dilations, padding, spectra)
     product = blas_threads.matmul(patches.T, grad.reshape(-1, out_depth))
     return product.reshape(kh, kw, depth, out_depth).astype(x.dtype, copy=False)
 
 
 def conv2d_backprop_input(
-    input_shape, w: np.ndarray, grad: np.ndarray, strides, dilations, padding: str
+    input_shape, w: np.ndarray, grad: np.ndarray, strides, dilations, padding: str, spectra=None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``."""
+    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``.
+
+    ``spectra``: the step's `conv_spectral.Spectra`, or None.
+    """
     input_shape = tuple(int(d) for d in input_shape)
     kh, kw, depth, out_depth = w.shape
     rows, cols = _geometries(input_shape, (kh, kw), strides, dilations, padding)
@@ -203,9 +228,9 @@ def conv2d_backprop_input(
             f"Conv2DBackpropInput: Size of out_backprop doesn't match computed: actual = "
             f"{list(grad.shape[1:3])}, computed = {[rows.out, cols.out]}",
         )
-    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, grad, w)
+    spectral = _spectral(input_shape, w.shape, strides, dilations, padding, spectra, grad, w)
     if spectral is not None:
-        out = conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral)
+        out = conv_spectral.conv2d_backprop_input(input_shape, w, grad, spectral, spectra)
         if conv_spectral.finite(out):
             return out
     # [N*out, O] @ [O, kh*kw*C]: each output position's contribution to its window.
@@ -241,7 +266,7 @@ def _conv2d_kernel(op):
     strides, dilations, padding = _conv_attrs(op)
 
     def compute(ctx, x, w):
-        return conv2d(x, w, strides, dilations, padding)
+        return conv2d(x, w, strides, dilations, padding, conv_spectral.for_step(ctx))
 
     return compute
 
@@ -252,7 +277,9 @@ def _conv2d_backprop_input_kernel(op):
     strides, dilations, padding = _conv_attrs(op)
 
     def compute(ctx, input_sizes, w, grad):
-        return conv2d_backprop_input(input_sizes, w, grad, strides, dilations, padding)
+        return conv2d_backprop_input(
+            input_sizes, w, grad, strides, dilations, padding, conv_spectral.for_step(ctx)
+        )
 
     return compute
 
@@ -263,7 +290,9 @@ def _conv2d_backprop_filter_kernel(op):
     strides, dilations, padding = _conv_attrs(op)
 
     def compute(ctx, x, filter_sizes, grad):
-        return conv2d_backprop_filter(x, filter_sizes, grad, strides, dilations, padding)
+        return conv2d_backprop_filter(
+            x, filter_sizes, grad, strides, dilations, padding, conv_spectral.for_step(ctx)
+        )
 
     return compute
 
@@ -338,26 +367,39 @@ def _tiles(shape, window, strides, rows: Geometry, cols: Geometry) -> bool:
     )
 
 
+TILE_CHUNK_BYTES = 512 << 10
+"""How much input `_max_pool_grad_of_tiles` works on at a time: its taps' strided
+passes then read and write what the pass before left in the core's cache."""
+
+
 def _max_pool_grad_of_tiles(x: np.ndarray, out: np.ndarray, grad: np.ndarray, window):
     """`max_pool_grad` where the windows tile the input: every position is written once.
 
     The input seen as ``[N, out_rows, kh, out_cols, kw, C]`` holds tap
     ``(i, j)`` of every window at ``[:, :, i, :, j]``, so each tap writes its
-    share of the result in one pass, with no padding and no zeroing.
+    share of the result in one pass, with no padding and no zeroing. The
+    images go a few at a time (`TILE_CHUNK_BYTES`): each tap reads and writes
+    every cache line of the chunk.
     """
     n, _, _, c = x.shape
-    tiled = (n, out.shape[1], window[0], out.shape[2], window[1], c)
-    x_taps = x.reshape(tiled)
     result = np.empty(x.shape, grad.dtype)
-    result_taps = result.reshape(tiled)
-    unclaimed = np.ones(out.shape, np.bool_)
-    wins = np.empty(out.shape, np.bool_)
-    for i in range(window[0]):
-        for j in range(window[1]):
-            np.equal(x_taps[:, :, i, :, j], out, out=wins)
-            wins &= unclaimed
-            unclaimed ^= wins
-            np.multiply(grad, wins, out=result_taps[:, :, i, :, j])
+    step = max(1, TILE_CHUNK_BYTES // max(1, x[:1].nbytes))
+    unclaimed = np.empty((min(step, n),) + out.shape[1:], np.bool_)
+    wins = np.empty_like(unclaimed)
+    for start in range(0, n, step):
+        end = min(n, start + step)
+        tiled = (end - start, out.shape[1], window[0], out.shape[2], window[1], c)
+        x_taps = x[start:end].reshape(tiled)
+        result_taps = result[start:end].reshape(tiled)
+        chunk_out, chunk_grad = out[start:end], grad[start:end]
+        chunk_unclaimed, chunk_wins = unclaimed[: end - start], wins[: end - start]
+        chunk_unclaimed.fill(True)
+        for i in range(window[0]):
+            for j in range(window[1]):
+                np.equal(x_taps[:, :, i, :, j], chunk_out, out=chunk_wins)
+                chunk_wins &= chunk_unclaimed
+                chunk_unclaimed ^= chunk_wins
+                np.multiply(chunk_grad, chunk_wins, out=result_taps[:, :, i, :, j])
     return result
 
 

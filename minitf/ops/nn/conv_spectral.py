@@ -1,11 +1,12 @@
 """Stride-1 convolutions and their gradients as products of spectra (the convolution theorem).
 
-A stride-1 convolution of a padded ``P x P`` image with a ``k x k`` filter is
-the circular correlation of the two, cut to the positions where no window
-wraps around. In the discrete Fourier basis a correlation is a product, so
-the ``kh * kw`` multiply-adds per output and channel pair of im2col become
-one complex multiply-add per frequency, and summing over the input channels
-is, frequency by frequency, one small matrix product ``[N, C] @ [C, O]``.
+A stride-1 convolution of a zero-padded image with a ``k x k`` filter is the
+circular correlation of the two, at a period ``P`` per axis long enough that
+no window wraps around onto the image (`period`). In the discrete Fourier
+basis a correlation is a product, so the ``kh * kw`` multiply-adds per output
+and channel pair of im2col become one complex multiply-add per frequency, and
+summing over the input channels is, frequency by frequency, one small matrix
+product ``[N, C] @ [C, O]``.
 
 The transforms are matrix products too (no FFT): the discrete Fourier
 transform along rows and along columns, with the padding and the cut folded
@@ -24,12 +25,21 @@ output transform. The results equal im2col's up to rounding (float32: about
 ``1e-6`` of the largest output). `pays` decides when this is cheaper than
 im2col: filters of 9 taps or more, and enough images and channels for the
 products to outweigh the transforms and the spectra's memory.
+
+In a training step the forward convolution and the filter gradient transform
+the same input (``X``; the filter gradient takes its conjugate), and the two
+gradients the same incoming gradient (``G``), the forward convolution and the
+input gradient the same filter. A step's `Spectra` keeps each spectrum it
+computes for the step's other ops of the same array (and im2col's patch
+matrices, which the forward convolution and the filter gradient share).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,9 +72,29 @@ def _dft(frequencies: int, size: int, positions: np.ndarray, sign: float) -> np.
     return np.exp(sign * 2j * np.pi * f * positions[None, :] / size)
 
 
-def _axis(size: int, window: int, out: int, pad_before: int, kept: int, dtype):
-    """The four matrices of one spatial axis: input, filter, output, in ``dtype`` (complex)."""
-    padded = out + window - 1
+def period(size: int, window: int, out: int, pad_before: int) -> int:
+    """The shortest period ``P`` of one axis at which the circular correlation is the linear one.
+
+    Output ``o`` reads padded positions ``o + t`` (``t`` a filter tap), below
+    ``out + window - 1``; the input lies at ``[pad_before, pad_before + size)``,
+    zeros around it. With period ``P`` the read at ``o + t`` also gets what
+    lies at ``o + t - P`` and ``o + t + P``: nothing, when the first is always
+    before the input (``P >= out + window - 1 - pad_before``) and the second
+    always after it (``P >= pad_before + size``). The padding after the input
+    then wraps onto the padding before it, so SAME padding costs
+    ``max(before, after)``, not their sum (a 14-row input and a 5-row filter:
+    16, not 18).
+    """
+    return max(out + window - 1 - pad_before, pad_before + size)
+
+
+def _axis(size: int, window: int, out: int, pad_before: int, half: bool, dtype):
+    """The matrices of one spatial axis: input, filter, output, in ``dtype`` (complex).
+
+    ``half``: keep only the frequencies up to ``P // 2`` (the others are their conjugates).
+    """
+    padded = period(size, window, out, pad_before)
+    kept = padded // 2 + 1 if half else padded
     into = _dft(kept, padded, np.arange(size) + pad_before, -1.0)
     filt = _dft(kept, padded, np.arange(window), 1.0)
     back = _dft(kept, padded, np.arange(out), 1.0).T / padded
@@ -87,15 +117,12 @@ def transforms(
 ) -> Transforms:
     """The matrices for ``size`` inputs, ``window`` filters, ``out`` outputs, ``pad`` before.
 
-    The padded length of an axis is ``out + window - 1`` (stride 1): what lies
-    beyond the input's end is zeros, which the matrices leave out.
+    Each axis is transformed at its `period` (stride 1): what lies beyond the
+    input's ends is zeros, which the matrices leave out.
     """
     complex_dtype = np.result_type(dtype, np.complex64)
-    in_h, filter_h, out_h = _axis(
-        size[0], window[0], out[0], pad[0], out[0] + window[0] - 1, complex_dtype
-    )
-    kept = (out[1] + window[1] - 1) // 2 + 1
-    in_w, filter_w, out_w = _axis(size[1], window[1], out[1], pad[1], kept, complex_dtype)
+    in_h, filter_h, out_h = _axis(size[0], window[0], out[0], pad[0], False, complex_dtype)
+    in_w, filter_w, out_w = _axis(size[1], window[1], out[1], pad[1], True, complex_dtype)
     return Transforms(in_h, in_w, filter_h, filter_w, out_h, out_w)
 
 
@@ -129,46 +156,134 @@ def _image(spectrum: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarr
     return image.reshape(rows.shape[0], cols.shape[0], m, d)
 
 
+class Spectra:
+    """The spectra (and patch matrices) one step has computed, for its other convolutions.
+
+    A spectrum is kept under the array it was computed from, the array
+    itself held (so that its id is not another array's while the entry lives,
+    and so that nothing that writes arrays in place only when no one else holds
+    them, `minitf.ops.math.math_kernels.reusable` or a variable's update, writes
+    into it), and the transforms it was computed with. The step's kernels get
+    the step's own (`for_step`): it goes with the step, never to another one.
+    """
+
+    def __init__(self):
+        self._kept: dict[tuple[Hashable, int], tuple] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self, kind: Hashable, array: np.ndarray, t: Transforms | None, make: Callable[[], Any]
+    ) -> Any:
+        """The ``kind`` spectrum of ``array`` under ``t``: the kept one, or ``make()``'s, kept.
+
+        Args:
+            kind: Which transform (``"input"``, ``"filter"``, ``"gradient"``; a
+                tuple naming its geometry for a patch matrix).
+            array: What is transformed.
+            t: The geometry's transforms (None: ``kind`` says all).
+            make: Computes the spectrum.
+        """
+        key = (kind, id(array))
+        with self._lock:
+            entry = self._kept.get(key)
+        if entry is not None and entry[0] is array and entry[1] is t:
+            return entry[2]
+        spectrum = make()
+        with self._lock:
+            self._kept[key] = (array, t, spectrum)
+            if len(self._kept) > KEPT_PER_STEP:  # a loop of many iterations: the oldest goes
+                del self._kept[next(iter(self._kept))]
+        return spectrum
+
+
+_SPECTRA = "__conv_spectra__"
+KEPT_PER_STEP = 16
+"""The most spectra and patch matrices a step keeps (a ``tf.while_loop`` of
+convolutions would otherwise keep one per iteration until the step ends)."""
+
+
+def for_step(ctx) -> Spectra | None:
+    """The `Spectra` of the step ``ctx`` runs in (in its step container), or None if it has none.
+
+    Args:
+        ctx: A kernel's context (`minitf.runtime.core.step_context.StepContext`).
+    """
+    container = getattr(ctx, "step_container", None)
+    if container is None:
+        return None
+    return container.lookup_or_create("", _SPECTRA, Spectra)
+
+
+def _shared(spectra: Spectra | None, kind, array, t, make) -> np.ndarray:
+    return make() if spectra is None else spectra.get(kind, array, t, make)
+
+
+def _input_spectrum(x: np.ndarray, t: Transforms, spectra: Spectra | None) -> np.ndarray:
+    """``X``: the input's spectrum, ``[F, N, C]``."""
+    return _shared(spectra, "input", x, t, lambda: _spectrum(x, t.in_h, t.in_w))
+
+
 def _to_nhwc(image: np.ndarray, dtype) -> np.ndarray:
     """``[A, B, N, D]`` as a contiguous ``[N, A, B, D]`` of ``dtype``."""
     return np.ascontiguousarray(image.transpose(2, 0, 1, 3), dtype)
 
 
-def _filter_spectrum(w: np.ndarray, t: Transforms, conjugate: bool = False) -> np.ndarray:
-    """``Wf``: the filter's spectrum, ``[F, C, O]`` (or its conjugate: ``w`` is real)."""
+def _filter_spectrum(w: np.ndarray, t: Transforms, spectra: Spectra | None) -> np.ndarray:
+    """``Wf``: the filter's spectrum, ``[F, C, O]``."""
     kh, kw, depth, out_depth = w.shape
-    rows, cols = (t.filter_h.conj(), t.filter_w.conj()) if conjugate else (t.filter_h, t.filter_w)
-    spectrum = _spectrum(w.reshape(1, kh, kw, depth * out_depth), rows, cols)
-    return spectrum.reshape(-1, depth, out_depth)
+
+    def make():
+        spectrum = _spectrum(w.reshape(1, kh, kw, depth * out_depth), t.filter_h, t.filter_w)
+        return spectrum.reshape(-1, depth, out_depth)
+
+    return _shared(spectra, "filter", w, t, make)
 
 
-def _gradient_spectrum(grad: np.ndarray, t: Transforms) -> np.ndarray:
+def _gradient_spectrum(grad: np.ndarray, t: Transforms, spectra: Spectra | None) -> np.ndarray:
     """``G``: the incoming gradient under the adjoint of the output transform, ``[F, N, O]``."""
-    return _spectrum(grad, t.out_h.conj().T, t.out_w.conj().T)
+    return _shared(
+        spectra, "gradient", grad, t, lambda: _spectrum(grad, t.out_h.conj().T, t.out_w.conj().T)
+    )
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, t: Transforms) -> np.ndarray:
-    """The stride-1 convolution of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``."""
-    spectra = np.matmul(_spectrum(x, t.in_h, t.in_w), _filter_spectrum(w, t))
-    return _to_nhwc(_image(spectra, t.out_h, t.out_w), x.dtype)
+def conv2d(
+    x: np.ndarray, w: np.ndarray, t: Transforms, spectra: Spectra | None = None
+) -> np.ndarray:
+    """The stride-1 convolution of NHWC ``x`` with ``w`` ``[kh, kw, C, O]``.
+
+    ``spectra``: the step's (`for_step`), to keep ``x``'s spectrum for the filter gradient
+    and ``w``'s for the input gradient.
+    """
+    products = np.matmul(_input_spectrum(x, t, spectra), _filter_spectrum(w, t, spectra))
+    return _to_nhwc(_image(products, t.out_h, t.out_w), x.dtype)
 
 
 def conv2d_backprop_input(
-    input_shape, w: np.ndarray, grad: np.ndarray, t: Transforms
+    input_shape, w: np.ndarray, grad: np.ndarray, t: Transforms, spectra: Spectra | None = None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``."""
-    filters = _filter_spectrum(w, t, conjugate=True).transpose(0, 2, 1)
-    spectra = np.matmul(_gradient_spectrum(grad, t), filters)
-    return _to_nhwc(_image(spectra, t.in_h.conj().T, t.in_w.conj().T), grad.dtype)
+    """The gradient of `conv2d` with respect to its input, of shape ``input_shape``.
+
+    ``spectra``: the step's (`for_step`), to share ``grad``'s spectrum with the filter
+    gradient and ``w``'s with the forward convolution.
+    """
+    # w is real: its spectrum under the conjugated transforms is the conjugate of Wf.
+    filters = np.conj(_filter_spectrum(w, t, spectra)).transpose(0, 2, 1)
+    products = np.matmul(_gradient_spectrum(grad, t, spectra), filters)
+    return _to_nhwc(_image(products, t.in_h.conj().T, t.in_w.conj().T), grad.dtype)
 
 
 def conv2d_backprop_filter(
-    x: np.ndarray, filter_shape, grad: np.ndarray, t: Transforms
+    x: np.ndarray, filter_shape, grad: np.ndarray, t: Transforms, spectra: Spectra | None = None
 ) -> np.ndarray:
-    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``."""
-    inputs = _spectrum(x, t.in_h.conj(), t.in_w.conj()).transpose(0, 2, 1)  # x is real
-    spectra = np.matmul(inputs, _gradient_spectrum(grad, t))
-    image = _image(spectra, t.filter_h.conj().T, t.filter_w.conj().T)
+    """The gradient of `conv2d` with respect to its filter, of shape ``filter_shape``.
+
+    ``spectra``: the step's (`for_step`), to share ``x``'s spectrum with the forward
+    convolution and ``grad``'s with the input gradient.
+    """
+    # x is real: its spectrum under the conjugated transforms is the conjugate of X.
+    inputs = np.conj(_input_spectrum(x, t, spectra)).transpose(0, 2, 1)
+    products = np.matmul(inputs, _gradient_spectrum(grad, t, spectra))
+    image = _image(products, t.filter_h.conj().T, t.filter_w.conj().T)
     return image.reshape(tuple(int(d) for d in filter_shape)).astype(x.dtype, copy=False)
 
 
@@ -201,6 +316,18 @@ def finite(*arrays: np.ndarray) -> bool:
     spectral result is not finite, goes through im2col.
     """
     return all(np.isfinite(np.sum(a)) for a in arrays)
+
+
+def finite_inputs(spectra: Spectra | None, *arrays: np.ndarray) -> bool:
+    """`finite` of ``arrays``, each array's answer kept in the step's ``spectra`` (or None).
+
+    The forward convolution and the filter gradient check the same input, the
+    two gradients the same incoming gradient, the forward convolution and the
+    input gradient the same filter.
+    """
+    if spectra is None:
+        return finite(*arrays)
+    return all(spectra.get("finite", a, None, lambda a=a: finite(a)) for a in arrays)
 
 
 def pays(x_shape, w_shape, strides, dilations, out, dtype) -> bool:

@@ -389,13 +389,40 @@ def fused_matmul(
     return with_buffers
 
 
+def _ones(ones: list, rows: int, dtype) -> np.ndarray:
+    """A vector of ``rows`` ones of ``dtype``, kept in ``ones[0]``; only ever read."""
+    vector = ones[0]
+    if vector is None or vector.shape[0] != rows or vector.dtype != dtype:
+        vector = ones[0] = np.ones(rows, dtype)
+    return vector
+
+
 @register_kernel("BiasAddGrad")
 def _bias_add_grad_kernel(op):
+    """Sums the gradient over every axis but the channel's.
+
+    With channels last, a float32 or float64 gradient is a ``[rows, C]``
+    matrix: its column sums are one product with a vector of ones (numpy's sum
+    over the first axis of a matrix adds row after row, a short loop per row
+    for few channels). The product adds ``1 * g`` exactly as the sum adds
+    ``g``; NaN and infinities go through as in a sum.
+    """
     data_format = op.get_attr("data_format")
+    ones = [None]
 
     def compute(ctx, out_backprop):
         ndim = np.ndim(out_backprop)
         channel = 1 if data_format == "NCHW" else ndim - 1
+        if (
+            channel == ndim - 1
+            and ndim > 1
+            and type(out_backprop) is np.ndarray
+            and out_backprop.dtype in (np.float32, np.float64)
+            and out_backprop.flags.c_contiguous
+            and out_backprop.size
+        ):
+            rows = out_backprop.reshape(-1, out_backprop.shape[-1])
+            return blas_threads.matmul(_ones(ones, rows.shape[0], rows.dtype), rows)
         return np.sum(out_backprop, axis=tuple(i for i in range(ndim) if i != channel))
 
     return compute

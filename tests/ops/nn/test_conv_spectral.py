@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops.nn import conv_spectral
+from minitf.ops.nn import conv_kernels, conv_spectral
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -65,6 +65,8 @@ def _transforms(x_shape, w_shape, padding, dtype):
         ((2, 4, 4, 3), (5, 5, 3, 2), "SAME"),  # the filter is larger than the input
         ((2, 6, 5, 3), (2, 3, 3, 2), "SAME"),  # even sizes: more padding after than before
         ((1, 1, 1, 2), (3, 3, 2, 2), "SAME"),
+        ((2, 9, 7, 3), (4, 6, 3, 2), "SAME"),  # shorter periods than the padded sizes
+        ((1, 3, 8, 2), (7, 2, 2, 3), "SAME"),
     ],
 )
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
@@ -83,6 +85,27 @@ def test_output_and_gradients_match_the_definition(x_shape, w_shape, padding, dt
     for value, expected in zip(got, [y, dx, dw]):
         assert value.dtype == dtype and value.flags.c_contiguous
         np.testing.assert_allclose(value, expected, rtol=0, atol=rtol * np.abs(expected).max())
+
+
+@pytest.mark.parametrize(
+    "size, window, padding, expected",
+    [
+        (14, 5, "SAME", 16),  # padded 18: the 2 zeros after wrap onto the 2 before
+        (14, 4, "SAME", 16),  # 1 before, 2 after
+        (9, 4, "VALID", 9),
+        (3, 7, "SAME", 6),  # 3 before, 3 after
+    ],
+)
+def test_the_period_leaves_out_the_padding_that_wraps_onto_zeros(size, window, padding, expected):
+    before, after = _pads(window, padding)
+    out = size + before + after - window + 1
+    assert conv_spectral.period(size, window, out, before) == expected
+    # By the definition: no read o + t (plus or minus the period) other than
+    # o + t itself lands on the input.
+    for o in range(out):
+        for tap in range(window):
+            for wrapped in (o + tap - expected, o + tap + expected):
+                assert not before <= wrapped < before + size
 
 
 def test_the_cnns_second_convolution_goes_the_spectral_way_and_its_first_does_not():
@@ -145,3 +168,116 @@ def test_a_nan_or_an_infinity_reaches_only_the_windows_that_hold_it(bad):
         np.testing.assert_array_equal(np.isnan(value), np.isnan(reference))
         np.testing.assert_array_equal(np.isinf(value), np.isinf(reference))
     assert np.isfinite(got[0][[0, 1, 2, 4, 5, 6, 7]]).all()
+
+
+def test_spectra_keep_a_spectrum_per_array_and_transforms():
+    spectra = conv_spectral.Spectra()
+    t = _transforms((2, 6, 6, 3), (3, 3, 3, 2), "SAME", np.float64)
+    other = _transforms((2, 6, 6, 3), (3, 3, 3, 2), "VALID", np.float64)
+    a, same_values = np.ones((2, 6, 6, 3)), np.ones((2, 6, 6, 3))
+    made = []
+
+    def make():
+        made.append(1)
+        return np.full(3, float(len(made)))
+
+    first = spectra.get("input", a, t, make)
+    assert spectra.get("input", a, t, make) is first
+    assert len(made) == 1
+    spectra.get("input", same_values, t, make)  # another array: not the same values for long
+    spectra.get("input", a, other, make)
+    spectra.get("gradient", a, t, make)
+    assert len(made) == 4
+    others = [np.ones(1) for _ in range(conv_spectral.KEPT_PER_STEP)]
+    for array in others:  # more than a step keeps: the oldest ones go
+        spectra.get("input", array, t, make)
+    assert spectra.get("input", others[-1], t, make) is not None and len(made) == 20
+    spectra.get("input", a, t, make)
+    assert len(made) == 21
+
+
+def _counting_spectrum(monkeypatch):
+    """Counts `conv_spectral._spectrum`'s calls by the shape of what it transforms."""
+    calls = {}
+    spectrum = conv_spectral._spectrum
+
+    def counted(a, rows, cols):
+        calls[a.shape] = calls.get(a.shape, 0) + 1
+        return spectrum(a, rows, cols)
+
+    monkeypatch.setattr(conv_spectral, "_spectrum", counted)
+    return calls
+
+
+def test_a_step_transforms_its_input_filter_and_gradient_once(monkeypatch):
+    rng = np.random.RandomState(3)
+    x, w = rng.randn(8, 10, 10, 32), rng.randn(5, 5, 32, 48)
+    g = rng.randn(*_output_shape(x.shape, w.shape, "SAME"))
+    expected = _reference(x, w, g, "SAME")
+    xt, gt = tf.placeholder(tf.float64, x.shape), tf.placeholder(tf.float64, g.shape)
+    wt = tf.constant(w)
+    y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], "SAME")
+    dx, dw = tf.gradients(y, [xt, wt], grad_ys=gt)
+    calls = _counting_spectrum(monkeypatch)
+    checked = []
+    finite = conv_spectral.finite
+    monkeypatch.setattr(conv_spectral, "finite", lambda *a: checked.extend(a) or finite(*a))
+    with tf.Session() as sess:
+        w_shape = (1, 5, 5, 32 * 48)
+        got = sess.run([y, dx, dw], {xt: x, gt: g})
+        assert calls == {x.shape: 1, g.shape: 1, w_shape: 1}
+        assert len(checked) == 6  # x, w and g once each, and the three results
+        sess.run([y, dx, dw], {xt: x, gt: g})
+        assert calls == {x.shape: 2, g.shape: 2, w_shape: 2}  # each step transforms its own
+    for value, want in zip(got, expected):
+        np.testing.assert_allclose(value, want, rtol=0, atol=1e-12 * np.abs(want).max())
+
+
+def test_a_later_step_sees_an_array_written_in_place_since():
+    # The variable's array is overwritten in place between the steps: the same
+    # object with other values; the second step's results are the new values'.
+    rng = np.random.RandomState(4)
+    x1, x2, w = rng.randn(8, 10, 10, 32), rng.randn(8, 10, 10, 32), rng.randn(5, 5, 32, 48)
+    g = rng.randn(*_output_shape(x1.shape, w.shape, "SAME"))
+    xv = tf.Variable(x1)
+    new_x = tf.placeholder(tf.float64, x1.shape)
+    assign = tf.assign(xv, new_x)
+    wt, gt = tf.constant(w), tf.placeholder(tf.float64, g.shape)
+    y = tf.nn.conv2d(xv, wt, [1, 1, 1, 1], "SAME")
+    dw = tf.gradients(y, wt, grad_ys=gt)[0]
+    with tf.Session() as sess:
+        sess.run(xv.initializer)
+        for x in (x1, x2):
+            sess.run(assign, {new_x: x})
+            got = sess.run([y, dw], {gt: g})
+            y_ref, _, dw_ref = _reference(x, w, g, "SAME")
+            np.testing.assert_allclose(got[0], y_ref, rtol=0, atol=1e-12 * np.abs(y_ref).max())
+            np.testing.assert_allclose(got[1], dw_ref, rtol=0, atol=1e-12 * np.abs(dw_ref).max())
+
+
+def test_a_step_makes_the_patch_matrix_of_an_input_once(monkeypatch):
+    # One input channel: im2col, whose matrix the filter gradient shares.
+    rng = np.random.RandomState(5)
+    x, w = rng.randn(4, 9, 9, 1), rng.randn(5, 5, 1, 6)
+    g = rng.randn(*_output_shape(x.shape, w.shape, "SAME"))
+    expected = _reference(x, w, g, "SAME")
+    assert not conv_spectral.pays(x.shape, w.shape, ONES, ONES, (9, 9), np.float64)
+    made = []
+    patches_of = conv_kernels._patches_of
+
+    def counted(*args):
+        made.append(args[0].shape)
+        return patches_of(*args)
+
+    monkeypatch.setattr(conv_kernels, "_patches_of", counted)
+    xt, gt = tf.placeholder(tf.float64, x.shape), tf.placeholder(tf.float64, g.shape)
+    wt = tf.constant(w)
+    y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], "SAME")
+    dw = tf.gradients(y, wt, grad_ys=gt)[0]
+    with tf.Session() as sess:
+        got = sess.run([y, dw], {xt: x, gt: g})
+        assert made == [x.shape]
+        sess.run([y, dw], {xt: x, gt: g})
+        assert made == [x.shape, x.shape]
+    for value, want in zip(got, [expected[0], expected[2]]):
+        np.testing.assert_allclose(value, want, rtol=0, atol=1e-12 * np.abs(want).max())
