@@ -297,16 +297,19 @@ class TcpTransport:
                 return channel
             job, index = partition_lib.parse_task(task)
             wire = connect_with_retry(self.cluster.task_address(job, index), task, connect_timeout)
-            if channel is not None:
-                # The task may be a new process (restarted) that knows none of our
-                # partitions: every step registers its partitions again, and the
-                # run that made the connection again fails (`Master.run`).
-                if self._on_remade is not None:
-                    self._on_remade()
+            remade = channel is not None
+            if remade:
                 self.remade += 1
                 self.remade_task = task
             channel = Channel(wire, task)
             self._channels[task] = channel
+        if remade and self._on_remade is not None:
+            # The task may be a new process (restarted) that knows none of our
+            # partitions: every step registers its partitions again, and the run
+            # that made the connection again fails (`Master.run`). Outside the
+            # lock: the master forgets under its build lock, which a thread
+            # building a plan holds while it asks here for a channel.
+            self._on_remade()
         here = self.local_worker()
         share = getattr(here.transport, "share", None) if here is not None else None
         if share is not None:
