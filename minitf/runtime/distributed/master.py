@@ -323,6 +323,8 @@ class Master(Observers):
                     continue
                 try:
                     results[task] = unpack(pending.reply, self._graph)
+                except errors.DeadlineExceededError as exc:  # the task's deadline came first
+                    return results, _on_task(exc, task)
                 except errors.OpError as exc:
                     return results, exc
             waiting = still
@@ -343,8 +345,7 @@ class Master(Observers):
         for task, pending in waiting:
             if self._transport.wait(pending.event, max(0.0, late - time.monotonic())):
                 if pending.reply[0] == "error" and pending.reply[2] == errors.DEADLINE_EXCEEDED:
-                    error = rebuild_error(*pending.reply[2:5], self._graph)
-                    return type(error)(error.node_def, error.op, f"{error.message} (on {task})")
+                    return _on_task(rebuild_error(*pending.reply[2:5], self._graph), task)
         tasks = ", ".join(task for task, _ in waiting)
         return errors.DeadlineExceededError(
             None, None, f"Timed out waiting for {tasks} (the run's deadline passed)"
@@ -394,3 +395,8 @@ def _owned(value: Any) -> Any:
         except ValueError:
             return value  # its memory is not ours to write: the session copies it
     return value
+
+
+def _on_task(error: errors.OpError, task: str) -> errors.OpError:
+    """A task's deadline error, saying which task's ops were still waiting."""
+    return type(error)(error.node_def, error.op, f"{error.message} (on {task})")
