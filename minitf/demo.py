@@ -288,6 +288,21 @@ def _workers_running(cluster: LocalCluster) -> bool:
     return any(code is None for (job, _), code in cluster.poll().items() if job != "ps")
 
 
+def _wait_for_worker_servers(cluster: LocalCluster) -> None:
+    """Waits while a worker's process lives and its server does not listen yet.
+
+    A tracer records every task. On a loaded machine one worker can train
+    while another is still importing minitf (a gradient per update may come
+    from any worker), longer than a connection's 10 s.
+    """
+    for (job, index), code in cluster.poll().items():
+        if job == "worker" and code is None:
+            try:
+                cluster.connect(job, index).close()
+            except tf.errors.FailedPreconditionError:
+                pass  # it ended meanwhile: the loop sees it and reports it
+
+
 def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter: _Reporter):
     """Follows the global step until the workers are done; traces a few steps midway.
 
@@ -306,6 +321,7 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
         global_step = _global_step(sess, model)
         bar.update(min(steps, global_step) - bar.n)
         if trace is None and tracer is None and global_step >= steps // 4:
+            _wait_for_worker_servers(cluster)
             tracer, traced_from = Tracer(sess).start(), global_step
             traced_since = time.monotonic()
         elif tracer is not None and (
