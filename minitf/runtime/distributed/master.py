@@ -38,6 +38,7 @@ from minitf.runtime.distributed import partition as partition_lib
 from minitf.runtime.distributed.connect import error_message, parse_address
 from minitf.runtime.distributed.observers import Observers
 from minitf.runtime.distributed.step_ids import incarnation
+from minitf.runtime.distributed.step_ids import signature as run_signature
 from minitf.runtime.distributed.transport import Call, TcpTransport, rebuild_error, unpack
 
 logger = logging.getLogger("minitf")
@@ -76,6 +77,7 @@ class _StepPlan:
         self.parts: list[tuple[str, int, list[int]]] = []  # (task, handle, feed indices)
         self.fetch_from: list[tuple[str | None, int]] = []  # (task or None for a feed, index)
         self.partitions: dict[str, partition_lib.Partition] = {}
+        self.signature = ""  # what its step ids are counted by (`run_signature`)
 
 
 class Master(Observers):
@@ -155,6 +157,7 @@ class Master(Observers):
             handle = self._transport.register(task, part)
             plan.parts.append((task, handle, [feed_index[name] for _, name in part.feeds]))
         plan.fetch_from = fetch_from
+        plan.signature = run_signature(fetches, targets, feeds)
         return plan
 
     # -- running ---------------------------------------------------------------------------
@@ -187,7 +190,7 @@ class Master(Observers):
         """
         remade = self._transport.remade
         plan = self._plan(fetches, targets, feeds)
-        step_id = self._step_ids.next(fetches, targets, feeds)
+        step_id = self._step_ids.next_of(plan.signature)
         # Registered under the lock close() takes: a step either is aborted by
         # close() or sees the session closed, never runs on unnoticed.
         with self._active_lock:

@@ -427,8 +427,9 @@ def computes_gradients(op_names) -> bool:
     return any(name.split("/", 1)[0].startswith("gradients") for name in op_names)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_task(task: str) -> tuple[str, int]:
-    """``"/job:ps/replica:0/task:1"`` → ``("ps", 1)``.
+    """``"/job:ps/replica:0/task:1"`` → ``("ps", 1)`` (kept: a cluster has few task names).
 
     Args:
         task: A task string, ``/job:<job>/replica:0/task:<index>``.

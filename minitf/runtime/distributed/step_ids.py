@@ -89,7 +89,14 @@ class StepIds:
             targets: The ops it runs.
             feeds: The tensors it feeds.
         """
-        signature = "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
+        return self.next_of(signature(fetches, targets, feeds))
+
+    def next_of(self, signature: str) -> int:
+        """The next id of a run of ``signature`` (`signature` of its fetches, targets and feeds).
+
+        Args:
+            signature: The run's signature.
+        """
         counter = self._counters.get(signature)
         if counter is None:
             with self._lock:
@@ -105,3 +112,14 @@ class StepIds:
                     self._counters[signature] = counter
         slot, numbers = counter
         return self.base | slot << _COUNT_BITS | (next(numbers) & _COUNT_MASK)
+
+
+def signature(fetches, targets, feeds) -> str:
+    """A run's signature: the names of what it fetches, runs and feeds.
+
+    Args:
+        fetches: The tensors the run fetches.
+        targets: The ops it runs.
+        feeds: The tensors it feeds.
+    """
+    return "|".join(",".join(x.name for x in xs) for xs in (fetches, targets, feeds))
