@@ -86,9 +86,8 @@ class Executor:
             ctx: The step's `StepContext`.
             feed_values: The fed values, in the order of the plan's feeds.
         """
-        by_op = (
-            self.by_op or self.scheduler.observes_ops or ctx.trace is not None or plan.units is None
-        )
+        by_op = self.by_op or self.scheduler.observes_ops or ctx.trace is not None
+        by_op = by_op or plan.units is None
         execution = LoopStepExecution if plan.has_loops else StepExecution
         return execution(plan, ctx, feed_values, by_op)
 

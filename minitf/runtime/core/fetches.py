@@ -133,3 +133,50 @@ def client_value(value):
         if not value.flags.writeable:
             return value.copy()
     return value
+
+
+def mapper_key(fetches) -> Any:
+    """What a session keeps the `FetchMapper` of ``fetches`` under, or None if it keeps none.
+
+    A training loop fetches the same structure every step; a mapper depends
+    only on it (and on the graph's version, which the session adds).
+    """
+    return _structure_key(fetches, _cached_fetch_types())
+
+
+_CACHED_FETCH_TYPES: frozenset = frozenset()
+
+
+def _structure_key(fetches, cached: frozenset):
+    """A key telling ``fetches`` apart from any other structure, or None if it is not kept.
+
+    Kept: graph elements of the ``cached`` types, alone or nested in plain
+    lists, tuples and dicts (a dict's keys with their types, in order).
+    """
+    kind = type(fetches)
+    if kind in cached:
+        return fetches
+    if kind is dict:
+        parts = [(type(k), k, _structure_key(v, cached)) for k, v in fetches.items()]
+        kept = all(part[2] is not None for part in parts)
+    elif kind is list or kind is tuple:
+        parts = [_structure_key(f, cached) for f in fetches]
+        kept = all(part is not None for part in parts)
+    else:
+        return None
+    return (kind, tuple(parts)) if kept else None
+
+
+def _cached_fetch_types() -> frozenset:
+    """Fetches whose `FetchMapper` a session keeps (alone, or in plain lists, tuples and dicts).
+
+    Tensors, ops, names and variables (a training loop fetches its global step).
+    """
+    global _CACHED_FETCH_TYPES
+    if not _CACHED_FETCH_TYPES:
+        from minitf.ops.state import variables  # the ops layer is above the runtime
+
+        _CACHED_FETCH_TYPES = frozenset(
+            {ops.Tensor, ops.Operation, str, variables.Variable, variables.ResourceVariable}
+        )
+    return _CACHED_FETCH_TYPES

@@ -265,12 +265,10 @@ class BaseSession:
     def _mapper(self, fetches) -> fetch_lib.FetchMapper:
         """The `FetchMapper` of ``fetches``, kept when they are graph elements in plain nestings.
 
-        A training loop fetches the same structure every step (a
-        `MonitoredSession`, a dict of the caller's fetches and its hooks'); a
-        mapper depends only on the fetches and the graph (its version counts
-        every change).
+        A training loop fetches the same structure every step; a mapper depends
+        only on the fetches and the graph (its version counts every change).
         """
-        key = _fetch_key(fetches, _cached_fetch_types())
+        key = fetch_lib.mapper_key(fetches)
         if key is None:
             return fetch_lib.FetchMapper(self._graph, fetches)
         key = (key, self._graph.version)
@@ -414,48 +412,6 @@ class BaseSession:
         info = bind_kernel(op)
         self._kernels[op] = info
         return info
-
-
-_CACHED_FETCH_TYPES: frozenset = frozenset()
-
-
-def _fetch_key(fetches, cached: frozenset):
-    """A key that tells ``fetches`` apart from any other structure, or None if it is not kept.
-
-    Kept: graph elements of the ``cached`` types, alone or nested in plain
-    lists, tuples and dicts (a dict's keys with their types, in order, as
-    the mapper rebuilds them).
-    """
-    kind = type(fetches)
-    if kind in cached:
-        return fetches
-    if kind is list or kind is tuple:
-        parts = [_fetch_key(f, cached) for f in fetches]
-    elif kind is dict:
-        parts = [(type(k), k, _fetch_key(v, cached)) for k, v in fetches.items()]
-        if any(p[2] is None for p in parts):
-            return None
-        return (kind, tuple(parts))
-    else:
-        return None
-    if any(p is None for p in parts):
-        return None
-    return (kind, tuple(parts))
-
-
-def _cached_fetch_types() -> frozenset:
-    """Fetches whose `FetchMapper` a session keeps (alone, or in plain lists, tuples and dicts).
-
-    Tensors, ops, names and variables (a training loop fetches its global step).
-    """
-    global _CACHED_FETCH_TYPES
-    if not _CACHED_FETCH_TYPES:
-        from minitf.ops.state import variables  # the ops layer is above the runtime
-
-        _CACHED_FETCH_TYPES = frozenset(
-            {ops.Tensor, ops.Operation, str, variables.Variable, variables.ResourceVariable}
-        )
-    return _CACHED_FETCH_TYPES
 
 
 class Session(BaseSession):

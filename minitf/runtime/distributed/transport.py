@@ -304,11 +304,9 @@ class TcpTransport:
             channel = Channel(wire, task)
             self._channels[task] = channel
         if remade and self._on_remade is not None:
-            # The task may be a new process (restarted) that knows none of our
-            # partitions: every step registers its partitions again, and the run
-            # that made the connection again fails (`Master.run`). Outside the
-            # lock: the master forgets under its build lock, which a thread
-            # building a plan holds while it asks here for a channel.
+            # A restarted task knows none of our partitions: the master forgets
+            # its plans, outside this lock (it takes its build lock, which a
+            # thread building a plan holds while it asks here for a channel).
             self._on_remade()
         here = self.local_worker()
         share = getattr(here.transport, "share", None) if here is not None else None
