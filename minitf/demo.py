@@ -288,19 +288,25 @@ def _workers_running(cluster: LocalCluster) -> bool:
     return any(code is None for (job, _), code in cluster.poll().items() if job != "ps")
 
 
-def _wait_for_worker_servers(cluster: LocalCluster) -> None:
+def _every_worker_listens(cluster: LocalCluster) -> bool:
     """Waits while a worker's process lives and its server does not listen yet.
 
     A tracer records every task. On a loaded machine one worker can train
     while another is still importing minitf (a gradient per update may come
     from any worker), longer than a connection's 10 s.
+
+    Returns:
+        False if a worker has ended: a trace started now would miss it.
     """
     for (job, index), code in cluster.poll().items():
-        if job == "worker" and code is None:
+        if job == "worker":
             try:
+                if code is not None:
+                    return False
                 cluster.connect(job, index).close()
             except tf.errors.FailedPreconditionError:
-                pass  # it ended meanwhile: the loop sees it and reports it
+                return False  # it ended meanwhile
+    return True
 
 
 def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter: _Reporter):
@@ -311,19 +317,20 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
     of the steps and ends soon after half of them at the latest: the workers
     must still be running when it stops, or what they recorded goes with them.
 
-    Returns the traced span's step stats (None if training ended before it began).
+    Returns the traced span's step stats (None if a worker ended before it began).
     """
     steps = settings.steps
     bar = tqdm(total=steps, desc="global step", unit="step", leave=False, disable=None)
-    tracer, trace, traced_from, traced_since = None, None, None, None
+    tracer, trace, traced_from, traced_since, missed = None, None, None, None, False
     polls = 0
     while _workers_running(cluster):
         global_step = _global_step(sess, model)
         bar.update(min(steps, global_step) - bar.n)
-        if trace is None and tracer is None and global_step >= steps // 4:
-            _wait_for_worker_servers(cluster)
-            tracer, traced_from = Tracer(sess).start(), global_step
-            traced_since = time.monotonic()
+        if trace is None and tracer is None and not missed and global_step >= steps // 4:
+            missed = not _every_worker_listens(cluster)
+            if not missed:
+                tracer, traced_from = Tracer(sess).start(), global_step
+                traced_since = time.monotonic()
         elif tracer is not None and (
             global_step >= steps // 2 + TRACED_STEPS
             or (
