@@ -20,24 +20,6 @@ def pytest_configure(config):
         os.environ["MINITF_PORTS"] = f"{first}-{first + width - 1}"
 
 
-# The modules whose tests take longest (clusters of processes, replays, the
-# demo, Slurm). They start first, so that the xdist workers end together
-# instead of one running the last long test alone.
-SLOW_FIRST = (
-    "tests/test_demo.py", "tests/stepper/test_recording.py", "tests/test_slurm.py",
-    "tests/stepper/test_lessons.py", "tests/stepper/test_stepper.py", "tests/test_engines.py",
-    "tests/examples/test_policies_example.py", "tests/examples/test_backup_workers.py",
-    "tests/stepper/test_web.py", "tests/faults/test_kill_trials.py", "tests/train/test_recovery.py",
-    "tests/train/test_supervisor_cluster.py", "tests/train/test_mnist_replica.py",
-)  # fmt: skip
-
-
-def pytest_collection_modifyitems(config, items):
-    """Runs the tests of `SLOW_FIRST` first, in that order; the others keep theirs."""
-    rank = {module: i for i, module in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
-
-
 @pytest.fixture(autouse=True, scope="session")
 def _secret_file_of_the_test_run(tmp_path_factory):
     """The tests' processes share a cluster secret file of their own, not the user's."""
