@@ -98,7 +98,11 @@ def _run_launch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return launch(args.script, tasks, script_args, record=args.record)
+    try:
+        return launch(args.script, tasks, script_args, record=args.record)
+    except (ValueError, OSError) as exc:  # the cluster's ports (MINITF_PORTS), before any task
+        print(f"minitf launch: {exc}", file=sys.stderr)
+        return 2
 
 
 def _simulate(args: argparse.Namespace, tasks: dict[str, int], script_args: list[str]) -> int:

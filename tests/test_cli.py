@@ -95,3 +95,15 @@ def test_launch_with_no_ps_starts_a_cluster_of_workers_only(monkeypatch, tmp_pat
     )
     assert cli.main(["launch", "--ps", "0", "--workers", "1", str(script)]) == 0
     assert seen == [{"worker": 1}]
+
+
+def test_launch_with_a_bad_minitf_ports_says_so_in_one_line(monkeypatch, tmp_path, capsys):
+    script = tmp_path / "script.py"
+    script.write_text("")
+    monkeypatch.setenv("MINITF_PORTS", "abc")
+    assert cli.main(["launch", "--ps", "1", "--workers", "1", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "minitf launch: MINITF_PORTS='abc' is not a range of ports: write LOW-HIGH, "
+        "e.g. 20000-20999, with 1 <= LOW <= HIGH <= 65535\n"
+    )

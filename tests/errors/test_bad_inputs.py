@@ -2447,3 +2447,15 @@ def test_row_193_a_policys_end_op_before_apply_gradients():
         assert len(g.get_operations()) == before
         opt.minimize(w * w, global_step=tf.train.get_or_create_global_step())
         assert opt.release_at_end_op(True).type == "NoOp"  # a group of the count and the tokens
+
+
+def test_row_194_a_minitf_ports_that_is_not_a_range(monkeypatch):
+    from minitf.runtime.distributed.launcher import LocalCluster
+
+    monkeypatch.setenv("MINITF_PORTS", "abc")
+    message = (
+        "MINITF_PORTS='abc' is not a range of ports: write LOW-HIGH, e.g. 20000-20999, "
+        "with 1 <= LOW <= HIGH <= 65535"
+    )
+    with raises(ValueError, message):
+        LocalCluster({"ps": 1, "worker": 1}, output=None)
