@@ -1,6 +1,7 @@
 """``tf.contrib.layers``: initializers, regularizers and the layer functions."""
 
 # ruff: noqa: F401
+from minitf.contrib.layers.batch_norm import batch_norm
 from minitf.contrib.layers.initializers import (
     variance_scaling_initializer,
     xavier_initializer,

@@ -9,6 +9,8 @@ variables; their activation defaults to ReLU. ``max_pool2d``,
 contrib's defaults (a 2-stride VALID pool, ``keep_prob=0.5``). Each adds its
 output to ``outputs_collections`` under an alias, its scope's name
 (``output.aliases``), as TF's ``collect_named_outputs`` does.
+Every layer function is decorated with ``add_arg_scope``, so an
+``arg_scope`` can set its keyword arguments.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from minitf.contrib.framework.arg_scope import add_arg_scope
 from minitf.contrib.layers.initializers import xavier_initializer
 from minitf.framework import ops
 from minitf.framework.graph_keys import GraphKeys
@@ -87,6 +90,7 @@ def _apply(layer, inputs, variables_collections, normalizer_fn, normalizer_param
     return outputs
 
 
+@add_arg_scope
 def fully_connected(
     inputs: Any,
     num_outputs: int,
@@ -157,6 +161,7 @@ def fully_connected(
         return collect_named_outputs(outputs_collections, sc.name, outputs)
 
 
+@add_arg_scope
 def flatten(inputs: Any, outputs_collections: Any = None, scope: str | None = None) -> ops.Tensor:
     """``[batch, d1, d2, ...] -> [batch, d1 * d2 * ...]`` in name scope ``Flatten``.
 
@@ -187,6 +192,7 @@ def _keras_data_format(data_format: str | None) -> str:
     return "channels_first" if data_format and data_format.startswith("NC") else "channels_last"
 
 
+@add_arg_scope
 def convolution2d(
     inputs: Any,
     num_outputs: int,
@@ -310,6 +316,7 @@ def _pool2d(
         return collect_named_outputs(outputs_collections, sc, layer(inputs))
 
 
+@add_arg_scope
 def max_pool2d(
     inputs: Any,
     kernel_size: Any,
@@ -342,6 +349,7 @@ def max_pool2d(
     )
 
 
+@add_arg_scope
 def avg_pool2d(
     inputs: Any,
     kernel_size: Any,
@@ -377,6 +385,7 @@ def avg_pool2d(
     )
 
 
+@add_arg_scope
 def dropout(
     inputs: Any,
     keep_prob: Any = 0.5,
