@@ -2459,3 +2459,84 @@ def test_row_194_a_minitf_ports_that_is_not_a_range(monkeypatch):
     )
     with raises(ValueError, message):
         LocalCluster({"ps": 1, "worker": 1}, output=None)
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"zero_debias_moving_mean": True},
+        {"batch_weights": [1.0, 1.0]},
+        {"renorm": True},
+        {"adjustment": lambda shape: (1.0, 0.0)},
+    ],
+)
+def test_row_195_batch_norm_options_minitf_does_not_have(option):
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [2, 3])
+        before = len(g.get_operations())
+        name = next(iter(option))
+        with raises(NotImplementedError, f"tf.contrib.layers.batch_norm has no `{name}`"):
+            tf.contrib.layers.batch_norm(x, **option)
+        assert len(g.get_operations()) == before
+        assert tf.global_variables() == []
+
+
+def test_row_196_batch_norm_with_an_unknown_data_format():
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [2, 2, 2, 3])
+        before = len(g.get_operations())
+        with raises(ValueError, "data_format has to be either NCHW or NHWC."):
+            tf.contrib.layers.batch_norm(x, data_format="CHWN")
+        assert len(g.get_operations()) == before
+        assert tf.contrib.layers.batch_norm(x, data_format="NCHW").get_shape() == (2, 2, 2, 3)
+
+
+def test_row_197_batch_norm_of_an_input_of_unknown_rank():
+    with raises(ValueError, "Inputs Placeholder:0 has undefined rank."):
+        tf.contrib.layers.batch_norm(tf.placeholder(tf.float32), updates_collections=None)
+    with raises(ValueError, "Input has undefined rank"):
+        tf.contrib.layers.batch_norm(tf.placeholder(tf.float32))
+    assert tf.global_variables() == []
+
+
+def test_row_198_batch_norm_with_unknown_channels():
+    x = tf.placeholder(tf.float32, [5, 3, 3, None])
+    with raises(ValueError, "Inputs Placeholder:0 has undefined channels dimension (5, 3, 3, ?)."):
+        tf.contrib.layers.batch_norm(x, updates_collections=None)
+    assert tf.global_variables() == []
+    x.set_shape([5, 3, 3, 4])
+    tf.contrib.layers.batch_norm(x, updates_collections=None)
+    assert tf.global_variables()[0].get_shape() == (4,)
+
+
+def test_row_199_arg_scope_of_a_function_not_decorated():
+    def my_layer(inputs, padding="VALID"):
+        return inputs
+
+    framework = tf.contrib.framework
+    with raises(ValueError, "my_layer is not decorated with @add_arg_scope"):
+        with framework.arg_scope([my_layer], padding="SAME"):
+            pass
+    assert framework.current_arg_scope() == {}
+    decorated = framework.add_arg_scope(my_layer)
+    with framework.arg_scope([decorated], padding="SAME"):
+        assert framework.current_arg_scope() == {decorated._key_op: {"padding": "SAME"}}
+
+
+def test_row_200_arg_scope_of_a_saved_scope_with_kwargs():
+    framework = tf.contrib.framework
+    with framework.arg_scope([tf.contrib.layers.conv2d], stride=2) as sc:
+        pass
+    message = "When attempting to re-use a scope by supplying a dictionary, kwargs must be empty."
+    with raises(ValueError, message):
+        with framework.arg_scope(sc, padding="SAME"):
+            pass
+    assert framework.current_arg_scope() == {}
+
+
+def test_row_201_arg_scope_of_one_function_not_a_list():
+    framework = tf.contrib.framework
+    with raises(TypeError, "list_ops_or_scope must either be a list/tuple or reused scope"):
+        with framework.arg_scope(tf.contrib.layers.conv2d, padding="SAME"):
+            pass
+    assert framework.current_arg_scope() == {}
