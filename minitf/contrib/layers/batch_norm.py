@@ -28,6 +28,7 @@ normalized with); minitf computes those numbers with the unfused ops.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -141,12 +142,23 @@ def batch_norm(
     # TF1 tests identity, not equality, against the default collection.
     default_updates = updates_collections is GraphKeys.UPDATE_OPS
     args = _Arguments(
-        decay, center, scale, epsilon, param_initializers or {}, param_regularizers or {},
-        updates_collections, is_training, variables_collections, trainable, data_format,
-    )  # fmt: skip
+        decay=decay,
+        center=center,
+        scale=scale,
+        epsilon=epsilon,
+        initializers=param_initializers or {},
+        regularizers=param_regularizers or {},
+        updates_collections=updates_collections,
+        is_training=is_training,
+        variables_collections=variables_collections,
+        trainable=trainable,
+        data_format=data_format,
+    )
     with vs.variable_scope(
         scope, "BatchNorm", [inputs], reuse=reuse, custom_getter=_contrib_variable_getter
     ) as sc:
+        # TF1's choice (contrib's layers.py): the core layer only for the default
+        # collection, and not for 2-D inputs, which its fused kernel takes.
         if default_updates and not (fused and rank == 2):
             outputs = _with_the_layer(inputs, args, fused and rank == 4, sc, reuse)
         else:
@@ -165,27 +177,27 @@ def _refuse_unsupported(**given: bool) -> None:
             )
 
 
+@dataclasses.dataclass
 class _Arguments:
-    """The arguments both implementations read, unpacked once."""
+    """The arguments both implementations read; ``initializers`` completed with the defaults."""
 
-    def __init__(
-        self, decay, center, scale, epsilon, initializers, regularizers,
-        updates_collections, is_training, variables_collections, trainable, data_format,
-    ):  # fmt: skip
-        self.decay = decay
-        self.center = center
-        self.scale = scale
-        self.epsilon = epsilon
+    decay: float
+    center: bool
+    scale: bool
+    epsilon: float
+    initializers: dict
+    regularizers: dict
+    updates_collections: Any
+    is_training: Any
+    variables_collections: Any
+    trainable: bool
+    data_format: str
+
+    def __post_init__(self) -> None:
         self.initializers = {
-            name: initializers.get(name, default)
+            name: self.initializers.get(name, default)
             for name, default in zip(_PARAMS, _DEFAULT_INITIALIZERS, strict=True)
         }
-        self.regularizers = regularizers
-        self.updates_collections = updates_collections
-        self.is_training = is_training
-        self.variables_collections = variables_collections
-        self.trainable = trainable
-        self.data_format = data_format
 
 
 def _with_the_layer(inputs, args: _Arguments, fused: bool, sc, reuse) -> ops.Tensor:
