@@ -1,4 +1,4 @@
 """``tf.contrib``: the few contrib names TF1 parameter-server code uses."""
 
 # ruff: noqa: F401
-from minitf.contrib import framework, layers, opt, rnn, training
+from minitf.contrib import framework, layers, opt, rnn, slim, training

@@ -1,6 +1,7 @@
-"""A slim-style CNN: arg_scope + conv2d with normalizer_fn=batch_norm + max_pool2d +
-fully_connected, trained by SGD. The losses and moving averages of its first steps are
-checked against the same network written in numpy, with gradients by central differences."""
+"""A slim CNN (``slim = tf.contrib.slim``): arg_scope + conv2d with
+normalizer_fn=batch_norm + max_pool2d + fully_connected, trained by SGD. The losses and
+moving averages of its first steps are checked against the same network written in
+numpy, with gradients by central differences."""
 
 import numpy as np
 import pytest
@@ -9,8 +10,7 @@ import minitf as tf
 
 pytestmark = pytest.mark.timeout(60)
 
-slim_layers = tf.contrib.layers
-arg_scope = tf.contrib.framework.arg_scope
+slim = tf.contrib.slim
 EPSILON, DECAY, LEARNING_RATE = 0.001, 0.9, 0.5
 
 
@@ -58,13 +58,13 @@ def _np_sgd_step(params, images, labels, delta=1e-6):
 
 def _model(images, params):
     w1, beta, w2, b2 = params
-    with arg_scope(
-        [slim_layers.conv2d, slim_layers.fully_connected],
-        normalizer_fn=slim_layers.batch_norm,
+    with slim.arg_scope(
+        [slim.conv2d, slim.fully_connected],
+        normalizer_fn=slim.batch_norm,
         normalizer_params={"decay": DECAY, "epsilon": EPSILON, "is_training": True},
     ):
-        with arg_scope([slim_layers.conv2d], padding="SAME", stride=1):
-            net = slim_layers.conv2d(
+        with slim.arg_scope([slim.conv2d], padding="SAME", stride=1):
+            net = slim.conv2d(
                 images,
                 2,
                 [3, 3],
@@ -76,9 +76,9 @@ def _model(images, params):
                 },
                 scope="conv1",
             )
-        net = slim_layers.max_pool2d(net, [2, 2], scope="pool1")
-        net = slim_layers.flatten(net)
-        return slim_layers.fully_connected(
+        net = slim.max_pool2d(net, [2, 2], scope="pool1")
+        net = slim.flatten(net)
+        return slim.fully_connected(
             net,
             3,
             activation_fn=None,
@@ -120,3 +120,12 @@ def test_slim_cnn_first_steps_match_numpy():
             expected_variance = DECAY * expected_variance + (1 - DECAY) * batch_variance
             np.testing.assert_allclose(sess.run(moving), [expected_mean, expected_variance])
             params = _np_sgd_step(params, images, labels)
+
+
+def test_slim_names_are_the_contrib_functions():
+    for name in ("conv2d", "fully_connected", "max_pool2d", "batch_norm", "flatten", "dropout"):
+        assert getattr(slim, name) is getattr(tf.contrib.layers, name)
+    assert slim.arg_scope is tf.contrib.framework.arg_scope
+    with slim.arg_scope([slim.conv2d], padding="VALID"):
+        net = tf.contrib.layers.conv2d(tf.zeros([1, 5, 5, 1]), 1, [3, 3])
+    assert net.get_shape().as_list() == [1, 3, 3, 1]
