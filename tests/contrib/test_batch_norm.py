@@ -128,9 +128,7 @@ def test_undefined_rank_channels_and_bad_data_format():
                 )
 
 
-@pytest.mark.parametrize(
-    "option", [{"batch_weights": [1.0] * 5}, {"zero_debias_moving_mean": True}, {"renorm": True}]
-)
+@pytest.mark.parametrize("option", [{"batch_weights": [1.0] * 5}, {"renorm": True}])
 def test_unsupported_options_are_refused(option):
     with pytest.raises(NotImplementedError, match=f"has no `{next(iter(option))}`"):
         layers.batch_norm(tf.zeros((5, 3)), **option)
@@ -353,3 +351,66 @@ def test_activation_and_outputs_collections():
         # Per column: (x - mean) / sqrt(var + 0.001), then ReLU.
         expected = np.maximum(np.array([[-1.0, 1.0], [1.0, -1.0]]) / np.sqrt(1.001), 0)
         np.testing.assert_allclose(sess.run(output), expected, rtol=1e-5)
+
+
+def test_zero_debias_variables_are_model_variables():
+    # BatchNormTest.testMovingAverageVariablesZeroDebias.
+    layers.batch_norm(
+        tf.random_uniform((5, 3, 3, 3), seed=1),
+        scale=True,
+        zero_debias_moving_mean=True,
+        fused=False,
+    )
+    assert len(tf.model_variables()) == 6
+    assert _named("biased")[0].op.name == "BatchNorm/BatchNorm/moving_mean/biased"
+    assert _named("local_step")[0].op.name == "BatchNorm/BatchNorm/moving_mean/local_step"
+
+
+@pytest.mark.parametrize("updates_collections", [tf.GraphKeys.UPDATE_OPS, None])
+@pytest.mark.parametrize("fused, data_format", FORMATS)
+def test_zero_debias_moving_mean_is_the_batch_mean_after_each_step(
+    fused, data_format, updates_collections
+):
+    # BatchNormTest.testZeroDebiasMovingMean and the ZeroDebias cases of
+    # _testNoneUpdatesCollections/_testDelayedUpdateMovingVars: with one batch the
+    # debiased mean is that batch's mean from the first step on.
+    values, mean, variance = _images(data_format)
+    output = layers.batch_norm(
+        tf.constant(values, tf.float32),
+        decay=0.1,
+        updates_collections=updates_collections,
+        zero_debias_moving_mean=True,
+        fused=fused,
+        data_format=data_format,
+    )
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    assert len(updates) == (0 if updates_collections is None else 2)
+    with tf.control_dependencies(updates):
+        output = tf.identity(output)
+    moving_mean, moving_variance = _moving()
+    biased, local_step = _named("biased")[0], _named("local_step")[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run([moving_mean, biased]), [[0] * 3, [0] * 3])
+        for step in range(10):
+            assert sess.run(local_step) == step
+            sess.run(output)
+            np.testing.assert_allclose(sess.run(moving_mean), mean, rtol=1e-5)
+        np.testing.assert_allclose(sess.run(biased), mean, rtol=1e-5)
+        # 1 - 0.1 ** 10 of the way from 1: not debiased.
+        expected = 0.1**10 + (1 - 0.1**10) * _bessel(variance, fused)
+        np.testing.assert_allclose(sess.run(moving_variance), expected, rtol=1e-5)
+
+
+def test_zero_debias_with_center_false_and_float16():
+    # BatchNormTest.testBatchNormBeta (issue 11673): builds and initializes.
+    for dtype in (tf.float32, tf.float16):
+        layers.batch_norm(
+            tf.placeholder(dtype, (10, 10, 10, 10)),
+            center=False,
+            data_format="NCHW",
+            zero_debias_moving_mean=True,
+        )
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+    assert all(v.dtype.base_dtype == tf.float32 for v in tf.global_variables())

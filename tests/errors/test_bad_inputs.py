@@ -2464,7 +2464,6 @@ def test_row_194_a_minitf_ports_that_is_not_a_range(monkeypatch):
 @pytest.mark.parametrize(
     "option",
     [
-        {"zero_debias_moving_mean": True},
         {"batch_weights": [1.0, 1.0]},
         {"renorm": True},
         {"adjustment": lambda shape: (1.0, 0.0)},
@@ -2540,3 +2539,15 @@ def test_row_201_arg_scope_of_one_function_not_a_list():
         with framework.arg_scope(tf.contrib.layers.conv2d, padding="SAME"):
             pass
     assert framework.current_arg_scope() == {}
+
+
+def test_row_202_batch_norm_zero_debias_with_a_tensor_is_training():
+    x = tf.placeholder(tf.float32, [2, 3])
+    is_training = tf.placeholder(tf.bool, [])
+    before = len(tf.get_default_graph().get_operations())
+    with raises(NotImplementedError, "zero_debias_moving_mean only with a Python bool is_training"):
+        tf.contrib.layers.batch_norm(x, zero_debias_moving_mean=True, is_training=is_training)
+    assert len(tf.get_default_graph().get_operations()) == before
+    train = tf.contrib.layers.batch_norm(x, zero_debias_moving_mean=True, scope="bn")
+    evaluate = tf.contrib.layers.batch_norm(x, is_training=False, scope="bn", reuse=True)
+    assert train.get_shape() == evaluate.get_shape() == (2, 3)

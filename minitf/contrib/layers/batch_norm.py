@@ -14,10 +14,11 @@ computed. Otherwise it uses the averages.
 TF1 picks one of three implementations, and they differ in what a user can
 see (contrib's ``layers.py``, ``batch_norm``):
 
-- the default (``updates_collections=UPDATE_OPS``, rank other than 2):
-  the core `minitf.layers.BatchNormalization` layer, fused for 4-D inputs
-  unless ``fused=False``;
-- other ``updates_collections``, or a 2-D input, with ``fused`` None or True:
+- the default (``updates_collections=UPDATE_OPS``, no
+  ``zero_debias_moving_mean``, rank other than 2): the core
+  `minitf.layers.BatchNormalization` layer, fused for 4-D inputs unless
+  ``fused=False``;
+- otherwise, for 2-D and 4-D inputs with ``fused`` None or True:
   the fused kernel (float32 variables, ``epsilon`` at least ``1.001e-5``);
 - otherwise plain ops (variables of the inputs' dtype).
 
@@ -111,7 +112,10 @@ def batch_norm(
         batch_weights: Not supported (must be None).
         fused: None or True: TF1's fused kernel where it applies; False: not.
         data_format: ``"NHWC"`` (channels last, default) or ``"NCHW"``.
-        zero_debias_moving_mean: Not supported (must be False).
+        zero_debias_moving_mean: Keep the moving mean as TF's zero-debiased
+            average (the extra variables ``.../moving_mean/biased`` and
+            ``.../local_step``): the mean of the batch means so far, without
+            the pull towards 0. Needs a Python bool ``is_training``.
         scope: The variable scope (default ``BatchNorm``, made unique).
         renorm: Not supported (must be False).
         renorm_clipping: Ignored without ``renorm``.
@@ -122,18 +126,25 @@ def batch_norm(
         The normalized (and activated) tensor, of the inputs' shape.
 
     Raises:
-        NotImplementedError: for ``batch_weights``, ``zero_debias_moving_mean``,
-            ``renorm`` or ``adjustment``.
+        NotImplementedError: for ``batch_weights``, ``renorm`` or
+            ``adjustment``, or ``zero_debias_moving_mean`` with a tensor
+            ``is_training``.
         ValueError: for another ``data_format``, or an input whose rank or
             channels dimension is unknown.
     """
     del renorm_clipping, renorm_decay
     _refuse_unsupported(
         batch_weights=batch_weights is not None,
-        zero_debias_moving_mean=zero_debias_moving_mean,
         renorm=renorm,
         adjustment=adjustment is not None,
     )
+    if zero_debias_moving_mean and utils.constant_value(is_training) is None:
+        # The debiasing variables would be made inside the tf.cond on is_training,
+        # where their initializers could not run.
+        raise NotImplementedError(
+            "minitf's tf.contrib.layers.batch_norm has zero_debias_moving_mean only with a "
+            "Python bool is_training, not a tensor."
+        )
     if data_format not in _DATA_FORMATS:
         raise ValueError("data_format has to be either NCHW or NHWC.")
     inputs = ops.convert_to_tensor(inputs)
@@ -153,13 +164,15 @@ def batch_norm(
         variables_collections=variables_collections,
         trainable=trainable,
         data_format=data_format,
+        zero_debias=zero_debias_moving_mean,
     )
     with vs.variable_scope(
         scope, "BatchNorm", [inputs], reuse=reuse, custom_getter=_contrib_variable_getter
     ) as sc:
         # TF1's choice (contrib's layers.py): the core layer only for the default
-        # collection, and not for 2-D inputs, which its fused kernel takes.
-        if default_updates and not (fused and rank == 2):
+        # collection without debiasing, and not for 2-D inputs, which its fused
+        # kernel takes.
+        if default_updates and not zero_debias_moving_mean and not (fused and rank == 2):
             outputs = _with_the_layer(inputs, args, fused and rank == 4, sc, reuse)
         else:
             outputs = _with_ops(inputs, args, fused and rank in (2, 4))
@@ -192,6 +205,7 @@ class _Arguments:
     variables_collections: Any
     trainable: bool
     data_format: str
+    zero_debias: bool
 
     def __post_init__(self) -> None:
         self.initializers = {
@@ -304,10 +318,10 @@ class _BatchStatistics:
             )
             self.variance_target = self.variance * count / math_ops.maximum(count - 1.0, 1.0)
 
-    def updates(self, decay) -> tuple:
-        """The two ``assign_moving_average`` ops."""
+    def updates(self, decay, zero_debias) -> tuple:
+        """The two ``assign_moving_average`` ops (the mean's debiased if asked)."""
         return (
-            assign_moving_average(self.moving_mean, self.mean, decay, zero_debias=False),
+            assign_moving_average(self.moving_mean, self.mean, decay, zero_debias=zero_debias),
             assign_moving_average(
                 self.moving_variance, self.variance_target, decay, zero_debias=False
             ),
@@ -324,15 +338,17 @@ class _BatchStatistics:
         statistics and updates if true, the moving averages if false.
         """
         if args.updates_collections is None:
-            return utils.smart_cond(args.is_training, lambda: self._forced(args.decay), self.moving)
+            return utils.smart_cond(
+                args.is_training, lambda: self._forced(args.decay, args.zero_debias), self.moving
+            )
         update_mean, update_variance = utils.smart_cond(
-            args.is_training, lambda: self.updates(args.decay), self.moving
+            args.is_training, lambda: self.updates(args.decay, args.zero_debias), self.moving
         )
         ops.add_to_collections(args.updates_collections, update_mean)
         ops.add_to_collections(args.updates_collections, update_variance)
         return utils.smart_cond(args.is_training, lambda: (self.mean, self.variance), self.moving)
 
-    def _forced(self, decay) -> tuple:
+    def _forced(self, decay, zero_debias) -> tuple:
         """The batch statistics, after the updates (``updates_collections=None``)."""
-        with ops.control_dependencies(self.updates(decay)):
+        with ops.control_dependencies(self.updates(decay, zero_debias)):
             return array_ops.identity(self.mean), array_ops.identity(self.variance)
