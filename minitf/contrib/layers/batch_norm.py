@@ -318,12 +318,14 @@ class _BatchStatistics:
             )
             self.variance_target = self.variance * count / math_ops.maximum(count - 1.0, 1.0)
 
-    def updates(self, decay, zero_debias) -> tuple:
+    def updates(self, args: _Arguments) -> tuple:
         """The two ``assign_moving_average`` ops (the mean's debiased if asked)."""
         return (
-            assign_moving_average(self.moving_mean, self.mean, decay, zero_debias=zero_debias),
             assign_moving_average(
-                self.moving_variance, self.variance_target, decay, zero_debias=False
+                self.moving_mean, self.mean, args.decay, zero_debias=args.zero_debias
+            ),
+            assign_moving_average(
+                self.moving_variance, self.variance_target, args.decay, zero_debias=False
             ),
         )
 
@@ -338,17 +340,15 @@ class _BatchStatistics:
         statistics and updates if true, the moving averages if false.
         """
         if args.updates_collections is None:
-            return utils.smart_cond(
-                args.is_training, lambda: self._forced(args.decay, args.zero_debias), self.moving
-            )
+            return utils.smart_cond(args.is_training, lambda: self._forced(args), self.moving)
         update_mean, update_variance = utils.smart_cond(
-            args.is_training, lambda: self.updates(args.decay, args.zero_debias), self.moving
+            args.is_training, lambda: self.updates(args), self.moving
         )
         ops.add_to_collections(args.updates_collections, update_mean)
         ops.add_to_collections(args.updates_collections, update_variance)
         return utils.smart_cond(args.is_training, lambda: (self.mean, self.variance), self.moving)
 
-    def _forced(self, decay, zero_debias) -> tuple:
+    def _forced(self, args: _Arguments) -> tuple:
         """The batch statistics, after the updates (``updates_collections=None``)."""
-        with ops.control_dependencies(self.updates(decay, zero_debias)):
+        with ops.control_dependencies(self.updates(args)):
             return array_ops.identity(self.mean), array_ops.identity(self.variance)
