@@ -53,6 +53,23 @@ def test_while_another_thread_has_the_loops_turn_a_received_step_waits_for_that_
     assert THREADS[-2:] == [LOOP_THREAD, LOOP_THREAD]
 
 
+def test_with_two_inter_op_threads_a_received_step_takes_the_second_turn(speedups_on):
+    executor = Executor(task="/job:test/task:0", inter_op_threads=2)
+    GATE.clear()
+    GATE_REACHED.clear()
+    gated, later = start_held(executor, gate=True), start_held(executor)
+    done_gated, done_later = HELD.get(timeout=10), HELD.get(timeout=10)
+    threading.Thread(target=done_gated, args=(np.float32(2.0),)).start()
+    assert GATE_REACHED.wait(10)  # the loop's thread has a turn, held at the gate
+    with receiving():
+        done_later(np.float32(3.0))
+    assert later.get_nowait() == ([3.0], None)  # moved here, while the other turn is held
+    assert THREADS[-1] == threading.current_thread().name
+    GATE.set()
+    assert gated.get(timeout=10) == ([2.0], None)
+    assert THREADS[-1] == LOOP_THREAD
+
+
 def test_with_the_speed_ups_off_the_loops_thread_takes_a_received_step_up(monkeypatch):
     monkeypatch.setattr(config, "_FAST", False)
     ended = start_held(Executor(task="/job:test/task:0"))
