@@ -95,9 +95,11 @@ class ConfigProto(_Message):
     """Session configuration (``tf.ConfigProto``).
 
     minitf honours ``allow_soft_placement``, ``log_device_placement``,
-    ``operation_timeout_in_ms`` and ``intra_op_parallelism_threads`` (the
-    threads of numpy's matrix products: `minitf.runtime.speedups.intra_op`); the
-    other thread-pool sizes are accepted and recorded.
+    ``operation_timeout_in_ms``, ``intra_op_parallelism_threads`` (the
+    threads of numpy's matrix products: `minitf.runtime.speedups.intra_op`) and,
+    in a server's config, ``inter_op_parallelism_threads`` (how many of the
+    task's steps may move at once: `inter_op_threads`); the other
+    thread-pool sizes are accepted and recorded.
     """
 
     _FIELDS = {
@@ -151,6 +153,27 @@ class RunMetadata(_Message):
         if self.step_stats.get("dev_stats"):  # an untraced run leaves the field unset
             message.step_stats.CopyFrom(step_stats_pb2.step_stats_proto(self.step_stats))
         return message.SerializeToString()
+
+
+def inter_op_threads(config: ConfigProto | None) -> int:
+    """How many of a task's steps may move at once: its inter-op threads.
+
+    TF runs a task's steps on a pool of ``inter_op_parallelism_threads``
+    threads from the server's ``ConfigProto``; 0 (the default) is the
+    machine's cores, and a negative number runs them in one thread.
+
+    Args:
+        config: The server's ``tf.ConfigProto``, or None (the defaults).
+    """
+    threads = config.inter_op_parallelism_threads if config is not None else 0
+    if threads > 0:
+        return int(threads)
+    if threads < 0:
+        return 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 _OFF_WORDS = ("0", "off", "false", "no")

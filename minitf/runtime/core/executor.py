@@ -41,10 +41,9 @@ class Executor:
       be made, for a completion (or the deadline) — a local session's steps,
       the client's own partition, a stepped or traced step on a task;
     * `start`: the step holds no thread while it waits. The task's *loop*
-      (`_Loop`, one thread per executor, TF's inter-op thread pool of one)
-      makes its moves, and takes it up again each time a completion
-      arrives, in the order steps asked: completions reach the step through
-      the loop and its scheduler, never on the thread that made them.
+      (`_Loop`, TF's inter-op pool) takes it up each time it can move:
+      completions reach the step through the loop and its scheduler, never
+      on the thread that made them.
 
     What a move runs is a policy of the scheduler's: watched op by op
     (`Scheduler.observes_ops`, a traced step, a plan with ``tf.cond``, or the
@@ -56,10 +55,15 @@ class Executor:
         scheduler: Chooses every move (default: `FifoScheduler`).
         observe_ops: If True, every op is a move (a tracer wants each in turn).
         task: The task's name, for the log of waiting steps.
+        inter_op_threads: How many of the steps `start` starts may move at once.
     """
 
     def __init__(
-        self, scheduler: Scheduler | None = None, observe_ops: bool = False, task: str = ""
+        self,
+        scheduler: Scheduler | None = None,
+        observe_ops: bool = False,
+        task: str = "",
+        inter_op_threads: int = 1,
     ):
         self.scheduler = scheduler or FifoScheduler()
         self._observe_ops = observe_ops
@@ -67,7 +71,8 @@ class Executor:
         self.task = task
         self.wait_log_secs = wait_log_secs()
         self._watch: Watch | None = None
-        self._loop: _Loop | None = None
+        runs_steps = self.scheduler.runs_steps
+        self._loop = self.scheduler if runs_steps else _Loop(task, inter_op_threads)
 
     @property
     def observe_ops(self) -> bool:
@@ -193,20 +198,11 @@ class Executor:
                 and None, or None and the step's `OpError` (the step is
                 cancelled first).
         """
-        if self._loop is None:
-            with _watch_lock:
-                if self._loop is None:
-                    runs_steps = self.scheduler.runs_steps
-                    self._loop = self.scheduler if runs_steps else _Loop(self.task)
         started = _Started(self, self.execution(plan, ctx, feed_values), done)
         self._loop.start(started)
 
     def watch(self, run: _Started) -> None:
-        """Watches a started step that waits: its deadline, and its long waits.
-
-        Args:
-            run: The step, when it first waits.
-        """
+        """Watches ``run``, a started step that first waits: its deadline, and its long waits."""
         if self._watch is None:
             with _watch_lock:
                 if self._watch is None:
@@ -214,11 +210,7 @@ class Executor:
         self._watch.add(run)
 
     def unwatch(self, run: _Started) -> None:
-        """Stops watching a started step that has ended.
-
-        Args:
-            run: The step.
-        """
+        """Stops watching ``run``, a started step that has ended (`watch`)."""
         self._watch.remove(run)
 
     def _wait(self, execution: StepExecution) -> None:
@@ -247,50 +239,57 @@ def _cancel(ctx: StepContext) -> None:
 
 
 class _Loop:
-    """The task's loop: makes the moves of its started steps (`Executor.start`), one at a time.
+    """The task's loop, TF's inter-op thread pool: makes the moves of started steps.
 
-    Steps are taken up in the order they ask — a new step, or one to which a
-    completion has come — and each makes the moves its scheduler has for it
-    before the next is taken up, as TF's executor queues the ops a
-    completion makes ready behind the node that is running: a worker's
-    ``apply_grad`` that lets the chief's ``take_grad`` finish comes back to
-    the chief's step only after the worker's step has started its token
-    dequeue, so no other worker can take that worker's token.
+    Being the loop is a *turn*, which up to ``turns`` threads have at once. A
+    thread with a turn takes up the steps that can move (new ones, or ones a
+    completion came to) in the order they asked, each until it waits or
+    ends; a step moves on one thread at a time. A completion only queues its
+    step; one that a move made is taken up by that move's thread once its
+    step stops, as TF queues what a completion makes ready behind the
+    running node: a worker's step reaches its token dequeue before the
+    chief's update that its gradient allowed puts the tokens in. A thread
+    that brings work takes a free turn: a new step's request's (as TF runs
+    ``RunGraph`` on its RPC's thread), or a reader's that delivered tensors
+    (`minitf.runtime.speedups.receiving`). With no turn taken, the loop's
+    own thread is woken; it ends after `IDLE_SECONDS` idle.
 
-    Being the loop is a turn that one thread at a time takes (``_busy``),
-    until no step is left. A completion only queues its step. When the loop
-    is idle, a thread that brings work takes the turn: the thread of a new
-    step's request (`start`, as TF runs a ``RunGraph`` on its RPC's thread),
-    or a connection's reader that delivered a step's tensors (a speed-up,
-    `minitf.runtime.speedups.receiving`). Else the loop's own thread is
-    woken; it ends after `IDLE_SECONDS` idle.
+    Args:
+        task: The task's name (the thread's).
+        turns: How many threads may have a turn at once (the inter-op threads).
     """
 
     IDLE_SECONDS = 30.0
 
-    def __init__(self, task: str):
+    def __init__(self, task: str, turns: int = 1):
         self._name = f"minitf-loop {task}".strip()
         self._steps: deque[_Started] = deque()  # in the order they asked
         self._lock = threading.Lock()
-        self._busy = False  # a thread has the turn: it takes up every step in ``_steps``
+        self._turns = 0  # threads that have a turn: they take up every step in ``_steps``
+        self._max_turns = max(1, turns)
+        self._mine = threading.local()  # ``steps``: the queue of this thread's turn
         self._wake: queue.SimpleQueue = queue.SimpleQueue()
         self._thread_running = False
 
     def start(self, run: _Started) -> None:
-        """Takes the turn for a new step here if the loop is idle, else queues it."""
+        """Takes a turn for a new step here if one is free, else queues it."""
         with self._lock:
             self._steps.append(run)
         self.take_turn()
 
     def take_up(self, run: _Started) -> None:
-        """Queues ``run`` (from any thread) for the thread that has the turn, or will have it."""
+        """Queues ``run`` (from any thread) for a thread that has a turn, or will have one."""
+        mine = getattr(self._mine, "steps", None)
+        if mine is not None:  # a move of this thread's turn made the completion
+            mine.append(run)
+            return
         with self._lock:
             self._steps.append(run)
-            if self._busy:
-                return
             receiver = loops_to_take_up()
-            if receiver is not None:
-                receiver.add(self)  # it takes the turn once its message is delivered
+            if receiver is not None and self._turns < self._max_turns:
+                receiver.add(self)  # it takes a turn once its message is delivered
+                return
+            if self._turns:
                 return
             self._wake.put(None)
             if self._thread_running:
@@ -299,28 +298,37 @@ class _Loop:
         threading.Thread(target=self._serve, name=self._name, daemon=True).start()
 
     def take_turn(self) -> None:
-        """Takes the turn here, unless a thread has it, if steps wait for it."""
+        """Takes a turn here if one is free and steps wait for it."""
+        if getattr(self._mine, "steps", None) is not None:
+            return  # this thread has a turn already: it takes them up
         with self._lock:
-            if self._busy or not self._steps:
+            if self._turns >= self._max_turns or not self._steps:
                 return
-            self._busy = True
+            self._turns += 1
         self._take_steps()
 
     def _take_steps(self) -> None:
         steps = self._steps
+        mine = self._mine.steps = deque()
         while True:
-            with self._lock:
-                if not steps:
-                    self._busy = False
-                    return
-                run = steps.popleft()
+            if mine:
+                run = mine.popleft()
+            else:
+                with self._lock:
+                    if not steps:
+                        self._turns -= 1
+                        self._mine.steps = None
+                        return
+                    run = steps.popleft()
             try:
                 run.advance()
             except Exception:  # noqa: BLE001 - a step reports its own errors; keep the loop
                 logger.exception("%s: a step failed outside its own error handling", self._name)
             except BaseException:
-                with self._lock:
-                    self._busy = False  # the next thread with work takes the rest
+                self._mine.steps = None
+                with self._lock:  # the next thread with work takes the rest
+                    self._turns -= 1
+                    steps.extendleft(reversed(mine))
                 raise
             del run  # hold nothing of a finished step while idle
 
@@ -337,11 +345,14 @@ class _Loop:
             self.take_turn()
 
 
+_IDLE, _QUEUED, _MOVING, _AGAIN = range(4)  # a started step: waits, is queued, moves, goes on
+
+
 class _Started:
     """A step that `Executor.start` started, taken up by the loop each time it can move."""
 
     __slots__ = (
-        "_executor", "execution", "_done", "_lock", "_queued", "_ended", "_expired",
+        "_executor", "execution", "_done", "_lock", "_state", "_ended", "_expired",
         "_watched", "started", "__weakref__",
     )  # fmt: skip
 
@@ -350,7 +361,7 @@ class _Started:
         self.execution = execution
         self._done = done
         self._lock = threading.Lock()
-        self._queued = True  # its first moves are already on their way (`_Loop.start`)
+        self._state = _QUEUED  # its first moves are already on their way (`_Loop.start`)
         self._ended = False
         self._expired = False
         self._watched = False
@@ -365,23 +376,31 @@ class _Started:
     def _arrival(self) -> None:
         """A completion came (on whichever thread made it): the loop takes the step up."""
         with self._lock:
-            if self._queued or self._ended:
+            if self._ended or self._state != _IDLE:
+                if self._state == _MOVING:
+                    self._state = _AGAIN  # the thread that moves it goes on
                 return
-            self._queued = True
+            self._state = _QUEUED
         self._executor._loop.take_up(self)
 
     def advance(self) -> None:
-        """Makes the step's moves until it waits or ends (on the loop's thread)."""
+        """Makes the step's moves until it waits or ends (on a thread with the loop's turn)."""
         with self._lock:
-            self._queued = False
             if self._ended:
                 return
+            self._state = _MOVING
         execution = self.execution
         quiet = quiet_floats()
         try:
-            if self._expired:
-                raise deadline_error(execution)
-            self._executor.moves(execution)
+            while True:
+                if self._expired:
+                    raise deadline_error(execution)
+                self._executor.moves(execution)
+                with self._lock:
+                    if self._state == _MOVING:
+                        self._state = _IDLE
+                        break
+                    self._state = _MOVING  # a completion came meanwhile
         except BaseException as exc:  # noqa: BLE001 - the step's error goes to ``done``
             self._end(None, exc)
             return
@@ -437,18 +456,9 @@ class _Started:
         self._done(values, error)
 
     def expire(self, now: float) -> float | None:
-        """Fails the step when its deadline has passed (`Watch`): the loop ends it.
-
-        Returns:
-            None (nothing more to watch).
-        """
-        with self._lock:
-            if self._ended:
-                return None
-            self._expired = True
-            queued, self._queued = self._queued, True
-        if not queued:
-            self._executor._loop.take_up(self)
+        """Fails the step when its deadline has passed (`Watch`): the loop ends it; returns None."""
+        self._expired = True
+        self._arrival()
         return None
 
     def log(self, now: float) -> None:

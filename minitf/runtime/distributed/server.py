@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minitf.framework import errors
+from minitf.runtime.core import config as config_lib
 from minitf.runtime.distributed import simulation, task_defaults
 from minitf.runtime.distributed.cluster_spec import ClusterSpec, server_def
 from minitf.runtime.distributed.connect import (
@@ -97,7 +98,9 @@ class Server:
         config: A ``tf.ConfigProto`` default for sessions on this server. Its
             ``intra_op_parallelism_threads`` sets the process's BLAS threads;
             0 (the default) shares the machine's cores among the cluster's
-            tasks on it (`minitf.runtime.speedups.intra_op`).
+            tasks on it (`minitf.runtime.speedups.intra_op`). Its
+            ``inter_op_parallelism_threads`` is how many of the task's steps
+            may move at once (0, the default: the machine's cores).
         start: Start listening now.
         scheduler: minitf's: the `minitf.runtime.core.scheduler.Scheduler` that
             chooses every move of the steps this task runs (default: the one
@@ -148,7 +151,8 @@ class Server:
             logger.info("%s is a straggler: %r", task_name, getattr(straggler, "model", straggler))
         if scheduler is None and task_defaults.TaskDefaults.scheduler is not None:
             scheduler = task_defaults.TaskDefaults.scheduler(job_name, self._task)
-        self.worker = Worker(task_name, scheduler=scheduler, straggler=straggler)
+        threads = config_lib.inter_op_threads(config)  # TF's inter-op pool
+        self.worker = Worker(task_name, scheduler, straggler, inter_op_threads=threads)
         self._peers: Peers | None = None
         self._recordings_of: dict[Wire, set[int]] = {}  # by the connection that started them
         self._steps_of: dict[Wire, set[int]] = {}  # steps running for each connection

@@ -95,6 +95,7 @@ class Worker:
         scheduler: Chooses every move of this task's steps (default: free-running).
         straggler: A `minitf.cluster.delays.Straggler`, or None.
         clock: Where time is read (`minitf.runtime.core.clock`).
+        inter_op_threads: How many of the task's steps may move at once (TF's inter-op pool).
 
     Attributes:
         resource_mgr: The task's variables, queues and accumulators.
@@ -109,6 +110,7 @@ class Worker:
         scheduler=None,
         straggler=None,
         clock: WallClock = WALL_CLOCK,
+        inter_op_threads: int = 1,
     ):
         self.task_name = task_name
         self.straggler = straggler
@@ -117,7 +119,7 @@ class Worker:
         self.rendezvous = Rendezvous()
         self.recorders = step_stats.Recorders()
         self.transport = None
-        self._executor = Executor(scheduler, task=task_name)
+        self._executor = Executor(scheduler, task=task_name, inter_op_threads=inter_op_threads)
         self._registered: dict[int, RegisteredGraph] = {}
         # Each session's stateful kernels, by op name (TF's OpSegment).
         self._segments: dict[str, dict] = {}

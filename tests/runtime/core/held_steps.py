@@ -63,3 +63,20 @@ def start_held(executor: Executor, gate: bool = False) -> queue.SimpleQueue:
     ended = queue.SimpleQueue()
     executor.start(plan, StepContext(ResourceMgr()), [np.float32(1.0)], lambda *r: ended.put(r))
     return ended
+
+
+def start_held_twice(executor: Executor) -> queue.SimpleQueue:
+    """Starts a step with two held ops, the first gated; returns where its end goes.
+
+    The step's first completion (from `HELD`) runs ``TestGate``, which holds
+    the thread that moves the step until `GATE` is set; the second
+    completion comes while it is held.
+    """
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [], name="p")
+        first = _op("TestNoteThread", _op("TestGate", _op("TestHeld", p)))
+        second = _op("TestNoteThread", _op("TestHeld", p))
+        plan = pipeline.build_plan([first, second], [], [p], _kernel)
+    ended = queue.SimpleQueue()
+    executor.start(plan, StepContext(ResourceMgr()), [np.float32(1.0)], lambda *r: ended.put(r))
+    return ended

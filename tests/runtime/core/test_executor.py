@@ -28,8 +28,9 @@ from minitf.runtime.core.plan import KernelInfo
 from minitf.runtime.core.resource_mgr import ResourceMgr
 from minitf.runtime.core.scheduler import DELIVER, RUN, FifoScheduler
 from minitf.runtime.core.step_context import CancellationManager, StepContext
+from minitf.runtime.speedups.receiving import receiving
 
-from .held_steps import HELD, THREADS, start_held
+from .held_steps import GATE, GATE_REACHED, HELD, THREADS, start_held, start_held_twice
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -284,6 +285,36 @@ def test_a_completion_made_on_another_thread_only_queues_its_step_for_the_loops_
     completing.join(10)
     assert ended.get(timeout=10) == ([2.0], None)
     assert THREADS[-1] == "minitf-loop /job:test/task:0"
+
+
+def test_a_step_moves_on_one_thread_at_a_time_even_with_threads_to_spare(speedups_on):
+    # Two inter-op threads: a completion that comes while the step moves on
+    # one of them (held at the gate) makes that thread go on with the step;
+    # the thread that made it, though it could take a turn, does not.
+    executor = Executor(task="/job:test/task:0", inter_op_threads=2)
+    GATE.clear()
+    GATE_REACHED.clear()
+    ended = start_held_twice(executor)
+    done_first, done_second = HELD.get(timeout=10), HELD.get(timeout=10)
+    threading.Thread(target=done_first, args=(np.float32(2.0),)).start()
+    assert GATE_REACHED.wait(10)  # the loop's thread moves the step, held at the gate
+    before = len(THREADS)
+    with receiving():
+        done_second(np.float32(3.0))
+    assert ended.empty() and len(THREADS) == before  # nothing moved on this thread
+    GATE.set()
+    assert ended.get(timeout=10) == ([2.0, 3.0], None)
+    assert THREADS[-2:] == ["minitf-loop /job:test/task:0"] * 2
+
+
+def test_a_servers_inter_op_threads_are_its_configs():
+    assert config.inter_op_threads(tf.ConfigProto(inter_op_parallelism_threads=3)) == 3
+    assert config.inter_op_threads(tf.ConfigProto(inter_op_parallelism_threads=-1)) == 1
+    assert config.inter_op_threads(None) == len(os.sched_getaffinity(0))  # TF's 0: the cores
+    server = tf.train.Server.create_local_server(
+        tf.ConfigProto(inter_op_parallelism_threads=3), start=False
+    )
+    assert server.worker._executor._loop._max_turns == 3
 
 
 # -- errors --------------------------------------------------------------------------------

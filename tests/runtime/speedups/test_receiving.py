@@ -22,6 +22,21 @@ pytestmark = pytest.mark.timeout(60)
 LOOP_THREAD = "minitf-loop /job:test/task:0"
 
 
+def _one_held_at_the_gate(executor):
+    """Two held steps; the first goes on, on the loop's thread, up to the gate, where it is held.
+
+    Returns:
+        Where each step's end goes, and the second step's completion.
+    """
+    GATE.clear()
+    GATE_REACHED.clear()
+    gated, later = start_held(executor, gate=True), start_held(executor)
+    done_gated, done_later = HELD.get(timeout=10), HELD.get(timeout=10)
+    threading.Thread(target=done_gated, args=(np.float32(2.0),)).start()
+    assert GATE_REACHED.wait(10)  # the loop's thread has a turn, held at the gate
+    return gated, later, done_later
+
+
 def test_a_step_a_received_message_lets_go_on_goes_on_on_the_receiving_thread_after_it(
     speedups_on,
 ):
@@ -37,13 +52,7 @@ def test_a_step_a_received_message_lets_go_on_goes_on_on_the_receiving_thread_af
 def test_while_another_thread_has_the_loops_turn_a_received_step_waits_for_that_thread(
     speedups_on,
 ):
-    executor = Executor(task="/job:test/task:0")
-    GATE.clear()
-    GATE_REACHED.clear()
-    gated, later = start_held(executor, gate=True), start_held(executor)
-    done_gated, done_later = HELD.get(timeout=10), HELD.get(timeout=10)
-    threading.Thread(target=done_gated, args=(np.float32(2.0),)).start()
-    assert GATE_REACHED.wait(10)  # the loop's thread has the turn, held at the gate
+    gated, later, done_later = _one_held_at_the_gate(Executor(task="/job:test/task:0"))
     with receiving():
         done_later(np.float32(3.0))
     assert later.empty()  # this thread did not take a turn another thread had
@@ -51,6 +60,18 @@ def test_while_another_thread_has_the_loops_turn_a_received_step_waits_for_that_
     assert gated.get(timeout=10) == ([2.0], None)
     assert later.get(timeout=10) == ([3.0], None)
     assert THREADS[-2:] == [LOOP_THREAD, LOOP_THREAD]
+
+
+def test_with_two_inter_op_threads_a_received_step_takes_the_second_turn(speedups_on):
+    executor = Executor(task="/job:test/task:0", inter_op_threads=2)
+    gated, later, done_later = _one_held_at_the_gate(executor)
+    with receiving():
+        done_later(np.float32(3.0))
+    assert later.get_nowait() == ([3.0], None)  # moved here, while the other turn is held
+    assert THREADS[-1] == threading.current_thread().name
+    GATE.set()
+    assert gated.get(timeout=10) == ([2.0], None)
+    assert THREADS[-1] == LOOP_THREAD
 
 
 def test_with_the_speed_ups_off_the_loops_thread_takes_a_received_step_up(monkeypatch):
