@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, TextIO
 from minitf.cluster import op_costs
 from minitf.cluster.delays import DelayModel
 from minitf.cluster.sync_record import SyncRecord, worker_index
-from minitf.runtime.distributed.simulation import Simulation
+from minitf.runtime.distributed.simulation import Simulation, fewer_collections
 
 if TYPE_CHECKING:
     from minitf.framework.ops import Operation
@@ -218,18 +218,19 @@ class SimulatedCluster:
         """
         names = list(names or [f"client{i}" for i in range(len(clients))])
         threads = [self._simulation.client(name, fn) for name, fn in zip(names, clients)]
-        for thread in threads:
-            thread.start()
-        self._simulation.run_until_clients_end()
-        for thread in threads:
-            thread.join()
-        failure, self._simulation.failure = self._simulation.failure, None
-        self.failed_task = self._simulation.failed_client
-        if failure is not None:
-            raise failure
-        if out is not None:
-            self.write_report(out)
-        return self.report()
+        with fewer_collections():  # the report too: it reads the whole run
+            for thread in threads:
+                thread.start()
+            self._simulation.run_until_clients_end()
+            for thread in threads:
+                thread.join()
+            failure, self._simulation.failure = self._simulation.failure, None
+            self.failed_task = self._simulation.failed_client
+            if failure is not None:
+                raise failure
+            if out is not None:
+                self.write_report(out)
+            return self.report()
 
     def role_arguments(self, job: str, index: int) -> list[str]:
         """The TF1 command-line arguments of one task (as `LocalCluster` gives them).

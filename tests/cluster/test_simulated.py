@@ -6,6 +6,7 @@ delays is checked against the order statistics of those delays (the mean of
 the largest of ``n`` exponentials is ``mean * H_n``).
 """
 
+import gc
 import math
 import os
 import zlib
@@ -183,6 +184,32 @@ def test_a_session_outside_the_clusters_clients_is_refused():
         with tf.Session(cluster.target("worker", 0)) as sess:
             with pytest.raises(RuntimeError, match="SimulatedCluster.run"):
                 sess.run(c)
+
+
+def test_the_collector_runs_less_often_while_a_run_goes_on_and_as_before_after_it():
+    from minitf.runtime.distributed.simulation import RUN_GC_THRESHOLDS
+
+    before = gc.get_threshold()
+    gc.set_threshold(1234, 5, 6)
+    try:
+        seen = []
+
+        def client():
+            seen.append(gc.get_threshold())
+
+        def failing():
+            seen.append(gc.get_threshold())
+            raise KeyError("boom")
+
+        SimulatedCluster({"worker": 1}).run(client)
+        assert seen == [RUN_GC_THRESHOLDS]
+        assert gc.get_threshold() == (1234, 5, 6)
+        with pytest.raises(KeyError, match="boom"):
+            SimulatedCluster({"worker": 1}).run(failing)
+        assert seen == [RUN_GC_THRESHOLDS] * 2
+        assert gc.get_threshold() == (1234, 5, 6)
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_a_client_error_is_raised_by_run():

@@ -36,7 +36,9 @@ Sessions reach a simulation through targets ``sim://<id>/<job>/<index>``;
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import gc
 import heapq
 import itertools
 import math
@@ -69,6 +71,14 @@ SCHEME = "sim://"
 _simulations: weakref.WeakValueDictionary[int, Simulation] = weakref.WeakValueDictionary()
 _ids = itertools.count(1)
 _current = threading.local()  # .client: the _Client the running thread is
+
+# A simulated run makes many short-lived objects, some in reference cycles (a
+# step's parts, executions and their completions), and keeps every task's
+# graphs alive: at the default thresholds the collector would walk all of
+# them about once per update. While runs go on, it collects less often.
+RUN_GC_THRESHOLDS = (100_000, 50, 100)
+_gc_lock = threading.Lock()
+_gc_runs = [0, None]  # simulated runs going on, and the thresholds to restore after the last
 
 
 class VirtualClock:
@@ -139,9 +149,15 @@ class _Part:
         computes_gradients: Whether a worker's delay comes before it.
     """
 
-    def __init__(self, step, task: str, call: Call, loss: int | None, computes_gradients: bool):
+    def __init__(
+        self, step, task: str, order: int, call: Call, loss: int | None,
+        computes_gradients: bool,
+    ):  # fmt: skip
         self.step = step
         self.task = task
+        self.order = order  # the task's place in ties
+        self.key = step.key
+        self.loops = False  # its plan has loops: a move names an iteration too
         self.call = call
         self.loss = loss
         self.computes_gradients = computes_gradients
@@ -162,6 +178,7 @@ class _Part:
         """The executor started the part: its moves are the simulation's from ``start`` on."""
         self.run = run
         self.execution = run.execution
+        self.loops = run.execution.plan.has_loops
         self.start = start
         self._dirty = dirty
         self.execution.on_arrival = self._arrived
@@ -174,11 +191,6 @@ class _Part:
 
     def available(self, i: int) -> float:
         return self.ready_at.get(i, self.start)
-
-    def ended_op(self, i: int, time: float) -> None:
-        for j in self.info[i].successors:
-            if self.ready_at.get(j, self.start) < time:
-                self.ready_at[j] = time
 
 
 class _Step:
@@ -286,6 +298,8 @@ class Simulation(Scheduler):
         self._now: deque = deque()  # isolated ops to make at once: (part, op, epoch)
         self._dirty: list[_Part] = []  # parts a completion reached since the last look
         self._moves: list[tuple] = []  # every move, cheaply: see `events`
+        self._made = 0  # ops the moves ran or delivered: `move_count`
+        self._listed = 0  # moves listed op by op in `events` so far
         # Waiting attempts that completed: (moves made by then, task, step id, op).
         self._offered: list[tuple[int, str, int, str]] = []
         self._events: list[tuple] = []
@@ -422,7 +436,7 @@ class Simulation(Scheduler):
             with self._cond:
                 # The first failure of the run; of clients that failed between the
                 # same two moves, the first client's (threads race; this does not).
-                order = (len(self._moves), client.index)
+                order = (self._made, client.index)
                 if self.failure is None or order < self._failure_order:
                     self.failure, self.failed_client, self._failure_order = exc, client.name, order
         finally:
@@ -594,7 +608,7 @@ class Simulation(Scheduler):
                 self._seal(client)
                 step = client.open = _Step(client, next(client.steps), step_id, client_task)
                 self._new.append(step)
-            part = _Part(step, task, call, loss, computes_gradients)
+            part = _Part(step, task, self._order[task], call, loss, computes_gradients)
             step.parts.append(part)
             step.outstanding += 1
             self._starting = part
@@ -746,12 +760,7 @@ class Simulation(Scheduler):
                         if not part.ended:
                             self._offer(part, part.start)
                 self._new.clear()
-            self._absorb(self.clock.seconds)
-            move = self._next_move()
-            if move is not None:
-                self._make(*move)
-                if self._now:
-                    self._make_isolated()
+            if self._make_moves():
                 continue
             if self._steps:
                 self._fail_deadlocked()
@@ -761,6 +770,26 @@ class Simulation(Scheduler):
                 continue
             if not any(c.alive for c in self._clients):
                 return
+
+    def _make_moves(self) -> bool:
+        """Makes moves, each the earliest possible, until one wakes a client; False if none.
+
+        A move that wakes no client changes nothing a parked client waits
+        for, and starts no step: the next move follows at once.
+        """
+        made = False
+        while True:
+            if self._dirty:
+                self._absorb(self.clock.seconds)
+            move = self._next_move()
+            if move is None:
+                return made
+            self._make(*move)
+            if self._now:
+                self._make_isolated()
+            made = True
+            if self._running:
+                return True
 
     def _next_move(self):
         """The move that can start earliest (ties: task, step, deliver before run, op).
@@ -790,8 +819,8 @@ class Simulation(Scheduler):
         Args:
             moved: The op that just ran or was delivered, if the part moved.
         """
-        execution, key, order = part.execution, part.step.key, self._order[part.task]
-        heap = self._heap
+        execution, key, order, epoch = part.execution, part.key, part.order, part.epoch
+        heap, seq, ready_at, start = self._heap, self._seq, part.ready_at, part.start
         if part.dirty:
             part.dirty = False
             arrived = execution.arrived
@@ -803,28 +832,26 @@ class Simulation(Scheduler):
                 if op.type in _OFFERED_OPS:
                     # On a held real task this attempt is first offered to its
                     # step, which runs it as a move of its own (ops.data_flow.blocking).
-                    where = (len(self._moves), part.task, part.step.step_id, op.name)
+                    where = (self._made, part.task, part.step.step_id, op.name)
                     self._offered.append(where)
-                when = max(part.ready_at.get(i, part.start), time)
-                part.ready_at[i] = when
-                heapq.heappush(heap, (when, order, key, 0, i, next(self._seq), part, part.epoch))
+                when = max(ready_at.get(i, start), time)
+                ready_at[i] = when
+                heapq.heappush(heap, (when, order, key, 0, i, next(seq), part, epoch))
         # New ready ops are among the successors of the op that just moved
         # (all ready ops when the step starts); each is pushed once.
         pushed, pending = part.pushed, execution.pending
         info = part.info
         now = self._now if moved is not None and self._cost is None else None
         # With loops a move names an iteration too: look at every ready move.
-        whole = moved is None or execution.plan.has_loops
+        whole = moved is None or part.loops
         for i in execution.ready if whole else info[moved].successors:
             if i not in pushed and not pending[i]:
                 pushed.add(i)
-                available = part.available(i)
+                available = ready_at.get(i, start)
                 if now is not None and info[i].isolated and available <= time:
-                    now.append((part, i, part.epoch))  # made at once: see _make_isolated
+                    now.append((part, i, epoch))  # made at once: see _make_isolated
                     continue
-                heapq.heappush(
-                    heap, (available, order, key, 1, i, next(self._seq), part, part.epoch)
-                )
+                heapq.heappush(heap, (available, order, key, 1, i, next(seq), part, epoch))
 
     def _absorb(self, time: float) -> None:
         """Takes in the completions that moves made (they arrive at ``time``)."""
@@ -851,9 +878,9 @@ class Simulation(Scheduler):
                  "index": i, "op": unit.op.name, "type": unit.op.type, "time": start}
             )  # fmt: skip
         # The event log lists every op the move ran: a unit's, in the order it runs them.
-        moves, client, number, step_id = self._moves, step.client, step.key[1], step.step_id
-        for op in unit.ops if running else (unit.op,):
-            moves.append((start, task, client, number, step_id, running, op))
+        listed = unit.ops if running else unit.delivered
+        self._moves.append((start, task, step.client, step.key[1], step.step_id, running, listed))
+        self._made += len(listed)
         taking = not running and unit.takes
         taken = execution.vals[unit.take_slot] if taking else None  # the accumulator
         part.run.make((RUN if running else DELIVER, i))
@@ -874,7 +901,10 @@ class Simulation(Scheduler):
             if running and i in execution.waiting:
                 part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
             else:
-                part.ended_op(i, end)
+                ready_at, first = part.ready_at, part.start
+                for j in unit.successors:  # they may start once it has ended
+                    if ready_at.get(j, first) < end:
+                        ready_at[j] = end
             self._offer(part, end, i)
         if self._dirty:
             self._absorb(end)  # completions this move made arrive when it ends
@@ -896,8 +926,8 @@ class Simulation(Scheduler):
 
     @property
     def move_count(self) -> int:
-        """How many moves have been made."""
-        return len(self._moves)
+        """How many moves have been made (a walk's ops each, as `events` lists them)."""
+        return self._made
 
     @property
     def events(self) -> list[tuple]:
@@ -906,10 +936,10 @@ class Simulation(Scheduler):
         Each is ``(time, task, client, step number, "run" or "deliver", op name)``.
         """
         moves, made = self._moves, self._events
-        for start, task, client, number, _, running, op in moves[len(made) :]:
-            made.append(
-                (start, task, client.name, number, "run" if running else "deliver", op.name)
-            )
+        for start, task, client, number, _, running, listed in moves[self._listed :]:
+            kind = "run" if running else "deliver"
+            made.extend((start, task, client.name, number, kind, op.name) for op in listed)
+        self._listed = len(moves)
         return made
 
     def schedule(self) -> dict[str, list[tuple[int, int, str]]]:
@@ -931,17 +961,21 @@ class Simulation(Scheduler):
         order: list[str] = []
         offered = iter(self._offered)
         offer = next(offered, None)
-        for made, (_, task, _, _, step_id, running, op) in enumerate(self._moves, 1):
-            moves.setdefault(task, []).append((step_id, RUN if running else DELIVER, op.name))
-            order.append(task)
-            # A dequeue or take_grad that this move let finish ran here, at
-            # once; a held task first offers it to its step, whose delivery of
-            # the offer is the next move on the task.
-            while offer is not None and offer[0] == made:
-                _, where, waiting, op_name = offer
-                moves.setdefault(where, []).append((waiting, DELIVER, op_name))
-                order.append(where)
-                offer = next(offered, None)
+        made = 0
+        for _, task, _, _, step_id, running, listed in self._moves:
+            kind = RUN if running else DELIVER
+            for op in listed:
+                made += 1
+                moves.setdefault(task, []).append((step_id, kind, op.name))
+                order.append(task)
+                # A dequeue or take_grad that this move let finish ran here, at
+                # once; a held task first offers it to its step, whose delivery
+                # of the offer is the next move on the task.
+                while offer is not None and offer[0] == made:
+                    _, where, waiting, op_name = offer
+                    moves.setdefault(where, []).append((waiting, DELIVER, op_name))
+                    order.append(where)
+                    offer = next(offered, None)
         return moves, order
 
     def _units_of(self, execution) -> Any:
@@ -1056,11 +1090,14 @@ class _UnitInfo:
         isolated: The plan's ops that touch nothing but their inputs and outputs.
     """
 
-    __slots__ = ("op", "ops", "successors", "isolated", "accumulates", "takes", "take_slot")
+    __slots__ = (
+        "op", "ops", "delivered", "successors", "isolated", "accumulates", "takes", "take_slot",
+    )  # fmt: skip
 
     def __init__(self, unit: Unit, isolated: set):
         self.op = unit.op  # names the unit
         self.ops = unit.ops
+        self.delivered = (unit.op,)  # what a delivery lists in the event log
         self.successors = unit.successors
         step = unit.step
         if step is not None:
@@ -1070,6 +1107,28 @@ class _UnitInfo:
         self.accumulates = any(op.type in _ACCUMULATOR_OPS for op in unit.ops)
         self.takes = step is not None and step.op.type in _TAKE_OPS
         self.take_slot = step.in_slots[0] if self.takes else -1
+
+
+@contextlib.contextmanager
+def fewer_collections():
+    """While a simulated run goes on, the garbage collector runs less often (`RUN_GC_THRESHOLDS`).
+
+    What it collects is the same, later: no value and no virtual time
+    depends on when. Runs may overlap; the thresholds come back when the
+    last one ends.
+    """
+    with _gc_lock:
+        if _gc_runs[0] == 0:
+            _gc_runs[1] = gc.get_threshold()
+            gc.set_threshold(*RUN_GC_THRESHOLDS)
+        _gc_runs[0] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_runs[0] -= 1
+            if _gc_runs[0] == 0:
+                gc.set_threshold(*_gc_runs[1])
 
 
 def is_simulated(target: str) -> bool:
