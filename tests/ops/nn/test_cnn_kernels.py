@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import minitf as tf
-from minitf.ops.nn import conv_kernels
+from minitf.ops.nn import conv_kernels, pool_pairs
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -107,3 +107,139 @@ def test_max_pool_grad_of_tiles_a_few_images_at_a_time(monkeypatch, k, chunk_byt
     with tf.Session() as sess:
         got = sess.run(dx, {xt: x, gt: grad})
     np.testing.assert_array_equal(got, _first_max_grad(x, grad, k))
+
+
+def _pool_2x2_reference(x, grad):
+    """The 2x2/stride-2 max pool of ``x`` (sizes even) and its gradient, by ``np.argmax``.
+
+    ``np.argmax`` of each window's taps in row-major order is its first
+    largest tap (TF's choice); the gradient is built by indexing, with no
+    multiplication.
+    """
+    n, h, w, c = x.shape
+    windows = x.reshape(n, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 5, 2, 4)
+    windows = windows.reshape(n, h // 2, w // 2, c, 4)
+    first = np.argmax(windows, axis=-1)
+    taps = np.zeros(windows.shape, grad.dtype)
+    np.put_along_axis(taps, first[..., None], grad[..., None], axis=-1)
+    taps = taps.reshape(n, h // 2, w // 2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3)
+    return windows.max(axis=-1), taps.reshape(x.shape)
+
+
+def _pool_and_gradient(shape, padding, dtype=tf.float32, ksize=2, stride=2):
+    xt, gt = tf.placeholder(dtype, shape), tf.placeholder(dtype)
+    pooled = tf.nn.max_pool(xt, [1, ksize, ksize, 1], [1, stride, stride, 1], padding)
+    return xt, gt, pooled, tf.gradients(pooled, xt, grad_ys=gt)[0]
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize(
+    "shape, dtype, values",
+    [
+        ((50, 28, 28, 32), np.float32, "normal"),
+        ((50, 14, 14, 64), np.float32, "relu"),
+        ((3, 4, 6, 5), np.float64, "ties"),
+        ((2, 2, 2, 1), np.float32, "ties"),
+        ((4, 6, 2, 3), np.float32, "infinite"),
+    ],
+)
+def test_max_pool_of_tiling_2x2_windows_and_its_gradient(
+    monkeypatch, padding, shape, dtype, values
+):
+    # Windows that tile the input go through pairs of taps (never the taps'
+    # way), computed once a step: the MaxPool's, kept for the step's
+    # MaxPoolGrad; every step new values (nothing of one step may reach the
+    # next). Ties go to the first largest tap, signed zeros are equal,
+    # infinities are ordinary values.
+    monkeypatch.setattr(conv_kernels, "max_pool", None)
+    monkeypatch.setattr(conv_kernels, "max_pool_grad", None)
+    made = []
+    pairs = pool_pairs.pairs
+    monkeypatch.setattr(pool_pairs, "pairs", lambda *args: made.append(1) or pairs(*args))
+    rng = np.random.RandomState(8)
+    xt, gt, pooled, dx = _pool_and_gradient(shape, padding, tf.as_dtype(dtype))
+    with tf.Session() as sess:
+        for _ in range(3):
+            x = rng.randn(*shape).astype(dtype)
+            if values == "relu":
+                x = np.maximum(x, 0)
+            elif values == "ties":
+                x = rng.randint(0, 3, shape).astype(dtype)
+                x[0] = 0
+                x[-1, 0, 0] = -0.0
+            elif values == "infinite":
+                x[:, ::2] = rng.choice([np.inf, -np.inf, 1.0], x[:, ::2].shape)
+            grad = rng.randn(shape[0], shape[1] // 2, shape[2] // 2, shape[3]).astype(dtype)
+            got_pool, got_dx = sess.run([pooled, dx], {xt: x, gt: grad})
+            want_pool, want_dx = _pool_2x2_reference(x, grad)
+            assert got_pool.dtype == got_dx.dtype == dtype
+            np.testing.assert_array_equal(got_pool, want_pool)
+            np.testing.assert_array_equal(got_dx, want_dx)
+    assert len(made) == 3
+
+
+def test_max_pool_grad_of_2x2_windows_alone():
+    # MaxPoolGrad without its MaxPool in the step computes the pairs itself;
+    # TF's CPU kernel recomputes the maximum from the input as well.
+    rng = np.random.RandomState(9)
+    x = rng.randint(0, 3, (2, 4, 4, 3)).astype(np.float32)
+    grad = rng.randn(2, 2, 2, 3).astype(np.float32)
+    want_pool, want_dx = _pool_2x2_reference(x, grad)
+    xt, gt, pooled, dx = _pool_and_gradient(x.shape, "VALID")
+    with tf.Session() as sess:
+        got = sess.run(dx, {xt: x, gt: grad, pooled: want_pool})
+    np.testing.assert_array_equal(got, want_dx)
+
+
+def _loop_pool_grad(x, grad, k, s, padding):
+    """Max pool gradient by a loop over windows (padding never wins), first largest tap."""
+    n, h, w, c = x.shape
+    oh, ow = grad.shape[1:3]
+    pad_h = max((oh - 1) * s + k - h, 0) // 2 if padding == "SAME" else 0
+    pad_w = max((ow - 1) * s + k - w, 0) // 2 if padding == "SAME" else 0
+    result = np.zeros(x.shape, grad.dtype)
+    for b, r, q, d in np.ndindex(n, oh, ow, c):
+        rows = range(max(r * s - pad_h, 0), min(r * s - pad_h + k, h))
+        cols = range(max(q * s - pad_w, 0), min(q * s - pad_w + k, w))
+        taps = [(i, j) for i in rows for j in cols]
+        i, j = taps[int(np.argmax([x[b, i, j, d] for i, j in taps]))]
+        result[b, i, j, d] += grad[b, r, q, d]
+    return result
+
+
+@pytest.mark.parametrize(
+    "shape, padding, ksize, stride",
+    [
+        ((2, 5, 6, 3), "SAME", 2, 2),  # odd rows: padding, the windows do not tile
+        ((2, 5, 7, 3), "VALID", 2, 2),  # odd sizes: the last row and column are in no window
+        ((2, 6, 6, 3), "VALID", 3, 3),  # tiling 3x3 windows
+        ((2, 6, 6, 3), "SAME", 2, 1),  # overlapping windows
+    ],
+)
+def test_max_pools_the_pairs_leave_to_the_taps(monkeypatch, shape, padding, ksize, stride):
+    monkeypatch.setattr(pool_pairs, "pairs", None)
+    rng = np.random.RandomState(10)
+    x = rng.randint(0, 3, shape).astype(np.float32)
+    xt, gt, pooled, dx = _pool_and_gradient(shape, padding, ksize=ksize, stride=stride)
+    grad = rng.randn(*pooled.shape.as_list()).astype(np.float32)
+    with tf.Session() as sess:
+        got = sess.run(dx, {xt: x, gt: grad})
+    want = _loop_pool_grad(x, grad, ksize, stride, padding)  # overlapping windows: sums
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_grad_of_2x2_windows_with_a_nan():
+    # A window holding a NaN pools to NaN; the other windows' gradients are as without it.
+    rng = np.random.RandomState(11)
+    x = rng.randn(2, 4, 4, 3).astype(np.float32)
+    x[1, 2, 3, 1] = np.nan
+    grad = rng.randn(2, 2, 2, 3).astype(np.float32)
+    xt, gt, pooled, dx = _pool_and_gradient(x.shape, "SAME")
+    with tf.Session() as sess:
+        got_pool, got_dx = sess.run([pooled, dx], {xt: x, gt: grad})
+    assert np.isnan(got_pool[1, 1, 1, 1]) and np.isnan(got_pool).sum() == 1
+    clean = x.copy()
+    clean[1, 2:4, 2:4, 1] = 0
+    want = _pool_2x2_reference(clean, grad)[1]
+    want[1, 2:4, 2:4, 1] = got_dx[1, 2:4, 2:4, 1]  # the NaN window: not checked
+    np.testing.assert_array_equal(got_dx, want)
