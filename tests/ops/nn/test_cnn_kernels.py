@@ -243,3 +243,27 @@ def test_max_pool_grad_of_2x2_windows_with_a_nan():
     want = _pool_2x2_reference(clean, grad)[1]
     want[1, 2:4, 2:4, 1] = got_dx[1, 2:4, 2:4, 1]  # the NaN window: not checked
     np.testing.assert_array_equal(got_dx, want)
+
+
+@pytest.mark.parametrize(
+    "shape, dtype",
+    [((50, 28, 28, 32), np.float32), ((4, 3, 5), np.float64), ((2, 0, 3), np.float32)],
+)
+def test_bias_add_with_channels_last_is_numpys_broadcast_add(shape, dtype):
+    # The bias repeated along each row of channels: the bits of numpy's add,
+    # every step (the result goes into a buffer kept between steps), also for
+    # a value that is not contiguous.
+    rng = np.random.RandomState(12)
+    value = tf.placeholder(dtype, None)
+    bias = tf.placeholder(dtype, [shape[-1]])
+    added = tf.nn.bias_add(value, bias)
+    with tf.Session() as sess:
+        for step in range(3):
+            v = rng.randn(*shape).astype(dtype)
+            if step == 2:
+                v = np.swapaxes(rng.randn(*shape[:-3], shape[-2], shape[-3], shape[-1]), -2, -3)
+                v = v.astype(dtype)
+            b = rng.randn(shape[-1]).astype(dtype)
+            got = sess.run(added, {value: v, bias: b})
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, v + b)
