@@ -108,28 +108,30 @@ def max_pool(p: Pairs, out: np.ndarray | None = None) -> np.ndarray:
 
 
 class _Scratch:
-    """The masks `max_pool_grad` computes in, for one chunk of images."""
+    """The arrays `max_pool_grad` computes in, for one chunk of images."""
 
-    def __init__(self, shape):
-        self.rows = np.empty((2,) + shape, np.bool_)  # the top row wins; the bottom row wins
+    def __init__(self, shape, dtype):
+        self.upper = np.empty(shape, np.bool_)
         self.right = np.empty(shape, np.bool_)
-        self.wins = np.empty(shape, np.bool_)
+        self.grads = (np.empty(shape, dtype), np.empty(shape, dtype))
 
-    def fits(self, shape) -> bool:
-        """Whether these masks are for chunks of this shape."""
-        return self.right.shape == shape
+    def fits(self, shape, dtype) -> bool:
+        """Whether these arrays are for chunks of this shape and dtype."""
+        return self.upper.shape == shape and self.grads[0].dtype == dtype
 
 
 def _chunk_grad(taps, result, p: Pairs, grad, scratch: _Scratch) -> None:
     """`max_pool_grad` of some images: ``taps`` and ``result`` as ``[n, rows, 2, cols, 2, C]``."""
     n = grad.shape[0]
-    rows, right, wins = scratch.rows[:, :n], scratch.right[:n], scratch.wins[:n]
-    np.greater_equal(p.top, p.bottom, out=rows[0])  # the first maximum is in the top row
-    np.logical_not(rows[0], out=rows[1])
+    upper, right = scratch.upper[:n], scratch.right[:n]
+    by_row = [g[:n] for g in scratch.grads]
+    np.greater_equal(p.top, p.bottom, out=upper)  # the first maximum is in the top row
+    np.multiply(grad, upper, out=by_row[0])
+    np.multiply(grad, np.logical_not(upper, out=upper), out=by_row[1])
     for i in range(2):
         np.greater(taps[:, :, i, :, 1], taps[:, :, i, :, 0], out=right)
-        np.multiply(grad, np.logical_and(rows[i], right, out=wins), out=result[:, :, i, :, 1])
-        np.multiply(grad, np.greater(rows[i], right, out=wins), out=result[:, :, i, :, 0])
+        np.multiply(by_row[i], right, out=result[:, :, i, :, 1])
+        np.multiply(by_row[i], np.logical_not(right, out=right), out=result[:, :, i, :, 0])
 
 
 def max_pool_grad(
@@ -158,8 +160,8 @@ def max_pool_grad(
     step = max(1, CHUNK_BYTES // max(1, x[:1].nbytes))
     shape = (min(step, x.shape[0]),) + grad.shape[1:]
     kept = None if scratch is None else scratch[0]
-    if kept is None or not kept.fits(shape):
-        kept = _Scratch(shape)
+    if kept is None or not kept.fits(shape, grad.dtype):
+        kept = _Scratch(shape, grad.dtype)
         if scratch is not None:
             scratch[0] = kept
     for start in range(0, x.shape[0], step):
