@@ -26,8 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from minitf.framework import errors
 from minitf.framework.op_registry import register_kernel
 from minitf.ops.math import blas_threads
-from minitf.ops.math.math_kernels import reusable
-from minitf.ops.nn import conv_spectral, pool_pairs
+from minitf.ops.nn import conv_spectral
 
 
 class Geometry(NamedTuple):
@@ -442,48 +441,13 @@ def avg_pool_grad(shape, grad: np.ndarray, window, strides, padding: str) -> np.
     return _unpad(padded, shape, rows, cols)
 
 
-def _pairs_apply(x, window, strides, padding) -> bool:
-    """Whether `pool_pairs` computes this pool: 2x2 windows, strides 2, tiling a float input."""
-    if type(x) is not np.ndarray or x.ndim != 4:
-        return False
-    geometry = [
-        window_geometry(x.shape[1 + i], window[i], strides[1 + i], 1, padding) for i in (0, 1)
-    ]
-    if geometry[0] is None or geometry[1] is None:
-        return False
-    return pool_pairs.applies(x.shape, window, strides, geometry[0].out, geometry[1].out, x.dtype)
-
-
-def _kept_pairs(x: np.ndarray, spectra, top=None, bottom=None) -> pool_pairs.Pairs:
-    """``x``'s `pool_pairs.Pairs`: the step's kept ones (``spectra``), or computed (and kept)."""
-    make = lambda: pool_pairs.pairs(x, top, bottom)  # noqa: E731
-    return make() if spectra is None else spectra.get(pool_pairs.KIND, x, None, make)
-
-
 @register_kernel("MaxPool")
 def _max_pool_kernel(op):
-    """Tap by tap (`max_pool`), or as a tournament of pairs (`pool_pairs`) kept for the gradient."""
     window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
 
     def compute(ctx, x):
-        if _pairs_apply(x, window, strides, padding):
-            return pool_pairs.max_pool(_kept_pairs(x, conv_spectral.for_step(ctx)))
         return max_pool(x, window, strides, padding)
 
-    def with_buffers():
-        buffers = [None, None, None]  # the result, the pairs' top and bottom
-
-        def compute_into(ctx, x):
-            if not _pairs_apply(x, window, strides, padding):
-                return compute(ctx, x)
-            shape = (x.shape[0], x.shape[1] // 2, x.shape[2] // 2, x.shape[3])
-            top, bottom = (reusable(buffers, i, shape, x.dtype) for i in (1, 2))
-            pairs = _kept_pairs(x, conv_spectral.for_step(ctx), top, bottom)
-            return pool_pairs.max_pool(pairs, reusable(buffers, 0, shape, x.dtype))
-
-        return compute_into
-
-    compute.with_buffers = with_buffers
     return compute
 
 
@@ -499,43 +463,11 @@ def _avg_pool_kernel(op):
 
 @register_kernel("MaxPoolGrad")
 def _max_pool_grad_kernel(op):
-    """Tap by tap (`max_pool_grad`), or through `pool_pairs` (the step's ``MaxPool``'s pairs).
-
-    The pairs' way takes a NaN-free float input whose 2x2 windows tile it and a
-    gradient of the pool's output shape and the input's dtype.
-    """
     window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
 
-    def pairs_of(ctx, x, grad):
-        if not (
-            _pairs_apply(x, window, strides, padding)
-            and type(grad) is np.ndarray
-            and grad.dtype == x.dtype
-            and grad.shape == (x.shape[0], x.shape[1] // 2, x.shape[2] // 2, x.shape[3])
-        ):
-            return None
-        pairs = _kept_pairs(x, conv_spectral.for_step(ctx))
-        return None if pool_pairs.has_nan(pairs) else pairs
-
     def compute(ctx, orig_input, orig_output, grad):
-        pairs = pairs_of(ctx, orig_input, grad)
-        if pairs is None:
-            return max_pool_grad(orig_input, orig_output, grad, window, strides, padding)
-        return pool_pairs.max_pool_grad(orig_input, pairs, grad)
+        return max_pool_grad(orig_input, orig_output, grad, window, strides, padding)
 
-    def with_buffers():
-        buffers, scratch = [None], [None]  # the result; `pool_pairs`'s scratch
-
-        def compute_into(ctx, orig_input, orig_output, grad):
-            pairs = pairs_of(ctx, orig_input, grad)
-            if pairs is None:
-                return compute(ctx, orig_input, orig_output, grad)
-            result = reusable(buffers, 0, orig_input.shape, grad.dtype)
-            return pool_pairs.max_pool_grad(orig_input, pairs, grad, result, scratch)
-
-        return compute_into
-
-    compute.with_buffers = with_buffers
     return compute
 
 
