@@ -26,16 +26,34 @@ def _is_float_array(x) -> bool:
     return type(x) is np.ndarray and x.ndim > 0 and x.dtype.kind == "f"
 
 
+ZERO_BLOCK = 4096
+"""How many elements `_zeros` gives at least (when ``like`` has as many), in its trailing axes."""
+
+
+def _trailing(shape: tuple) -> tuple:
+    """The shortest run of ``shape``'s trailing axes with `ZERO_BLOCK` elements or more (or all)."""
+    size = 1
+    for start in range(len(shape) - 1, -1, -1):
+        size *= shape[start]
+        if size >= ZERO_BLOCK:
+            return shape[start:]
+    return shape
+
+
 def _zeros(buffers: list, i: int, like: np.ndarray) -> np.ndarray:
-    """A zero array shaped like ``like``, kept in ``buffers[i]``; only ever read.
+    """Zeros that broadcast against ``like`` (its trailing axes), kept in ``buffers[i]``; only read.
 
     ``np.maximum(x, zeros)`` gives the bits of ``np.maximum(x, 0)`` (NaN and
     signed zeros included) several times faster: numpy's loop over two arrays
-    is vectorised, its loop over an array and a scalar is not.
+    is vectorised, its loop over an array and a scalar is not. A block of
+    `ZERO_BLOCK` zeros or more repeated along the leading axes is still two
+    arrays to that loop, and stays in the core's cache where zeros the size of
+    ``like`` would be read from memory.
     """
+    shape = _trailing(like.shape)
     zeros = buffers[i]
-    if zeros is None or zeros.shape != like.shape or zeros.dtype != like.dtype:
-        zeros = buffers[i] = np.zeros(like.shape, like.dtype)
+    if zeros is None or zeros.shape != shape or zeros.dtype != like.dtype:
+        zeros = buffers[i] = np.zeros(shape, like.dtype)
     return zeros
 
 

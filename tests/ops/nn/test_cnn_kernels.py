@@ -131,3 +131,26 @@ def test_bias_add_with_channels_last_is_numpys_broadcast_add(shape, dtype):
             got = sess.run(added, {value: v, bias: b})
             assert got.dtype == dtype
             np.testing.assert_array_equal(got, v + b)
+
+
+@pytest.mark.parametrize("shape", [(50, 28, 28, 32), (3, 5000), (2, 3, 7), (4, 0, 3)])
+def test_relu_and_its_gradient_are_numpys_with_nans_and_signed_zeros(shape):
+    # The kernels compare with a block of zeros repeated along the leading
+    # axes: the bits of np.maximum(x, 0) and of g * (x > 0), every step.
+    rng = np.random.RandomState(13)
+    x, g = tf.placeholder(tf.float32, shape), tf.placeholder(tf.float32, shape)
+    relu = tf.nn.relu(x)
+    (grad,) = tf.gradients(relu, [x], grad_ys=g)
+    assert grad.op.type == "ReluGrad"
+    with tf.Session() as sess:
+        for _ in range(3):
+            xv = rng.randn(*shape).astype(np.float32)
+            gv = rng.randn(*shape).astype(np.float32)
+            flat_x, flat_g = xv.reshape(-1), gv.reshape(-1)
+            if flat_x.size:
+                flat_x[:4] = [np.nan, -0.0, np.inf, -np.inf]
+                flat_g[4:6] = [np.inf, np.nan][: max(0, flat_g.size - 4)]
+            got_relu, got_grad = sess.run([relu, grad], {x: xv, g: gv})
+            np.testing.assert_array_equal(got_relu, np.maximum(xv, np.float32(0)))
+            assert np.array_equal(np.signbit(got_relu), np.signbit(np.maximum(xv, np.float32(0))))
+            np.testing.assert_array_equal(got_grad, gv * (xv > 0))
