@@ -195,6 +195,12 @@ class Spectra:
                 del self._kept[next(iter(self._kept))]
         return spectrum
 
+    def kept(self, kind: Hashable, array: np.ndarray) -> Any:
+        """What `get` keeps of ``array`` as ``kind`` (no transforms), or None; computes nothing."""
+        with self._lock:
+            entry = self._kept.get((kind, id(array)))
+        return entry[2] if entry is not None and entry[0] is array else None
+
 
 _SPECTRA = "__conv_spectra__"
 KEPT_PER_STEP = 16
