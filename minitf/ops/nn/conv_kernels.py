@@ -520,12 +520,14 @@ def _max_pool_kernel(op):
 
     That is `max_pool_of_tiles`, while the input is in the cache: the step
     keeps the output and the masks in its `conv_spectral.Spectra`, where the
-    step's ``MaxPoolGrad`` of the same input and output finds them.
+    step's ``MaxPoolGrad`` of the same input and output finds them. Only a
+    pool whose output a ``MaxPoolGrad`` reads (when the kernel is made) does.
     """
     window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
+    marks = any(c.type == "MaxPoolGrad" for c in op.outputs[0].consumers())
 
     def compute(ctx, x):
-        spectra = conv_spectral.for_step(ctx)
+        spectra = conv_spectral.for_step(ctx) if marks else None
         if spectra is None or not _tiled(x, window, strides, padding):
             return max_pool(x, window, strides, padding)
         out, wins = max_pool_of_tiles(x, window)

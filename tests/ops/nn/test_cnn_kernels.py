@@ -302,3 +302,13 @@ def test_max_pool_of_tiles_of_integers():
         got = sess.run(pooled, {xt: x})
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, _tiled_pool_reference(x, np.zeros((2, 2, 3, 3)), 3)[0])
+
+
+def test_max_pool_without_a_gradient_marks_nothing(monkeypatch):
+    monkeypatch.setattr(conv_kernels, "max_pool_of_tiles", None)
+    x = np.random.RandomState(15).randn(2, 4, 4, 3).astype(np.float32)
+    xt = tf.placeholder(tf.float32, x.shape)
+    pooled = tf.nn.max_pool(xt, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    with tf.Session() as sess:
+        got = sess.run(pooled, {xt: x})
+    np.testing.assert_array_equal(got, _tiled_pool_reference(x, np.zeros((2, 2, 2, 3)), 2)[0])
