@@ -20,6 +20,7 @@ from minitf.framework import errors
 from minitf.framework.op_registry import register_compute, register_kernel
 from minitf.ops.math import blas_threads
 from minitf.ops.math.math_kernels import reusable
+from minitf.ops.nn import conv_spectral
 
 
 def _is_float_array(x) -> bool:
@@ -69,23 +70,65 @@ def _relu_grad_into(gradients, features, out: np.ndarray, buffers: list) -> np.n
     return np.multiply(gradients, mask, out=out)
 
 
-@register_compute("Relu")
-def _relu_kernel(ctx, x):
-    return np.maximum(x, 0)
+RELU_MASK = "relu_mask"
+"""The kind under which a step keeps a ``Relu``'s ``output > 0`` for its ``ReluGrad``
+(`minitf.ops.nn.conv_spectral.Spectra`)."""
+MASK_CHUNK = 1 << 16
+"""How many elements `_relu_and_mask` does at a time (its output is still in the cache
+when the comparison reads it)."""
 
 
-def _relu_with_buffers():
-    buffers = [None, None]  # the result, zeros
+def _relu_and_mask(x: np.ndarray, out: np.ndarray, mask: np.ndarray, zeros: np.ndarray):
+    """``out = max(x, 0)`` and ``mask = out > 0``, `MASK_CHUNK` elements at a time (contiguous).
 
-    def compute_into(ctx, x):
-        if not _is_float_array(x):
-            return np.maximum(x, 0)
-        return _relu_into(x, reusable(buffers, 0, x.shape, x.dtype), buffers)
+    ``zeros``: `MASK_CHUNK` zeros of ``x``'s dtype.
+    """
+    flat_x, flat_out, flat_mask = x.reshape(-1), out.reshape(-1), mask.reshape(-1)
+    for start in range(0, flat_x.size, MASK_CHUNK):
+        end = min(start + MASK_CHUNK, flat_x.size)
+        part, zero = flat_out[start:end], zeros[: end - start]
+        np.maximum(flat_x[start:end], zero, out=part)
+        np.greater(part, zero, out=flat_mask[start:end])
 
-    return compute_into
 
+@register_kernel("Relu")
+def _relu_kernel(op):
+    """``max(x, 0)``; in a training step, also ``output > 0`` for the step's ``ReluGrad``.
 
-_relu_kernel.with_buffers = _relu_with_buffers
+    Only a ``Relu`` whose output a ``ReluGrad`` reads as its features (when
+    the kernel is made) keeps the mask, computed a chunk at a time while the
+    output is in the cache; the ``ReluGrad`` then multiplies by it instead of
+    reading the features again.
+    """
+    marks = any(
+        c.type == "ReluGrad" and c.inputs[1] is op.outputs[0] for c in op.outputs[0].consumers()
+    )
+
+    def compute(ctx, x):
+        return np.maximum(x, 0)
+
+    def with_buffers():
+        buffers = [None, None, None, None]  # the result, zeros, the mask, a chunk of zeros
+
+        def compute_into(ctx, x):
+            if not _is_float_array(x):
+                return np.maximum(x, 0)
+            out = reusable(buffers, 0, x.shape, x.dtype)
+            spectra = conv_spectral.for_step(ctx) if marks else None
+            if spectra is None or not (x.flags.c_contiguous and x.size >= MASK_CHUNK):
+                return _relu_into(x, out, buffers)
+            mask = reusable(buffers, 2, x.shape, np.dtype(np.bool_))
+            zeros = buffers[3]
+            if zeros is None or zeros.dtype != x.dtype:
+                zeros = buffers[3] = np.zeros(MASK_CHUNK, x.dtype)
+            _relu_and_mask(x, out, mask, zeros)
+            spectra.get(RELU_MASK, out, None, lambda: mask)
+            return out
+
+        return compute_into
+
+    compute.with_buffers = with_buffers
+    return compute
 
 
 @register_compute("ReluGrad")
@@ -105,6 +148,10 @@ def _relu_grad_with_buffers():
         ):
             return gradients * (features > 0)
         out = reusable(buffers, 0, gradients.shape, gradients.dtype)
+        spectra = conv_spectral.for_step(ctx)
+        mask = None if spectra is None else spectra.kept(RELU_MASK, features)
+        if mask is not None:
+            return np.multiply(gradients, mask, out=out)
         return _relu_grad_into(gradients, features, out, buffers)
 
     return compute_into
