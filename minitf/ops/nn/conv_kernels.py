@@ -429,21 +429,24 @@ def max_pool_of_tiles(x: np.ndarray, window) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty((n, h // window[0], w // window[1], c), x.dtype)
     wins = np.empty(tuple(window) + out.shape, np.bool_)
     taps = [(i, j) for i in range(window[0]) for j in range(window[1])]
-    unclaimed = None
+    claimed = None
     for start, end, tiled in _tile_chunks(x.shape, window, out.shape, x.itemsize):
         x_taps, chunk_out = x[start:end].reshape(tiled), out[start:end]
         np.copyto(chunk_out, x_taps[:, :, 0, :, 0])
         for i, j in taps[1:]:
             np.maximum(chunk_out, x_taps[:, :, i, :, j], out=chunk_out)
-        if unclaimed is None:
-            unclaimed = np.empty(chunk_out.shape, np.bool_)
-        chunk_unclaimed = unclaimed[: end - start]
-        chunk_unclaimed.fill(True)
-        for i, j in taps:
+        if claimed is None:
+            claimed = np.empty(chunk_out.shape, np.bool_)
+        chunk_claimed = claimed[: end - start]
+        for t, (i, j) in enumerate(taps):
             chunk_wins = wins[i, j, start:end]
             np.equal(x_taps[:, :, i, :, j], chunk_out, out=chunk_wins)
-            chunk_wins &= chunk_unclaimed
-            chunk_unclaimed ^= chunk_wins
+            if t == 0:
+                np.copyto(chunk_claimed, chunk_wins)
+                continue
+            np.greater(chunk_wins, chunk_claimed, out=chunk_wins)  # equal and not claimed
+            if t < len(taps) - 1:
+                chunk_claimed |= chunk_wins
     return out, wins
 
 
