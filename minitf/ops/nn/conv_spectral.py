@@ -165,6 +165,8 @@ class Spectra:
     them, `minitf.ops.math.math_kernels.reusable` or a variable's update, writes
     into it), and the transforms it was computed with. The step's kernels get
     the step's own (`for_step`): it goes with the step, never to another one.
+    Other forward kernels keep here what their gradient needs the same way:
+    a ``MaxPool``'s marks of its maxima, a ``Relu``'s ``output > 0``.
     """
 
     def __init__(self):
