@@ -183,3 +183,41 @@ def test_apply_gradient_descent_checks_every_step_after_steady_updates():
         with pytest.raises(tf.errors.InvalidArgumentError, match="same shape"):
             sess.run(out, {delta: [[1.0, 1.0]]})
         np.testing.assert_array_equal(sess.run(out, {delta: [2.0, 2.0]}), want - f32(1.0))
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 4096, 1000])
+def test_large_updates_in_chunks_are_var_minus_lr_times_grad(monkeypatch, chunk_bytes):
+    # Large variables are updated a chunk at a time (the last chunk shorter):
+    # the bits of float32 numpy's two passes. A value fetched and still held
+    # is not written into; the variable gets a new array instead.
+    if chunk_bytes is not None:
+        monkeypatch.setattr(training_ops, "DESCENT_CHUNK_BYTES", chunk_bytes)
+    rng = np.random.RandomState(3)
+    w0 = rng.randn(1100, 513).astype(f32)  # 2.2 MB, not a whole number of chunks
+    w = tf.Variable(w0)
+    delta = tf.placeholder(tf.float32, w0.shape)
+    out = training_ops.apply_gradient_descent(w, f32(0.01), delta)
+    want = w0
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        for step in range(3):
+            grad = rng.randn(*w0.shape).astype(f32)
+            want = want - grad * f32(0.01)
+            held = sess.run(w) if step == 1 else None
+            kept = None if held is None else held.copy()
+            sess.run(out.op, {delta: grad})
+            np.testing.assert_array_equal(sess.run(w), want)
+            if held is not None:
+                np.testing.assert_array_equal(held, kept)
+
+
+def test_large_update_with_a_transposed_gradient():
+    rng = np.random.RandomState(4)
+    w0 = rng.randn(700, 800).astype(f32)
+    grad = rng.randn(800, 700).astype(f32).T  # not C-contiguous
+    w = tf.Variable(w0)
+    out = training_ops.apply_gradient_descent(w, f32(0.5), tf.placeholder_with_default(grad, None))
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        sess.run(out.op)
+        np.testing.assert_array_equal(sess.run(w), w0 - grad * f32(0.5))

@@ -403,6 +403,69 @@ def _max_pool_grad_of_tiles(x: np.ndarray, out: np.ndarray, grad: np.ndarray, wi
     return result
 
 
+def _tile_chunks(x_shape, window, out_shape, itemsize: int):
+    """Chunks of images of `TILE_CHUNK_BYTES` or so: ``(start, end, tiled shape)`` each."""
+    n, c = x_shape[0], x_shape[3]
+    step = max(1, TILE_CHUNK_BYTES // max(1, int(np.prod(x_shape[1:])) * itemsize))
+    for start in range(0, n, step):
+        end = min(n, start + step)
+        yield start, end, (end - start, out_shape[1], window[0], out_shape[2], window[1], c)
+
+
+def max_pool_of_tiles(x: np.ndarray, window) -> tuple[np.ndarray, np.ndarray]:
+    """`max_pool` of windows that tile ``x``, and where each window's first maximum is.
+
+    A few images at a time, while they are in the core's cache: the maximum
+    tap by tap (the bits of `max_pool`), then, tap by tap in row-major order,
+    the positions equal to it that no earlier tap claimed (as
+    `max_pool_grad` finds them).
+
+    Returns:
+        The pool's output ``[N, out_rows, out_cols, C]`` and ``wins``, a bool
+        ``[kh, kw, N, out_rows, out_cols, C]``: ``wins[i, j]`` marks the windows
+        whose first maximum is tap ``(i, j)``.
+    """
+    n, h, w, c = x.shape
+    out = np.empty((n, h // window[0], w // window[1], c), x.dtype)
+    wins = np.empty(tuple(window) + out.shape, np.bool_)
+    taps = [(i, j) for i in range(window[0]) for j in range(window[1])]
+    claimed = None
+    for start, end, tiled in _tile_chunks(x.shape, window, out.shape, x.itemsize):
+        x_taps, chunk_out = x[start:end].reshape(tiled), out[start:end]
+        np.copyto(chunk_out, x_taps[:, :, 0, :, 0])
+        for i, j in taps[1:]:
+            np.maximum(chunk_out, x_taps[:, :, i, :, j], out=chunk_out)
+        if claimed is None:
+            claimed = np.empty(chunk_out.shape, np.bool_)
+        chunk_claimed = claimed[: end - start]
+        for t, (i, j) in enumerate(taps):
+            chunk_wins = wins[i, j, start:end]
+            np.equal(x_taps[:, :, i, :, j], chunk_out, out=chunk_wins)
+            if t == 0:
+                np.copyto(chunk_claimed, chunk_wins)
+                continue
+            np.greater(chunk_wins, chunk_claimed, out=chunk_wins)  # equal and not claimed
+            if t < len(taps) - 1:
+                chunk_claimed |= chunk_wins
+    return out, wins
+
+
+def max_pool_grad_of_wins(wins: np.ndarray, grad: np.ndarray, x_shape) -> np.ndarray:
+    """`max_pool_grad` of windows that tile the input, from `max_pool_of_tiles`'s ``wins``.
+
+    Each tap's share of the result is the gradient times its mask, written in
+    one pass a few images at a time (the bits of `max_pool_grad`).
+    """
+    result = np.empty(tuple(x_shape), grad.dtype)
+    window = wins.shape[:2]
+    for start, end, tiled in _tile_chunks(x_shape, window, grad.shape, grad.itemsize):
+        result_taps, chunk_grad = result[start:end].reshape(tiled), grad[start:end]
+        for i in range(window[0]):
+            for j in range(window[1]):
+                np.multiply(chunk_grad, wins[i, j, start:end], out=result_taps[:, :, i, :, j])
+    return result
+
+
 def max_pool_grad(
     x: np.ndarray, out: np.ndarray, grad: np.ndarray, window, strides, padding: str
 ) -> np.ndarray:
@@ -441,12 +504,38 @@ def avg_pool_grad(shape, grad: np.ndarray, window, strides, padding: str) -> np.
     return _unpad(padded, shape, rows, cols)
 
 
+def _tiled(x, window, strides, padding: str) -> bool:
+    """Whether ``x`` is a 4-D numeric array that the pool's windows tile exactly."""
+    if type(x) is not np.ndarray or x.ndim != 4 or x.dtype.kind not in "fiu":
+        return False
+    rows = window_geometry(x.shape[1], window[0], strides[1], 1, padding)
+    cols = window_geometry(x.shape[2], window[1], strides[2], 1, padding)
+    return rows is not None and cols is not None and _tiles(x.shape, window, strides, rows, cols)
+
+
+_WINS = "max_pool_wins"
+"""The kind under which a step keeps a pool's ``(output, wins)`` (`max_pool_of_tiles`)."""
+
+
 @register_kernel("MaxPool")
 def _max_pool_kernel(op):
+    """`max_pool`; windows that tile the input also find each window's first maximum.
+
+    That is `max_pool_of_tiles`, while the input is in the cache: the step
+    keeps the output and the masks in its `conv_spectral.Spectra`, where the
+    step's ``MaxPoolGrad`` of the same input and output finds them. Only a
+    pool whose output a ``MaxPoolGrad`` reads (when the kernel is made) does.
+    """
     window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
+    marks = any(c.type == "MaxPoolGrad" for c in op.outputs[0].consumers())
 
     def compute(ctx, x):
-        return max_pool(x, window, strides, padding)
+        spectra = conv_spectral.for_step(ctx) if marks else None
+        if spectra is None or not _tiled(x, window, strides, padding):
+            return max_pool(x, window, strides, padding)
+        out, wins = max_pool_of_tiles(x, window)
+        spectra.get((_WINS, window), x, None, lambda: (out, wins))
+        return out
 
     return compute
 
@@ -466,6 +555,15 @@ def _max_pool_grad_kernel(op):
     window, strides, padding = _pool_attrs(op, "MaxPoolingOp")
 
     def compute(ctx, orig_input, orig_output, grad):
+        spectra = conv_spectral.for_step(ctx)
+        kept = None if spectra is None else spectra.kept((_WINS, window), orig_input)
+        if (
+            kept is not None
+            and kept[0] is orig_output
+            and type(grad) is np.ndarray
+            and grad.shape == orig_output.shape
+        ):
+            return max_pool_grad_of_wins(kept[1], grad, orig_input.shape)
         return max_pool_grad(orig_input, orig_output, grad, window, strides, padding)
 
     return compute

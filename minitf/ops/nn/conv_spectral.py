@@ -165,6 +165,8 @@ class Spectra:
     them, `minitf.ops.math.math_kernels.reusable` or a variable's update, writes
     into it), and the transforms it was computed with. The step's kernels get
     the step's own (`for_step`): it goes with the step, never to another one.
+    Other forward kernels keep here what their gradient needs the same way:
+    a ``MaxPool``'s marks of its maxima, a ``Relu``'s ``output > 0``.
     """
 
     def __init__(self):
@@ -194,6 +196,12 @@ class Spectra:
             if len(self._kept) > KEPT_PER_STEP:  # a loop of many iterations: the oldest goes
                 del self._kept[next(iter(self._kept))]
         return spectrum
+
+    def kept(self, kind: Hashable, array: np.ndarray) -> Any:
+        """What `get` keeps of ``array`` as ``kind`` (no transforms), or None; computes nothing."""
+        with self._lock:
+            entry = self._kept.get((kind, id(array)))
+        return entry[2] if entry is not None and entry[0] is array else None
 
 
 _SPECTRA = "__conv_spectra__"

@@ -20,22 +20,41 @@ from minitf.framework import errors
 from minitf.framework.op_registry import register_compute, register_kernel
 from minitf.ops.math import blas_threads
 from minitf.ops.math.math_kernels import reusable
+from minitf.ops.nn import conv_spectral
 
 
 def _is_float_array(x) -> bool:
     return type(x) is np.ndarray and x.ndim > 0 and x.dtype.kind == "f"
 
 
+ZERO_BLOCK = 4096
+"""How many elements `_zeros` gives at least (when ``like`` has as many), in its trailing axes."""
+
+
+def _trailing(shape: tuple) -> tuple:
+    """The shortest run of ``shape``'s trailing axes with `ZERO_BLOCK` elements or more (or all)."""
+    size = 1
+    for start in range(len(shape) - 1, -1, -1):
+        size *= shape[start]
+        if size >= ZERO_BLOCK:
+            return shape[start:]
+    return shape
+
+
 def _zeros(buffers: list, i: int, like: np.ndarray) -> np.ndarray:
-    """A zero array shaped like ``like``, kept in ``buffers[i]``; only ever read.
+    """Zeros that broadcast against ``like`` (its trailing axes), kept in ``buffers[i]``; only read.
 
     ``np.maximum(x, zeros)`` gives the bits of ``np.maximum(x, 0)`` (NaN and
     signed zeros included) several times faster: numpy's loop over two arrays
-    is vectorised, its loop over an array and a scalar is not.
+    is vectorised, its loop over an array and a scalar is not. A block of
+    `ZERO_BLOCK` zeros or more repeated along the leading axes is still two
+    arrays to that loop, and stays in the core's cache where zeros the size of
+    ``like`` would be read from memory.
     """
+    shape = _trailing(like.shape)
     zeros = buffers[i]
-    if zeros is None or zeros.shape != like.shape or zeros.dtype != like.dtype:
-        zeros = buffers[i] = np.zeros(like.shape, like.dtype)
+    if zeros is None or zeros.shape != shape or zeros.dtype != like.dtype:
+        zeros = buffers[i] = np.zeros(shape, like.dtype)
     return zeros
 
 
@@ -51,23 +70,65 @@ def _relu_grad_into(gradients, features, out: np.ndarray, buffers: list) -> np.n
     return np.multiply(gradients, mask, out=out)
 
 
-@register_compute("Relu")
-def _relu_kernel(ctx, x):
-    return np.maximum(x, 0)
+RELU_MASK = "relu_mask"
+"""The kind under which a step keeps a ``Relu``'s ``output > 0`` for its ``ReluGrad``
+(`minitf.ops.nn.conv_spectral.Spectra`)."""
+MASK_CHUNK = 1 << 16
+"""How many elements `_relu_and_mask` does at a time (its output is still in the cache
+when the comparison reads it)."""
 
 
-def _relu_with_buffers():
-    buffers = [None, None]  # the result, zeros
+def _relu_and_mask(x: np.ndarray, out: np.ndarray, mask: np.ndarray, zeros: np.ndarray):
+    """``out = max(x, 0)`` and ``mask = out > 0``, `MASK_CHUNK` elements at a time (contiguous).
 
-    def compute_into(ctx, x):
-        if not _is_float_array(x):
-            return np.maximum(x, 0)
-        return _relu_into(x, reusable(buffers, 0, x.shape, x.dtype), buffers)
+    ``zeros``: `MASK_CHUNK` zeros of ``x``'s dtype.
+    """
+    flat_x, flat_out, flat_mask = x.reshape(-1), out.reshape(-1), mask.reshape(-1)
+    for start in range(0, flat_x.size, MASK_CHUNK):
+        end = min(start + MASK_CHUNK, flat_x.size)
+        part, zero = flat_out[start:end], zeros[: end - start]
+        np.maximum(flat_x[start:end], zero, out=part)
+        np.greater(part, zero, out=flat_mask[start:end])
 
-    return compute_into
 
+@register_kernel("Relu")
+def _relu_kernel(op):
+    """``max(x, 0)``; in a training step, also ``output > 0`` for the step's ``ReluGrad``.
 
-_relu_kernel.with_buffers = _relu_with_buffers
+    Only a ``Relu`` whose output a ``ReluGrad`` reads as its features (when
+    the kernel is made) keeps the mask, computed a chunk at a time while the
+    output is in the cache; the ``ReluGrad`` then multiplies by it instead of
+    reading the features again.
+    """
+    marks = any(
+        c.type == "ReluGrad" and c.inputs[1] is op.outputs[0] for c in op.outputs[0].consumers()
+    )
+
+    def compute(ctx, x):
+        return np.maximum(x, 0)
+
+    def with_buffers():
+        buffers = [None, None, None, None]  # the result, zeros, the mask, a chunk of zeros
+
+        def compute_into(ctx, x):
+            if not _is_float_array(x):
+                return np.maximum(x, 0)
+            out = reusable(buffers, 0, x.shape, x.dtype)
+            spectra = conv_spectral.for_step(ctx) if marks else None
+            if spectra is None or not (x.flags.c_contiguous and x.size >= MASK_CHUNK):
+                return _relu_into(x, out, buffers)
+            mask = reusable(buffers, 2, x.shape, np.dtype(np.bool_))
+            zeros = buffers[3]
+            if zeros is None or zeros.dtype != x.dtype:
+                zeros = buffers[3] = np.zeros(MASK_CHUNK, x.dtype)
+            _relu_and_mask(x, out, mask, zeros)
+            spectra.get(RELU_MASK, out, None, lambda: mask)
+            return out
+
+        return compute_into
+
+    compute.with_buffers = with_buffers
+    return compute
 
 
 @register_compute("ReluGrad")
@@ -87,6 +148,10 @@ def _relu_grad_with_buffers():
         ):
             return gradients * (features > 0)
         out = reusable(buffers, 0, gradients.shape, gradients.dtype)
+        spectra = conv_spectral.for_step(ctx)
+        mask = None if spectra is None else spectra.kept(RELU_MASK, features)
+        if mask is not None:
+            return np.multiply(gradients, mask, out=out)
         return _relu_grad_into(gradients, features, out, buffers)
 
     return compute_into
@@ -278,6 +343,21 @@ def _bias_view(bias, ndim: int, data_format: str):
     return np.reshape(bias, (-1,) + (1,) * (ndim - 2))
 
 
+def _add_by_rows(value: np.ndarray, bias: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``value + bias`` (channels last, ``value`` at least 3-D) into ``out``, a row at a time.
+
+    numpy adds a broadcast bias a run of channels at a time, a short loop per
+    pixel; the bias repeated along the second-to-last axis is one long row,
+    added to each row of ``value``. The same additions, so the same bits.
+    """
+    if not (value.flags.c_contiguous and out.flags.c_contiguous):
+        return np.add(value, bias, out=out)
+    row = value.shape[-2] * value.shape[-1]
+    shape = (value.size // row if row else 0, row)
+    np.add(value.reshape(shape), np.tile(bias, value.shape[-2]), out=out.reshape(shape))
+    return out
+
+
 @register_kernel("BiasAdd")
 def _bias_add_kernel(op):
     data_format = op.get_attr("data_format")
@@ -297,6 +377,8 @@ def _bias_add_kernel(op):
             ):
                 return compute(ctx, value, bias)
             out = reusable(buffers, 0, value.shape, value.dtype)
+            if data_format == "NHWC" and value.ndim > 2 and value.shape[-1] == bias.shape[0]:
+                return _add_by_rows(value, bias, out)
             try:
                 return np.add(value, _bias_view(bias, value.ndim, data_format), out=out)
             except ValueError:

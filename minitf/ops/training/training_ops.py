@@ -780,7 +780,7 @@ def _register_gradient_descent() -> None:
                             var.subtract(delta * alpha)
                             return None if resource else var
                         out = scratch[0] = np.empty(delta.shape, dtype)
-                    var.subtract(np.multiply(delta, alpha, out=out))
+                    _descend(var, alpha, delta, out)
                 return None if resource else var
 
             return compute
@@ -791,6 +791,40 @@ def _register_gradient_descent() -> None:
     register_kernel("ResourceApplyGradientDescent", stateful=True)(builder_for(True))
     NotDifferentiable("ApplyGradientDescent")
     NotDifferentiable("ResourceApplyGradientDescent")
+
+
+DESCENT_CHUNK_BYTES = 1 << 20
+"""How much of a large variable `_descend` updates at a time: ``delta * alpha`` of
+one chunk is still in the core's cache when the subtraction reads it."""
+
+
+def _descend(var, alpha, delta: np.ndarray, out: np.ndarray) -> None:
+    """``var -= delta * alpha``, the product computed into ``out`` (``delta``'s shape and dtype).
+
+    A large variable that alone holds its array is updated in place a chunk
+    at a time (`DESCENT_CHUNK_BYTES`), the product of each chunk written into
+    the start of ``out``: the same two roundings per element as the whole
+    product then the whole subtraction, without writing the whole product to
+    memory and reading it back.
+    """
+    if delta.nbytes >= 2 * DESCENT_CHUNK_BYTES and delta.flags.c_contiguous:
+        if var.overwrite(lambda value: _descend_in_chunks(value, alpha, delta, out)):
+            return
+    var.subtract(np.multiply(delta, alpha, out=out))
+
+
+def _descend_in_chunks(value: np.ndarray, alpha, delta: np.ndarray, out: np.ndarray) -> None:
+    """``value -= delta * alpha`` in place, `DESCENT_CHUNK_BYTES` of ``value`` at a time."""
+    if not (value.flags.c_contiguous and out.flags.c_contiguous):
+        np.subtract(value, np.multiply(delta, alpha, out=out), out=value)
+        return
+    flat_value, flat_delta = value.reshape(-1), delta.reshape(-1)
+    size = max(1, DESCENT_CHUNK_BYTES // value.itemsize)
+    product = out.reshape(-1)[:size]
+    for start in range(0, flat_value.size, size):
+        end = min(start + size, flat_value.size)
+        part = np.multiply(flat_delta[start:end], alpha, out=product[: end - start])
+        np.subtract(flat_value[start:end], part, out=flat_value[start:end])
 
 
 def _fits_scratch(value, alpha, delta, out) -> bool:
