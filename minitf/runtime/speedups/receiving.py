@@ -5,10 +5,10 @@ loop (`minitf.runtime.core.executor`), whose thread must then wake up: about
 100 µs on a busy machine, on the path of every gradient a ps receives. The
 thread that read the message received it: it did not make the completion by
 running a kernel of another step. So, wrapped in `receiving`, it does not
-wake the loop's thread: once the message is delivered, it takes the loop's
-turn itself if the loop is idle (where a thread has the turn, that thread
-takes the step up), as TF's ``RecvTensor`` callback carries on with the
-ops it makes ready. With ``MINITF_FAST=0`` the loop's thread takes it up.
+wake the loop's thread: once the message is delivered, it takes a turn of
+the loop itself if one is free (where every turn is taken, the threads that
+have them take the step up). With ``MINITF_FAST=0`` the loop's thread
+takes it up.
 """
 
 from __future__ import annotations
