@@ -753,8 +753,9 @@ def fused_batch_norm(
 
     Args:
         x: A 4-D float tensor.
-        scale: A 1-D tensor (``gamma``), one per channel.
-        offset: A 1-D tensor (``beta``), one per channel.
+        scale: A 1-D tensor (``gamma``), one per channel (float32 for a
+            ``float16`` ``x``, which is normalized in float32).
+        offset: A 1-D tensor (``beta``), one per channel (float32 likewise).
         mean: The mean for inference (ignored in training).
         variance: The variance for inference (ignored in training).
         epsilon: A small float added to the variance (at least ``1.001e-5``, as in TF).
@@ -779,27 +780,36 @@ def fused_batch_norm(
                 f"{x.get_shape()}."
             )
         axes, param_shape = ([0, 2, 3], [-1, 1, 1]) if data_format == "NCHW" else ([0, 1, 2], [-1])
+        # TF's kernel takes float32 parameters for a float16 x, computes in
+        # float32 and gives y in x's type, the statistics in float32.
+        half = x.dtype.base_dtype == dtypes.float16
+        param_dtype = dtypes.float32 if half else x.dtype.base_dtype
+        x_in = math_ops.cast(x, param_dtype) if half else x
         scale, offset = (
-            array_ops.reshape(ops.convert_to_tensor(t, dtype=x.dtype), param_shape)
+            array_ops.reshape(ops.convert_to_tensor(t, dtype=param_dtype), param_shape)
             for t in (scale, offset)
         )
         if is_training:
-            return _fused_batch_norm_training(x, scale, offset, epsilon, axes, param_shape)
-        if mean is None or variance is None:
+            y, mean, variance = _fused_batch_norm_training(
+                x_in, scale, offset, epsilon, axes, param_shape
+            )
+        elif mean is None or variance is None:
             raise ValueError(
                 "Both `mean` and `variance` must be a 1D tensor when `is_training` is False. "
                 f"Received: `mean` {mean} and `variance` {variance}"
             )
-        mean = ops.convert_to_tensor(mean, name="mean")
-        variance = ops.convert_to_tensor(variance, name="variance")
-        y = batch_normalization(
-            x,
-            array_ops.reshape(mean, param_shape),
-            array_ops.reshape(variance, param_shape),
-            offset,
-            scale,
-            epsilon,
-        )
+        else:
+            mean = ops.convert_to_tensor(mean, dtype=param_dtype, name="mean")
+            variance = ops.convert_to_tensor(variance, dtype=param_dtype, name="variance")
+            y = batch_normalization(
+                x_in,
+                array_ops.reshape(mean, param_shape),
+                array_ops.reshape(variance, param_shape),
+                offset,
+                scale,
+                epsilon,
+            )
+        y = math_ops.cast(y, x.dtype.base_dtype) if half else y
         return array_ops.identity(y, name="y"), mean, variance
 
 
@@ -809,7 +819,7 @@ def _fused_batch_norm_training(x, scale, offset, epsilon, axes, param_shape):
     count = math_ops.cast(math_ops.reduce_prod(array_ops.gather(array_ops.shape(x), axes)), x.dtype)
     unbiased = batch_variance * count / math_ops.maximum(count - 1, 1)
     return (
-        array_ops.identity(y, name="y"),
+        y,
         array_ops.reshape(batch_mean, [-1], name="batch_mean"),
         array_ops.reshape(unbiased, [-1], name="batch_variance"),
     )

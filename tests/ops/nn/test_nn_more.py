@@ -84,6 +84,23 @@ def test_fused_batch_norm_training_matches_tf():
     )
 
 
+def test_fused_batch_norm_of_half_precision_takes_float32_parameters_as_tf():
+    # TF's kernel: float32 scale, offset and statistics for a float16 x, y in float16.
+    x = np.random.RandomState(4).randn(2, 3, 3, 2).astype(np.float16)
+    scale, offset = np.array([1.5, 0.5], np.float32), np.array([0.25, -1.0], np.float32)
+    y, mean, variance = tf.nn.fused_batch_norm(x, tf.constant(scale), tf.constant(offset))
+    assert (y.dtype, mean.dtype, variance.dtype) == (tf.float16, tf.float32, tf.float32)
+    y, mean, variance = _run([y, mean, variance])
+    x32 = x.astype(np.float32)
+    m, v = x32.mean(axis=(0, 1, 2)), x32.var(axis=(0, 1, 2))
+    expected = ((x32 - m) / np.sqrt(v + 0.001) * scale + offset).astype(np.float16)
+    np.testing.assert_allclose(y.astype(np.float32), expected.astype(np.float32), atol=2e-3)
+    np.testing.assert_allclose(mean, m, rtol=1e-6)
+    np.testing.assert_allclose(variance, v * 18 / 17, rtol=1e-5)  # unbiased: n = 18
+    y, _, _ = tf.nn.fused_batch_norm(x, scale, offset, m, v, is_training=False)
+    np.testing.assert_allclose(_run(y).astype(np.float32), expected.astype(np.float32), atol=2e-3)
+
+
 def test_fused_batch_norm_inference_and_nchw():
     rng = np.random.RandomState(2)
     x = rng.randn(2, 3, 4, 5)
