@@ -626,7 +626,10 @@ def launch(
     cluster = LocalCluster(tasks, script=script, args=args, record=record)
 
     def on_signal(signum, frame):
-        cluster.stop()
+        # Stopped once, below, whatever comes next: a handler that stopped the
+        # cluster itself would run again inside that stop at a second Ctrl-C.
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
         raise SystemExit(128 + signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -56,15 +56,22 @@ def main(argv: list[str] | None = None) -> int:
     """
     configure_logging(os.environ.get(LOG_LEVEL_ENV) or "INFO")
     cluster, job, index = parse_role(sys.argv[1:] if argv is None else argv)
+    # A stop signal is only noted (its number written to a pipe, on whichever
+    # thread it comes); the main thread reads it and stops the server once. A
+    # handler that stopped the server itself would run again inside that stop
+    # at a second signal (a task whose launcher dies can be told twice) and
+    # wait there for the lock the stop holds.
+    noted, note = os.pipe()
+    os.set_blocking(note, False)
+    signal.set_wakeup_fd(note)
+    stops = {signal.SIGTERM, signal.SIGINT}
+    for number in stops:
+        signal.signal(number, lambda signum, frame: None)
     server = Server(cluster, job_name=job, task_index=index)
     logging.getLogger("minitf").info("serving /job:%s/task:%d at %s", job, index, server.target)
-
-    def stop(signum, frame):
-        server.stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    server.join()
+    while os.read(noted, 1)[0] not in stops:
+        pass  # another signal's note
+    server.stop()
     return 0
 
 

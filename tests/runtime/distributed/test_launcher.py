@@ -17,6 +17,7 @@ import pytest
 
 import minitf as tf
 from minitf.cluster import LocalCluster
+from minitf.runtime.distributed.launcher import free_ports
 from tests.processes import process_gone as wait_for_exit
 
 pytestmark = pytest.mark.timeout(90)
@@ -125,6 +126,52 @@ def test_killing_the_launcher_leaves_no_task_behind(tmp_path):
             launcher.kill()
 
 
+TOLD_TWICE = """
+import os, signal, sys
+from minitf.runtime.distributed import server, task
+
+forget = server.stop_serving_in_process
+
+
+def told_again(*args):  # inside Server.stop, which holds the server's lock here
+    os.kill(os.getpid(), signal.SIGTERM)
+    return forget(*args)
+
+
+server.stop_serving_in_process = told_again
+sys.exit(task.main(sys.argv[1:]))
+"""
+
+
+def test_a_task_told_to_stop_again_while_it_stops_exits(tmp_path):
+    # A task whose launcher dies can get SIGTERM twice. The second one used to
+    # run the stop again inside the first, which waited for the lock that the
+    # first held: the task never exited.
+    script = tmp_path / "told_twice.py"
+    script.write_text(TOLD_TWICE)
+    (port,) = free_ports(1)
+    task = subprocess.Popen(
+        [sys.executable, str(script), "--job_name=ps", "--task_index=0"]
+        + [f"--ps_hosts=127.0.0.1:{port}"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MINITF_LOG_LEVEL": "INFO"},
+    )
+    try:
+        for line in task.stderr:
+            if "serving /job:ps/task:0" in line:
+                break
+        task.send_signal(signal.SIGTERM)
+        try:
+            assert task.wait(15) == 0
+        except subprocess.TimeoutExpired:
+            pytest.fail("the task, told to stop twice, never exited")
+    finally:
+        if task.poll() is None:
+            task.kill()
+            task.wait(10)
+
+
 def test_minitf_launch_runs_a_script_until_the_workers_finish(tmp_path):
     script = tmp_path / "hello.py"
     script.write_text(
@@ -141,6 +188,32 @@ def test_minitf_launch_runs_a_script_until_the_workers_finish(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "[worker/0] hello from --task_index=0" in done.stdout
     assert "[worker/1] hello from --task_index=1" in done.stdout
+
+
+def test_minitf_launch_interrupted_twice_stops_its_tasks_once_and_exits(tmp_path):
+    script = tmp_path / "forever.py"
+    script.write_text("import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(600)\n")
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "minitf.cli", "launch", "--ps", "1", "--workers", "1", str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pids = []
+        for line in launcher.stdout:
+            if " pid " in line:
+                pids.append(int(line.split()[-1]))
+            if len(pids) == 2:
+                break
+        launcher.send_signal(signal.SIGINT)  # Ctrl-C, and again at once
+        launcher.send_signal(signal.SIGINT)
+        assert launcher.wait(30) == 128 + signal.SIGINT
+        for pid in pids:
+            assert wait_for_exit(pid, 15), f"task {pid} outlived an interrupted launch"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait(10)
 
 
 _SHARED_SCRIPT = textwrap.dedent(
