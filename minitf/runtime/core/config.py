@@ -168,8 +168,11 @@ def inter_op_threads(config: ConfigProto | None) -> int:
     threads = config.inter_op_parallelism_threads if config is not None else 0
     if threads > 0:
         return int(threads)
-    if threads < 0:
-        return 1
+    return 1 if threads < 0 else cores()
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux

@@ -38,6 +38,7 @@ import os
 import socket
 
 from minitf.ops.math import blas_threads
+from minitf.runtime.core.config import cores
 from minitf.runtime.speedups.shm import is_local_address
 
 logger = logging.getLogger("minitf")
@@ -56,14 +57,6 @@ USER_ENV = (
 """Variables by which a user sets the BLAS threads; `configure` leaves those alone."""
 
 _LOCAL_NAMES = {"localhost", ""}
-
-
-def cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 def _host(address: str) -> str:
