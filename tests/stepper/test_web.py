@@ -8,6 +8,7 @@ code does. The calls without a token, or from another host name, are refused.
 
 import io
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -174,6 +175,16 @@ def test_next_moves_the_outlined_op_and_apply_grad_adds_a_gradient_on_screen(ste
 
     required = " of 2" if required_gradients(stepper.state()).get(name) == 2 else ""
     assert row == f"{counts[name] + 1}{required} for step 0"
+
+
+def test_the_next_move_line_says_task_move_op_and_type_and_nothing_else(stepped, browser):
+    # Outside a loop the move names no iteration: the line once ended in "null".
+    stepper, page = stepped
+    browser.get(page.url)
+    _wait(browser, lambda b: _screen(b)["next"][2], "a next move")
+    text = browser.execute_script("return document.getElementById('next-move').textContent")
+    task, _, op = _screen(browser)["next"]
+    assert re.fullmatch(rf"next: \S+ (run|deliver|finish) {re.escape(op)} \(\w+\)", text), text
 
 
 def test_the_main_view_fits_a_projector_and_its_smallest_label_is_12_px(stepped, browser):

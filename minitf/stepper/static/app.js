@@ -124,7 +124,8 @@ function renderNextMove() {
   box.dataset.task = move.task;
   box.dataset.step = move.step_id;
   box.append("next: ", el("b", {}, move.task), ` ${moveWord(move)} `, el("code", {}, move.op),
-    ` (${move.type})`, move.where ? el("span", { class: "iteration" }, `, ${move.where}`) : null);
+    ` (${move.type})`);
+  if (move.where) box.append(el("span", { class: "iteration" }, `, ${move.where}`));
 }
 
 function moveWord(move) {
