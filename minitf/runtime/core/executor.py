@@ -412,22 +412,6 @@ class _Started:
             self._watched = True
             self._executor.watch(self)
 
-    def make(self, move: tuple[int, int]) -> None:
-        """Makes one move that a scheduler running steps itself chose; ends the step once over.
-
-        Args:
-            move: ``(RUN or DELIVER, unit)`` (`Scheduler.runs_steps`).
-        """
-        try:
-            if move[0] == DELIVER:
-                self.execution.deliver(move[1])
-            else:
-                self.execution.run_op(move[1])
-        except BaseException as exc:  # noqa: BLE001 - the step's error goes to ``done``
-            self._end(None, exc)
-            return
-        self.settle()
-
     def settle(self) -> None:
         """Ends the step if nothing is left to run or deliver."""
         if self.execution.finished:
@@ -453,7 +437,8 @@ class _Started:
             _cancel(self.execution.ctx)
         self.execution.detach()
         self._executor.scheduler.finished(self.execution)
-        self._done(values, error)
+        done, self._done = self._done, None  # it holds the step's own caller: no cycle left
+        done(values, error)
 
     def expire(self, now: float) -> float | None:
         """Fails the step when its deadline has passed (`Watch`): the loop ends it; returns None."""

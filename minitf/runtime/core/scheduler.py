@@ -41,8 +41,8 @@ class Scheduler:
 
     runs_steps = False
     """True if the scheduler makes every move of the steps its tasks start, on a loop of
-    its own (a simulated cluster's, on virtual time): it then has a task loop's
-    ``start(run)`` and ``take_up(run)`` (`minitf.runtime.core.executor`)."""
+    its own (a simulated cluster's, on virtual time): it then has a task loop's ``start(run)``
+    and ``take_up(run)``, and ends each run by its ``settle`` or ``fail``."""
 
     def started(self, execution: StepExecution) -> None:
         """Called once before the first move of ``execution``.

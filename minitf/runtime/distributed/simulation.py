@@ -173,6 +173,8 @@ class _Part:
         self.ended = False
         self.error: BaseException | None = None
         self._dirty: list | None = None
+        # Who makes its moves, as the event log names them (`Simulation.events`).
+        self.who = (task, step.client, step.key[1], step.step_id)
 
     def attach(self, run: _Started, start: float, dirty: list) -> None:
         """The executor started the part: its moves are the simulation's from ``start`` on."""
@@ -292,7 +294,7 @@ class Simulation(Scheduler):
         self._woken: list[_Client] = []  # clients it woke, to notify when it waits (`_let_go`)
         self._steps: set[_Step] = set()
         self._starting: _Part | None = None  # the part a task's executor is starting
-        self._heap: list[tuple] = []  # candidate moves (see _next_move)
+        self._heap: list[tuple] = []  # candidate moves (see _make_next)
         self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
         self._now: deque = deque()  # isolated ops to make at once: (part, op, epoch)
@@ -696,6 +698,7 @@ class Simulation(Scheduler):
                 self.losses.append((client.time, step.task, step.loss))
             if step.cancels:
                 self._cancel_in_flight(step.end)
+        step.parts = []  # they refer to it: freed at once, not by the garbage collector
         self._wake(client)
 
     # -- the loop --------------------------------------------------------------------------
@@ -781,37 +784,38 @@ class Simulation(Scheduler):
         while True:
             if self._dirty:
                 self._absorb(self.clock.seconds)
-            move = self._next_move()
-            if move is None:
+            if not self._make_next():
                 return made
-            self._make(*move)
             if self._now:
                 self._make_isolated()
             made = True
             if self._running:
                 return True
 
-    def _next_move(self):
-        """The move that can start earliest (ties: task, step, deliver before run, op).
+    def _make_next(self) -> bool:
+        """Makes the move that can start earliest (ties: task, step, deliver before run, op).
 
         Candidates wait in a heap keyed by when their op became available; a
         popped one whose task is busy later than that goes back with its
         real start, so the first one that pops unchanged is the earliest.
+
+        Returns:
+            False if no move can be made.
         """
         heap, busy_until = self._heap, self._busy_until
         while heap:
-            entry = heapq.heappop(heap)
-            time, order, key, kind, i, _, part, epoch = entry
+            time, order, key, kind, i, _, part, epoch = heapq.heappop(heap)
             if part.ended or epoch != part.epoch:
                 continue
             if kind == 0 and i not in part.execution.arrived:
                 continue
-            start = max(time, busy_until[part.task])
-            if start > time:
-                heapq.heappush(heap, (start, order, key, kind, i, next(self._seq), part, epoch))
+            busy = busy_until[part.task]
+            if busy > time:
+                heapq.heappush(heap, (busy, order, key, kind, i, next(self._seq), part, epoch))
                 continue
-            return part, kind == 1, i, start
-        return None
+            self._make(part, kind == 1, i, time)
+            return True
+        return False
 
     def _offer(self, part: _Part, time: float, moved: int | None = None) -> None:
         """Puts the part's newly ready ops, and completions arrived by ``time``, in the heap.
@@ -819,39 +823,48 @@ class Simulation(Scheduler):
         Args:
             moved: The op that just ran or was delivered, if the part moved.
         """
-        execution, key, order, epoch = part.execution, part.key, part.order, part.epoch
-        heap, seq, ready_at, start = self._heap, self._seq, part.ready_at, part.start
         if part.dirty:
-            part.dirty = False
-            arrived = execution.arrived
-            before = len(arrived)
-            execution.collect()
-            for n in range(before, len(arrived)):
-                i = arrived[n]
-                op = part.info[i].op
-                if op.type in _OFFERED_OPS:
-                    # On a held real task this attempt is first offered to its
-                    # step, which runs it as a move of its own (ops.data_flow.blocking).
-                    where = (self._made, part.task, part.step.step_id, op.name)
-                    self._offered.append(where)
-                when = max(ready_at.get(i, start), time)
-                ready_at[i] = when
-                heapq.heappush(heap, (when, order, key, 0, i, next(seq), part, epoch))
+            self._collect(part, time)
         # New ready ops are among the successors of the op that just moved
-        # (all ready ops when the step starts); each is pushed once.
-        pushed, pending = part.pushed, execution.pending
-        info = part.info
+        # (all ready ops when the step starts); each is pushed once. With
+        # loops a move names an iteration too: look at every ready move.
+        if moved is None or part.loops:
+            candidates = part.execution.ready
+        else:
+            candidates = part.info[moved].successors
+            if not candidates:
+                return
+        pushed, pending = part.pushed, part.execution.pending
+        info, ready_at, start, epoch = part.info, part.ready_at, part.start, part.epoch
         now = self._now if moved is not None and self._cost is None else None
-        # With loops a move names an iteration too: look at every ready move.
-        whole = moved is None or part.loops
-        for i in execution.ready if whole else info[moved].successors:
+        for i in candidates:
             if i not in pushed and not pending[i]:
                 pushed.add(i)
                 available = ready_at.get(i, start)
                 if now is not None and info[i].isolated and available <= time:
                     now.append((part, i, epoch))  # made at once: see _make_isolated
                     continue
-                heapq.heappush(heap, (available, order, key, 1, i, next(seq), part, epoch))
+                entry = (available, part.order, part.key, 1, i, next(self._seq), part, epoch)
+                heapq.heappush(self._heap, entry)
+
+    def _collect(self, part: _Part, time: float) -> None:
+        """Puts the completions that reached ``part`` in the heap, deliverable from ``time`` on."""
+        part.dirty = False
+        execution, ready_at, start = part.execution, part.ready_at, part.start
+        arrived = execution.arrived
+        before = len(arrived)
+        execution.collect()
+        for n in range(before, len(arrived)):
+            i = arrived[n]
+            op = part.info[i].op
+            if op.type in _OFFERED_OPS:
+                # On a held real task this attempt is first offered to its
+                # step, which runs it as a move of its own (ops.data_flow.blocking).
+                self._offered.append((self._made, part.task, part.step.step_id, op.name))
+            when = max(ready_at.get(i, start), time)
+            ready_at[i] = when
+            entry = (when, part.order, part.key, 0, i, next(self._seq), part, part.epoch)
+            heapq.heappush(self._heap, entry)
 
     def _absorb(self, time: float) -> None:
         """Takes in the completions that moves made (they arrive at ``time``)."""
@@ -863,36 +876,51 @@ class Simulation(Scheduler):
                     self._offer(part, time)
 
     def _make(self, part: _Part, running: bool, i: int, start: float) -> None:
-        """Makes one move of a part, through its task's executor (`_Started.make`)."""
+        """Makes one move of a part on its task's execution; the part ends once nothing is left.
+
+        The simulation is its tasks' loop (`Scheduler.runs_steps`): it makes the
+        move itself and hands the step's error, or its end, to the started
+        step (`minitf.runtime.core.executor._Started`).
+        """
         execution = part.execution
         unit = part.info[i]
         clock = self.clock
         if clock.seconds < start:
             clock.seconds = start
         end = start + self._cost(unit.op) if running and self._cost is not None else start
-        task, step = part.task, part.step
-        # Not the step itself: a finished step's values must not outlive it.
         if self.gate is not None:
-            self.gate(
-                {"task": task, "step_id": step.step_id, "move": "run" if running else "deliver",
-                 "index": i, "op": unit.op.name, "type": unit.op.type, "time": start}
-            )  # fmt: skip
+            self._ask_gate(part, running, i, unit, start)
         # The event log lists every op the move ran: a unit's, in the order it runs them.
-        listed = unit.ops if running else unit.delivered
-        self._moves.append((start, task, step.client, step.key[1], step.step_id, running, listed))
-        self._made += len(listed)
+        if running:
+            self._moves.append((start, part.who, True, unit.ops))
+            self._made += unit.count
+        else:
+            self._moves.append((start, part.who, False, unit.delivered))
+            self._made += 1
         taking = not running and unit.takes
         taken = execution.vals[unit.take_slot] if taking else None  # the accumulator
-        part.run.make((RUN if running else DELIVER, i))
-        if part.error is not None:
-            self._part_ended(part, end)
-            return
+        try:
+            if running:
+                execution.run_op(i)
+            else:
+                execution.deliver(i)
+        except BaseException as exc:  # noqa: BLE001 - the step's error ends its part
+            part.run.fail(exc)
+        else:
+            if not execution.ready and not execution.waiting:  # finished
+                part.run.settle()
+        if part.ended:
+            if part.error is not None:
+                self._part_ended(part, end)
+                return
         if end > start:
+            task = part.task
             self._busy_until[task] = end
             self.busy[task] += end - start
             clock.seconds = end
         if unit.accumulates:
-            self._note_accumulators(task, end, step.cancelled)
+            step = part.step
+            self._note_accumulators(part.task, end, step.cancelled)
             if taking:
                 step.cancels = step.cancels or getattr(taken, "cancels_in_flight", False)
         if part.ended:
@@ -908,6 +936,15 @@ class Simulation(Scheduler):
             self._offer(part, end, i)
         if self._dirty:
             self._absorb(end)  # completions this move made arrive when it ends
+
+    def _ask_gate(self, part: _Part, running: bool, i: int, unit: _UnitInfo, start: float) -> None:
+        """Tells the `gate` the move about to be made (a stepper holds the run there)."""
+        # Not the step itself: a finished step's values must not outlive it.
+        self.gate(
+            {"task": part.task, "step_id": part.step.step_id,
+             "move": "run" if running else "deliver", "index": i, "op": unit.op.name,
+             "type": unit.op.type, "time": start}
+        )  # fmt: skip
 
     def _make_isolated(self) -> None:
         """Runs the isolated ops the last move made ready, and those they make ready, now.
@@ -936,7 +973,7 @@ class Simulation(Scheduler):
         Each is ``(time, task, client, step number, "run" or "deliver", op name)``.
         """
         moves, made = self._moves, self._events
-        for start, task, client, number, _, running, listed in moves[self._listed :]:
+        for start, (task, client, number, _), running, listed in moves[self._listed :]:
             kind = "run" if running else "deliver"
             made.extend((start, task, client.name, number, kind, op.name) for op in listed)
         self._listed = len(moves)
@@ -962,7 +999,7 @@ class Simulation(Scheduler):
         offered = iter(self._offered)
         offer = next(offered, None)
         made = 0
-        for _, task, _, _, step_id, running, listed in self._moves:
+        for _, (task, _, _, step_id), running, listed in self._moves:
             kind = RUN if running else DELIVER
             for op in listed:
                 made += 1
@@ -1091,12 +1128,14 @@ class _UnitInfo:
     """
 
     __slots__ = (
-        "op", "ops", "delivered", "successors", "isolated", "accumulates", "takes", "take_slot",
+        "op", "ops", "count", "delivered", "successors", "isolated", "accumulates", "takes",
+        "take_slot",
     )  # fmt: skip
 
     def __init__(self, unit: Unit, isolated: set):
         self.op = unit.op  # names the unit
         self.ops = unit.ops
+        self.count = len(unit.ops)
         self.delivered = (unit.op,)  # what a delivery lists in the event log
         self.successors = unit.successors
         step = unit.step
