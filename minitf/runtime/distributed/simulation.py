@@ -847,6 +847,30 @@ class Simulation(Scheduler):
                 entry = (available, part.order, part.key, 1, i, next(self._seq), part, epoch)
                 heapq.heappush(self._heap, entry)
 
+    def _follow(self, part: _Part, unit: _UnitInfo, end: float) -> None:
+        """The unit a move of ``part`` (without loops) ran or delivered ended at ``end``.
+
+        Its successors may start no earlier; those it made ready are offered
+        (`_offer`, in one pass over the successors).
+        """
+        if part.dirty:
+            self._collect(part, end)  # none of them is a successor: those wait for it
+        ready_at, first, pushed = part.ready_at, part.start, part.pushed
+        pending, epoch = part.execution.pending, part.epoch
+        now = self._now if self._cost is None else None
+        for j in unit.successors:
+            available = ready_at.get(j, first)
+            if available < end:
+                ready_at[j] = available = end
+            if pending[j] or j in pushed:
+                continue
+            pushed.add(j)
+            if now is not None and available <= end and part.info[j].isolated:
+                now.append((part, j, epoch))  # made at once: see _make_isolated
+                continue
+            entry = (available, part.order, part.key, 1, j, next(self._seq), part, epoch)
+            heapq.heappush(self._heap, entry)
+
     def _collect(self, part: _Part, time: float) -> None:
         """Puts the completions that reached ``part`` in the heap, deliverable from ``time`` on."""
         part.dirty = False
@@ -872,8 +896,9 @@ class Simulation(Scheduler):
             dirty = list(self._dirty)
             self._dirty.clear()  # the parts hold this list: empty it, never replace it
             for part in dirty:
-                if not part.ended:
-                    self._offer(part, time)
+                # Only a move makes ops ready, and each move offered them.
+                if part.dirty and not part.ended:
+                    self._collect(part, time)
 
     def _make(self, part: _Part, running: bool, i: int, start: float) -> None:
         """Makes one move of a part on its task's execution; the part ends once nothing is left.
@@ -925,15 +950,17 @@ class Simulation(Scheduler):
                 step.cancels = step.cancels or getattr(taken, "cancels_in_flight", False)
         if part.ended:
             self._part_ended(part, end)
-        else:
-            if running and i in execution.waiting:
-                part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
-            else:
-                ready_at, first = part.ready_at, part.start
-                for j in unit.successors:  # they may start once it has ended
-                    if ready_at.get(j, first) < end:
-                        ready_at[j] = end
+        elif running and i in execution.waiting:
+            part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
             self._offer(part, end, i)
+        elif part.loops:
+            ready_at, first = part.ready_at, part.start
+            for j in unit.successors:  # they may start once it has ended
+                if ready_at.get(j, first) < end:
+                    ready_at[j] = end
+            self._offer(part, end, i)
+        else:
+            self._follow(part, unit, end)
         if self._dirty:
             self._absorb(end)  # completions this move made arrive when it ends
 
