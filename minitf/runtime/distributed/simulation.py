@@ -295,6 +295,7 @@ class Simulation(Scheduler):
         self._steps: set[_Step] = set()
         self._starting: _Part | None = None  # the part a task's executor is starting
         self._heap: list[tuple] = []  # candidate moves (see _make_next)
+        self._held: tuple | None = None  # one more, kept out of the heap until the next pop
         self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
         self._now: deque = deque()  # isolated ops to make at once: (part, op, epoch)
@@ -803,8 +804,16 @@ class Simulation(Scheduler):
             False if no move can be made.
         """
         heap, busy_until = self._heap, self._busy_until
-        while heap:
-            time, order, key, kind, i, _, part, epoch = heapq.heappop(heap)
+        while True:
+            held = self._held
+            if held is not None:  # the heap's with it: it comes out at once if it is the least
+                self._held = None
+                entry = heapq.heappushpop(heap, held)
+            elif heap:
+                entry = heapq.heappop(heap)
+            else:
+                return False
+            time, order, key, kind, i, _, part, epoch = entry
             if part.ended or epoch != part.epoch:
                 continue
             if kind == 0 and i not in part.execution.arrived:
@@ -815,7 +824,6 @@ class Simulation(Scheduler):
                 continue
             self._make(part, kind == 1, i, time)
             return True
-        return False
 
     def _offer(self, part: _Part, time: float, moved: int | None = None) -> None:
         """Puts the part's newly ready ops, and completions arrived by ``time``, in the heap.
@@ -869,7 +877,10 @@ class Simulation(Scheduler):
                 now.append((part, j, epoch))  # made at once: see _make_isolated
                 continue
             entry = (available, part.order, part.key, 1, j, next(self._seq), part, epoch)
-            heapq.heappush(self._heap, entry)
+            if self._held is None:
+                self._held = entry  # most often the next move: see _make_next
+            else:
+                heapq.heappush(self._heap, entry)
 
     def _collect(self, part: _Part, time: float) -> None:
         """Puts the completions that reached ``part`` in the heap, deliverable from ``time`` on."""
@@ -915,6 +926,7 @@ class Simulation(Scheduler):
         end = start + self._cost(unit.op) if running and self._cost is not None else start
         if self.gate is not None:
             self._ask_gate(part, running, i, unit, start)
+        taken = None  # the accumulator a take's delivery takes from
         # The event log lists every op the move ran: a unit's, in the order it runs them.
         if running:
             self._moves.append((start, part.who, True, unit.ops))
@@ -922,8 +934,8 @@ class Simulation(Scheduler):
         else:
             self._moves.append((start, part.who, False, unit.delivered))
             self._made += 1
-        taking = not running and unit.takes
-        taken = execution.vals[unit.take_slot] if taking else None  # the accumulator
+            if unit.takes:
+                taken = execution.vals[unit.take_slot]
         try:
             if running:
                 execution.run_op(i)
@@ -934,10 +946,9 @@ class Simulation(Scheduler):
         else:
             if not execution.ready and not execution.waiting:  # finished
                 part.run.settle()
-        if part.ended:
-            if part.error is not None:
-                self._part_ended(part, end)
-                return
+        if part.ended and part.error is not None:
+            self._part_ended(part, end)
+            return
         if end > start:
             task = part.task
             self._busy_until[task] = end
@@ -946,7 +957,7 @@ class Simulation(Scheduler):
         if unit.accumulates:
             step = part.step
             self._note_accumulators(part.task, end, step.cancelled)
-            if taking:
+            if taken is not None:
                 step.cancels = step.cancels or getattr(taken, "cancels_in_flight", False)
         if part.ended:
             self._part_ended(part, end)
