@@ -891,11 +891,11 @@ class Simulation(Scheduler):
         execution.collect()
         for n in range(before, len(arrived)):
             i = arrived[n]
-            op = part.info[i].op
-            if op.type in _OFFERED_OPS:
+            unit = part.info[i]
+            if unit.offered:
                 # On a held real task this attempt is first offered to its
                 # step, which runs it as a move of its own (ops.data_flow.blocking).
-                self._offered.append((self._made, part.task, part.step.step_id, op.name))
+                self._offered.append((self._made, part.task, part.step.step_id, unit.op.name))
             when = max(ready_at.get(i, start), time)
             ready_at[i] = when
             entry = (when, part.order, part.key, 0, i, next(self._seq), part, part.epoch)
@@ -1167,7 +1167,7 @@ class _UnitInfo:
 
     __slots__ = (
         "op", "ops", "count", "delivered", "successors", "isolated", "accumulates", "takes",
-        "take_slot",
+        "take_slot", "offered",
     )  # fmt: skip
 
     def __init__(self, unit: Unit, isolated: set):
@@ -1184,6 +1184,7 @@ class _UnitInfo:
         self.accumulates = any(op.type in _ACCUMULATOR_OPS for op in unit.ops)
         self.takes = step is not None and step.op.type in _TAKE_OPS
         self.take_slot = step.in_slots[0] if self.takes else -1
+        self.offered = unit.op.type in _OFFERED_OPS  # its attempts are offered to its step
 
 
 @contextlib.contextmanager
