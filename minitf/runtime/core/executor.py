@@ -437,7 +437,7 @@ class _Started:
             _cancel(self.execution.ctx)
         self.execution.detach()
         self._executor.scheduler.finished(self.execution)
-        done, self._done = self._done, None  # it holds the step's own caller: no cycle left
+        done, self._done = self._done, None  # it may refer to this run: drop the cycle now
         done(values, error)
 
     def expire(self, now: float) -> float | None:

@@ -522,7 +522,8 @@ class Simulation(Scheduler):
 
     def _caller(self) -> _Client:
         client = getattr(_current, "client", None)
-        if client is None or client not in self._clients:
+        clients = self._clients  # a client's index is its place here: no search among 100s
+        if client is None or client.index >= len(clients) or clients[client.index] is not client:
             raise RuntimeError(
                 "a simulated cluster's session runs only in its clients' threads "
                 "(SimulatedCluster.run)"
@@ -961,15 +962,19 @@ class Simulation(Scheduler):
                 step.cancels = step.cancels or getattr(taken, "cancels_in_flight", False)
         if part.ended:
             self._part_ended(part, end)
-        elif running and i in execution.waiting:
-            part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
-            self._offer(part, end, i)
         elif part.loops:
             ready_at, first = part.ready_at, part.start
-            for j in unit.successors:  # they may start once it has ended
-                if ready_at.get(j, first) < end:
-                    ready_at[j] = end
+            if running and i in execution.waiting:
+                ready_at[i] = end  # an asynchronous op's completion arrives no earlier
+            else:
+                for j in unit.successors:  # they may start once it has ended
+                    if ready_at.get(j, first) < end:
+                        ready_at[j] = end
             self._offer(part, end, i)
+        elif running and i in execution.waiting:
+            part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
+            if part.dirty:  # (nothing is ready: its successors wait for it)
+                self._collect(part, end)
         else:
             self._follow(part, unit, end)
         if self._dirty:
@@ -1184,7 +1189,8 @@ class _UnitInfo:
         self.accumulates = any(op.type in _ACCUMULATOR_OPS for op in unit.ops)
         self.takes = step is not None and step.op.type in _TAKE_OPS
         self.take_slot = step.in_slots[0] if self.takes else -1
-        self.offered = unit.op.type in _OFFERED_OPS  # its attempts are offered to its step
+        # Its attempts are offered to its step (an empty walk has no op: it never waits).
+        self.offered = step is not None and step.op.type in _OFFERED_OPS
 
 
 @contextlib.contextmanager
