@@ -294,7 +294,7 @@ class Simulation(Scheduler):
         self._woken: list[_Client] = []  # clients it woke, to notify when it waits (`_let_go`)
         self._steps: set[_Step] = set()
         self._starting: _Part | None = None  # the part a task's executor is starting
-        self._heap: list[tuple] = []  # candidate moves (see _make_next)
+        self._heap: list[tuple] = []  # candidate moves (see _make_moves)
         self._held: tuple | None = None  # one more, kept out of the heap until the next pop
         self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
@@ -779,33 +779,19 @@ class Simulation(Scheduler):
     def _make_moves(self) -> bool:
         """Makes moves, each the earliest possible, until one wakes a client; False if none.
 
-        A move that wakes no client changes nothing a parked client waits
-        for, and starts no step: the next move follows at once.
+        The earliest move is the one that can start earliest (ties: task,
+        step, deliver before run, op). Candidates wait in a heap keyed by
+        when their op became available; a popped one whose task is busy
+        later than that goes back with its real start, so the first one that
+        pops unchanged is the earliest. A move that wakes no client changes
+        nothing a parked client waits for, and starts no step: the next move
+        follows at once.
         """
         made = False
+        heap, busy_until = self._heap, self._busy_until
         while True:
             if self._dirty:
                 self._absorb(self.clock.seconds)
-            if not self._make_next():
-                return made
-            if self._now:
-                self._make_isolated()
-            made = True
-            if self._running:
-                return True
-
-    def _make_next(self) -> bool:
-        """Makes the move that can start earliest (ties: task, step, deliver before run, op).
-
-        Candidates wait in a heap keyed by when their op became available; a
-        popped one whose task is busy later than that goes back with its
-        real start, so the first one that pops unchanged is the earliest.
-
-        Returns:
-            False if no move can be made.
-        """
-        heap, busy_until = self._heap, self._busy_until
-        while True:
             held = self._held
             if held is not None:  # the heap's with it: it comes out at once if it is the least
                 self._held = None
@@ -813,7 +799,7 @@ class Simulation(Scheduler):
             elif heap:
                 entry = heapq.heappop(heap)
             else:
-                return False
+                return made
             time, order, key, kind, i, _, part, epoch = entry
             if part.ended or epoch != part.epoch:
                 continue
@@ -824,7 +810,11 @@ class Simulation(Scheduler):
                 heapq.heappush(heap, (busy, order, key, kind, i, next(self._seq), part, epoch))
                 continue
             self._make(part, kind == 1, i, time)
-            return True
+            if self._now:
+                self._make_isolated()
+            made = True
+            if self._running:
+                return True
 
     def _offer(self, part: _Part, time: float, moved: int | None = None) -> None:
         """Puts the part's newly ready ops, and completions arrived by ``time``, in the heap.
@@ -879,7 +869,7 @@ class Simulation(Scheduler):
                 continue
             entry = (available, part.order, part.key, 1, j, next(self._seq), part, epoch)
             if self._held is None:
-                self._held = entry  # most often the next move: see _make_next
+                self._held = entry  # most often the next move: see _make_moves
             else:
                 heapq.heappush(self._heap, entry)
 
