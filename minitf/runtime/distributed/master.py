@@ -331,8 +331,8 @@ class Master(Observers):
                 except errors.OpError as exc:
                     return results, exc
             waiting = still
-            if not waiting or any(p.event.is_set() for _, p in waiting):
-                continue  # an answer came while the others were read
+            if not waiting:  # (an answer that came during the scan set `answered`: no wait)
+                break
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self._transport.wait(answered, remaining):
                 return results, self._deadline_error(waiting)
