@@ -165,7 +165,10 @@ def _send_kernel(op):
                 f"{source.dtype.name} output {source.name}",
             )
         where = rendezvous_key(key, ctx.frame_iter) if ctx.frame_iter else key
-        ctx.post(recv_task, where, tensor, op)
+        if ctx.outbox is None:  # what `post` does then, without its call: the tensor goes now
+            ctx.transport.send_tensor(recv_task, ctx.step_id, where, tensor)
+        else:
+            ctx.post(recv_task, where, tensor, op)
         if ctx.trace is not None:
             ctx.note(op.name, "transfer", _transfer("send", where, tensor))
 
