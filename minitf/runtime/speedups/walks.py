@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from minitf.framework.ops import Operation
+from minitf.ops.math.math_kernels import SMALL_RESULT
 from minitf.ops.nn.nn_kernels import EPILOGUES, fused_matmul
 from minitf.runtime.core.plan import (
     SHAPE_READERS,
@@ -35,10 +36,8 @@ from minitf.runtime.core.plan import (
 MAX_IDLE_WALKS = 4
 """How many walks (each with its buffers) a plan keeps for the steps to come."""
 
-MIN_BUFFERED_ELEMENTS = 1024
-"""Outputs known to be smaller than this are not worth a buffer: numpy allocates
-small arrays from a cache of its own, faster than a kernel can check that a
-buffer is free."""
+MIN_BUFFERED_ELEMENTS = SMALL_RESULT
+"""Outputs known to be smaller than this are not worth a buffer (`SMALL_RESULT`)."""
 
 
 def _worth_buffers(op: Operation) -> bool:
