@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -208,8 +209,24 @@ def _resource_kernel(op):
     def create():
         return VariableResource(shared_name, dtype, shape)
 
+    # The resource found last, with the manager it is in and the manager's
+    # count of added and removed resources then: while that count stands,
+    # the manager holds the same resource, and a step need not look it up.
+    # One tuple, so that a thread reads all three of one lookup; the resource
+    # by a weak reference, so that the kernel keeps no variable alive.
+    found = (None, -1, None)
+
     def compute(ctx):
-        return ctx.resource_mgr.lookup_or_create(container, shared_name, create)
+        nonlocal found
+        manager = ctx.resource_mgr
+        if found[0] is manager and found[1] == manager.changes:
+            resource = found[2]()
+            if resource is not None:
+                return resource
+        changes = manager.changes
+        resource = manager.lookup_or_create(container, shared_name, create)
+        found = (manager, changes, weakref.ref(resource))
+        return resource
 
     return compute
 
