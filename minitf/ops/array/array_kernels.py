@@ -115,8 +115,10 @@ def _rank_kernel(ctx, x):
 def _reshape_kernel(ctx, x, new_shape):
     try:
         try:
-            return x.reshape(new_shape)  # the method np.reshape calls, without its layers
-        except AttributeError:  # not a numpy value: np.reshape makes it an array
+            # The method np.reshape calls, without its layers, given a list:
+            # numpy reads a list of ints much faster than an array of them.
+            return x.reshape(new_shape.tolist())
+        except AttributeError:  # not numpy values: np.reshape makes them arrays
             return np.reshape(x, new_shape)
     except ValueError:
         raise _reshape_error(np.size(x), [int(d) for d in np.ravel(new_shape)]) from None

@@ -73,8 +73,14 @@ def _divides_by_zero(x, y) -> bool:
     An empty result divides nothing: TF checks each element it computes, so
     ``floormod([], 0)`` is ``[]`` (the reduction indices of a scalar in ``_SumGrad``).
     """
-    # The reduction np.all(y) runs, without its Python layers.
-    return not np.logical_and.reduce(y, None, bool) and np.broadcast(x, y).size > 0
+    try:
+        scalar = y.ndim == 0
+    except AttributeError:  # a Python number
+        scalar = True
+    # A scalar's truth is np.all's answer; else the reduction np.all runs,
+    # without its Python layers.
+    has_zero = not y if scalar else not np.logical_and.reduce(y, None, bool)
+    return has_zero and np.broadcast(x, y).size > 0
 
 
 def _truncating_divide(x, y):
@@ -475,13 +481,14 @@ def _summed_axes(shape: tuple, target: tuple) -> tuple[tuple, tuple]:
 @register_compute("BroadcastToShape")
 def _broadcast_to_shape_kernel(ctx, value, shape):
     # A new array, not numpy's read-only broadcast view: callers may fetch and
-    # modify it. copyto raises ValueError when the shapes do not broadcast.
+    # modify it. The assignment (np.copyto's copy, of one dtype) raises
+    # ValueError when the shapes do not broadcast.
     if type(value) is not np.ndarray:
         value = np.asarray(value)
     out = np.empty(tuple(shape.tolist()), dtype=value.dtype)
     if value.ndim > out.ndim:
         raise ValueError(f"cannot broadcast shape {value.shape} to {out.shape}")
-    np.copyto(out, value)
+    out[...] = value
     return out
 
 

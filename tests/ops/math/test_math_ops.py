@@ -91,6 +91,16 @@ def test_integer_division_by_zero_is_an_invalid_argument_error():
         run(tf.floormod(tf.constant([1]), tf.constant([0])))
 
 
+@pytest.mark.parametrize("divisor", [np.int32(0), np.array(0, np.int32), np.array([0], np.int32)])
+def test_integer_division_by_a_fed_zero_fails_unless_there_is_nothing_to_divide(divisor):
+    x, y = tf.placeholder(tf.int32), tf.placeholder(tf.int32)
+    for op in (tf.floordiv(x, y), tf.floormod(x, y)):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
+            run(op, {x: np.array([7, -7], np.int32), y: divisor})
+        assert run(op, {x: np.zeros(0, np.int32), y: divisor}).shape == (0,)
+    assert run(tf.floordiv(x, y), {x: np.int32(-7), y: np.int32(2)}) == -4  # -7 // 2 by hand
+
+
 # -- division ---------------------------------------------------------------------------------
 
 
