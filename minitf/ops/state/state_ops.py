@@ -128,7 +128,7 @@ class VariableResource:
             and value.dtype == self.np_dtype
             and self.value is not None
             and value.shape == self.value.shape
-            and self.overwrite(lambda stored: np.copyto(stored, value))
+            and self.overwrite(np.copyto, value)
         ):
             return self.value
         new = freeze(value, self.np_dtype)
@@ -137,17 +137,19 @@ class VariableResource:
         self.value = new
         return new
 
-    def overwrite(self, write: Callable[[np.ndarray], object]) -> bool:
-        """Calls ``write`` on the stored array, made writeable, if the variable alone holds it.
+    def overwrite(self, write: Callable[..., object], *args: Any) -> bool:
+        """Calls ``write(array, *args)`` on the stored array if the variable alone holds it.
 
-        The test is TF's ``RefCountIsOne`` on the variable's buffer, in Python:
-        the reference count of the stored array is two (the variable's
-        reference and this call's argument) when no value read earlier is
-        still in use, no queue or other variable holds it, and no fetch or
-        send of it is under way. Callers hold ``lock``.
+        The array is writeable during the call only. The test is TF's
+        ``RefCountIsOne`` on the variable's buffer, in Python: the reference
+        count of the stored array is two (the variable's reference and this
+        call's argument) when no value read earlier is still in use, no queue
+        or other variable holds it, and no fetch or send of it is under way.
+        Callers hold ``lock``.
 
         Args:
-            write: Writes the new value into the array it is given.
+            write: Writes the new value into the array it is given first.
+            *args: What else ``write`` is given.
 
         Returns:
             True if the stored array was written; False if something else
@@ -161,7 +163,7 @@ class VariableResource:
         except ValueError:  # its memory belongs to another object: not ours to write
             return False
         try:
-            write(value)
+            write(value, *args)
         finally:
             value.flags.writeable = False
         return True

@@ -18,6 +18,7 @@ the values are the same bit for bit (``MINITF_FAST=0`` turns it off).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -129,7 +130,9 @@ class Walks:
 
     def __init__(self, build: Callable[[], tuple], chains: tuple, unfused_rest: dict):
         self._build = build
-        self._idle: list[tuple] = []
+        # At most MAX_IDLE_WALKS: a walk given back to a full deque pushes out
+        # the oldest, and any one walk serves as well as another.
+        self._idle: deque[tuple] = deque(maxlen=MAX_IDLE_WALKS)
         self._taken = 0
         self.chains = chains
         self.unfused_rest = unfused_rest
@@ -149,8 +152,7 @@ class Walks:
         Args:
             walk: The walk.
         """
-        if len(self._idle) < MAX_IDLE_WALKS:
-            self._idle.append(walk)
+        self._idle.append(walk)
 
 
 def walks_of(
