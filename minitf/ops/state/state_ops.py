@@ -214,15 +214,16 @@ def _resource_kernel(op):
     # The resource found last, with the manager it is in and the manager's
     # count of added and removed resources then: while that count stands,
     # the manager holds the same resource, and a step need not look it up.
-    # One tuple, so that a thread reads all three of one lookup; the resource
-    # by a weak reference, so that the kernel keeps no variable alive.
+    # One tuple, read once, so that a thread sees all three of one lookup;
+    # the resource by a weak reference, so that the kernel keeps no variable
+    # alive.
     found = (None, -1, None)
 
     def compute(ctx):
         nonlocal found
-        manager = ctx.resource_mgr
-        if found[0] is manager and found[1] == manager.changes:
-            resource = found[2]()
+        manager, (kept_manager, kept_changes, kept) = ctx.resource_mgr, found
+        if kept_manager is manager and kept_changes == manager.changes:
+            resource = kept()
             if resource is not None:
                 return resource
         changes = manager.changes
