@@ -372,19 +372,13 @@ for _op_type, _ufunc in _LOGICAL_REDUCTIONS.items():
 
 @register_kernel("Mean")
 def _mean_kernel(op):
-    np_type = _op_dtype(op)
-    mean = _mean_of(op.get_attr("keep_dims"), np_type, np.issubdtype(np_type, np.integer))
+    keep, np_type = op.get_attr("keep_dims"), _op_dtype(op)
+    is_integer = np.issubdtype(np_type, np.integer)
     fixed = _static_axes(op)
-    if fixed is not None:
-        return lambda ctx, x, axes: mean(x, fixed)
-    return lambda ctx, x, axes: mean(x, _axes_tuple(axes))
-
-
-def _mean_of(keep: bool, np_type, is_integer: bool):
-    """``mean(x, axes)``: the sum over ``axes`` in ``np_type``, divided by the count."""
     add = np.add.reduce
 
-    def mean(x, axes):
+    def compute(ctx, x, axes):
+        axes = fixed if fixed is not None else _axes_tuple(axes)
         total = add(x, axes, np_type, None, keep)
         count = 1
         for a in axes:
@@ -394,7 +388,7 @@ def _mean_of(keep: bool, np_type, is_integer: bool):
             return total / np_type(count)
         return _truncating_divide(total, np_type(max(count, 1))).astype(np_type, copy=False)
 
-    return mean
+    return compute
 
 
 def _arg_reduce_kernel(np_fn):
