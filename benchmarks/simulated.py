@@ -15,6 +15,12 @@ Prints one JSON line. Every figure is CPU seconds of this process
   an update takes ``R``, releases ``N`` tokens), no graph, no session; its
   time per update and dropped fraction should be the simulator's;
 * ``simulator_over_event_model``: how far the simulator is from it;
+* ``local_loop_cpu_s``: a floor for the same work: the trainer's own training
+  loop (its model, ``MonitoredTrainingSession`` with its hooks, its batches)
+  on a local session with no cluster, run as many times as the 6-of-8 run's
+  workers ran steps (``local_loop_runs``); ``sync_6_of_8_over_local_loop`` is
+  what the cluster costs on top (the partitions on two tasks, the tensors
+  between them, the accumulators, the tokens and the chief's sync steps);
 * ``policies_cpu_s``: each of Dutta et al.'s policies
   (`minitf.cluster.policies`, k = 4 of 8), as ``python -m
   minitf.examples.policies`` runs them, for ``--policy-updates`` updates
@@ -87,7 +93,37 @@ def sync_trainer(workers: int, aggregate: int, updates: int, seed: int = 0) -> d
         "dropped": sum(g["dropped"] for g in gradients),
         "weights": final_weights(cluster),
         "moves": report["moves"],
+        "worker_steps": len(gradients),
     }
+
+
+def local_loop(runs: int) -> float:
+    """CPU seconds of ``runs`` steps of the trainer's training loop on a local session.
+
+    The trainer's model, batches and ``MonitoredTrainingSession`` hooks (a
+    ``StopAtStepHook``, the checkpoint and step-counter hooks with the
+    trainer's settings), plain gradient descent: a worker's own loop with no
+    cluster, the least a simulated worker step can cost.
+    """
+    with tf.Graph().as_default(), tempfile.TemporaryDirectory() as train_dir:
+        x = tf.placeholder(tf.float32, [None, trainer.FEATURES], name="x")
+        y = tf.placeholder(tf.float32, [None], name="y")
+        w = tf.get_variable("w", [trainer.FEATURES], initializer=tf.zeros_initializer())
+        b = tf.get_variable("b", [], initializer=tf.zeros_initializer())
+        prediction = tf.squeeze(tf.matmul(x, tf.expand_dims(w, 1)), [1]) + b
+        loss = tf.reduce_mean(tf.square(prediction - y), name="loss")
+        global_step = tf.train.get_or_create_global_step()
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)
+        data = trainer.batches(0)
+        with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=train_dir, hooks=[tf.train.StopAtStepHook(last_step=runs + 1)],
+            save_checkpoint_steps=1000000, save_checkpoint_secs=None, log_step_count_steps=50,
+        ) as sess:  # fmt: skip
+            start = time.process_time()
+            for _ in range(runs):
+                batch_x, batch_y = next(data)
+                sess.run([train_op, global_step, loss], {x: batch_x, y: batch_y})
+            return time.process_time() - start
 
 
 def final_weights(cluster: SimulatedCluster) -> list[float]:
@@ -235,6 +271,9 @@ def main() -> None:
         "event_model_dropped": round(events["dropped_fraction"], 4),
         "simulator_over_event_model": round(sync["cpu_s"] / events["cpu_s"]),
     }
+    line["local_loop_runs"] = sync["worker_steps"]
+    line["local_loop_cpu_s"] = round(local_loop(sync["worker_steps"]), 2)
+    line["sync_6_of_8_over_local_loop"] = round(sync["cpu_s"] / line["local_loop_cpu_s"], 2)
     outputs = {
         "sync_6_of_8": [
             fingerprint(sync["update_times"]),

@@ -146,25 +146,34 @@ class _HookedSession:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         asked = [hook.before_run(context) for hook in self._hooks]
-        feeds = dict(feed_dict or {})
-        for args in asked:
-            for tensor, value in dict((args and args.feed_dict) or {}).items():
-                if tensor in feeds:
-                    raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user. {tensor}")
-                feeds[tensor] = value
         every = {"caller": fetches}
-        every.update(
-            {i: a.fetches for i, a in enumerate(asked) if a is not None and a.fetches is not None}
-        )
-        if options is None:
-            options = next((a.options for a in asked if a is not None and a.options), None)
+        feeds = feed_dict
+        for i, args in enumerate(asked):
+            if args is None:
+                continue
+            if args.fetches is not None:
+                every[i] = args.fetches
+            if args.feed_dict:
+                if feeds is feed_dict:  # the caller's dict stays as it is
+                    feeds = dict(feed_dict or {})
+                _add_hook_feeds(feeds, args.feed_dict)
+            if options is None and args.options:  # the first hook's, unless the caller's
+                options = args.options
         results = self._sess.run(every, feed_dict=feeds or None, options=options,
                                  run_metadata=run_metadata)  # fmt: skip
+        get = results.get
         for i, hook in enumerate(self._hooks):
-            values = SessionRunValues(results.get(i), options, run_metadata)
-            hook.after_run(context, values)
+            hook.after_run(context, SessionRunValues(get(i), options, run_metadata))
         self.stop_requested = self.stop_requested or context.stop_requested
         return results["caller"]
+
+
+def _add_hook_feeds(feeds: dict, hook_feeds) -> None:
+    """Adds a hook's feeds to ``feeds``; a tensor fed twice is TF's error."""
+    for tensor, value in dict(hook_feeds).items():
+        if tensor in feeds:
+            raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user. {tensor}")
+        feeds[tensor] = value
 
 
 class _Layers:

@@ -112,6 +112,33 @@ def test_matmul_with_buffers_gives_numpys_bits(transpose_a, transpose_b):
         _same_bits(got, want)
 
 
+def test_a_large_matmul_with_buffers_writes_its_buffer_again_once_the_value_has_gone():
+    a, b = _values((64, 30), 4), _values((30, 40), 5)
+    x, y = tf.placeholder(tf.float32, a.shape), tf.placeholder(tf.float32, b.shape)
+    _, buffered = _kernels(tf.matmul(x, y).op)
+    first = buffered(None, a, b)
+    address = first.__array_interface__["data"][0]
+    _same_bits(first, np.matmul(a, b))
+    del first
+    again = buffered(None, a, b)
+    assert again.__array_interface__["data"][0] == address
+    _same_bits(again, np.matmul(a, b))
+
+
+@pytest.mark.parametrize("op_type", ["MatMul", "AddV2"])
+def test_kernels_with_buffers_give_small_results_in_new_arrays(op_type):
+    # Below SMALL_RESULT elements numpy's own small-array cache is cheaper than a buffer.
+    a, b = _values((8, 8), 6), _values((8, 8), 7)
+    x, y = tf.placeholder(tf.float32, a.shape), tf.placeholder(tf.float32, b.shape)
+    op = tf.matmul(x, y).op if op_type == "MatMul" else tf.add(x, y).op
+    _, buffered = _kernels(op)
+    first, second = buffered(None, a, b), buffered(None, a, b)
+    assert first is not second and not np.shares_memory(first, second)
+    want = np.matmul(a, b) if op_type == "MatMul" else np.add(a, b)
+    _same_bits(first, want)
+    _same_bits(second, want)
+
+
 def test_matmul_with_buffers_reports_mismatched_sizes_as_the_op_does():
     op = tf.matmul(
         tf.placeholder(tf.float32, [None, None]), tf.placeholder(tf.float32, [None, None])
@@ -126,7 +153,16 @@ def test_matmul_with_buffers_reports_mismatched_sizes_as_the_op_does():
     [("AddV2", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("RealDiv", np.true_divide)],
 )
 @pytest.mark.parametrize(
-    "shapes", [((6, 4), (6, 4)), ((6, 4), (4,)), ((6, 1), (6, 4)), ((4,), (6, 4))]
+    "shapes",
+    [
+        ((6, 4), (6, 4)),
+        ((6, 4), (4,)),
+        ((6, 1), (6, 4)),
+        ((4,), (6, 4)),
+        ((64, 32), (64, 32)),  # large enough for a buffer (SMALL_RESULT)
+        ((64, 32), (32,)),
+        ((32,), (64, 32)),
+    ],
 )
 def test_binary_ops_with_buffers_give_numpys_bits_and_broadcast(op_type, ufunc, shapes):
     x, y = _values(shapes[0], 2), _values(shapes[1], 3)

@@ -114,7 +114,12 @@ def _rank_kernel(ctx, x):
 @register_compute("Reshape")
 def _reshape_kernel(ctx, x, new_shape):
     try:
-        return np.reshape(x, new_shape)
+        try:
+            # The method np.reshape calls, without its layers, given a list:
+            # numpy reads a list of ints much faster than an array of them.
+            return x.reshape(new_shape.tolist())
+        except AttributeError:  # not numpy values: np.reshape makes them arrays
+            return np.reshape(x, new_shape)
     except ValueError:
         raise _reshape_error(np.size(x), [int(d) for d in np.ravel(new_shape)]) from None
 
@@ -147,7 +152,8 @@ def _reshape_error(size: int, dims: list[int]) -> errors.InvalidArgumentError:
 
 @register_compute("ExpandDims")
 def _expand_dims_kernel(ctx, x, axis):
-    x = np.asarray(x)
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
     axis = int(axis)
     if not -x.ndim - 1 <= axis <= x.ndim:
         raise ValueError(f"axis {axis} is out of range for a tensor of rank {x.ndim}")
@@ -162,7 +168,11 @@ def _squeeze_kernel(op):
 
     def compute(ctx, x):
         try:
-            return np.squeeze(x, axis=axis or None)
+            try:
+                # The method np.squeeze calls, without its layers.
+                return x.squeeze(axis) if axis else x.squeeze()
+            except AttributeError:  # not a numpy value: np.squeeze makes it an array
+                return np.squeeze(x, axis=axis or None)
         except ValueError as exc:
             message = (
                 f"Can not squeeze dims {list(axis)} of an input of shape {list(np.shape(x))}: "

@@ -171,9 +171,8 @@ class BlockingResource:
         with self.lock:
             if attempt.token is not None and ctx.cancellation.is_cancelled:
                 # Cancelled between registering and here: its callback found nothing to remove.
-                finished = []
                 attempt.result = errors.CancelledError(None, None, cancel_message)
-                finished.append(attempt)
+                finished = [attempt]
             else:
                 self._attempts[direction].append(attempt)
                 finished = self._flush_locked()
@@ -222,7 +221,8 @@ class BlockingResource:
         while changed:
             changed = False
             for direction, attempts in enumerate(self._attempts):
-                changed = self._try_front(direction, attempts, finished) or changed
+                if attempts:  # an empty list has nothing to try: no call for it
+                    changed = self._try_front(direction, attempts, finished) or changed
         if self._observers:
             self._changed.notify_all()
         return finished

@@ -53,6 +53,7 @@ from minitf.ops.data_flow.blocking import (
     RunResult,
     private_resource_name,
 )
+from minitf.ops.data_flow.resource_kernels import resource_kernel
 
 logger = logging.getLogger("minitf")
 
@@ -392,21 +393,15 @@ def resource_builder(resource_cls):
         attrs = set(op._attr_names())
         max_staleness = op.get_attr(MAX_STALENESS) if MAX_STALENESS in attrs else 0
         cancels = op.get_attr(CANCELS_IN_FLIGHT) if CANCELS_IN_FLIGHT in attrs else False
-        checked: set[int] = set()
 
         def create():
             acc = resource_cls(name, dtype, shape, reduction)
             acc.max_staleness, acc.cancels_in_flight = int(max_staleness), bool(cancels)
             return acc
 
-        def compute(ctx):
-            acc = ctx.resource_mgr.lookup_or_create(container, name, create)
-            if id(acc) not in checked:
-                acc.check_compatible(dtype, shape, reduction)
-                checked.add(id(acc))
-            return acc
-
-        return compute
+        return resource_kernel(
+            container, name, create, lambda acc: acc.check_compatible(dtype, shape, reduction)
+        )
 
     return builder
 

@@ -24,6 +24,7 @@ from minitf.framework import errors
 from minitf.framework.op_registry import NotDifferentiable, register_kernel
 from minitf.ops.data_flow.blocking import Offer, frozen, private_resource_name
 from minitf.ops.data_flow.queue_base import DEQUEUE, ENQUEUE, Pending, QueueResource, Taken
+from minitf.ops.data_flow.resource_kernels import resource_kernel
 
 __all__ = ["DEQUEUE", "ENQUEUE", "FIFOQueue", "declared_shapes", "queue_op_kernel"]
 
@@ -98,16 +99,12 @@ def queue_op_kernel(make: Callable[[object, str], QueueResource]):
     def builder(op):
         container = op.get_attr("container")
         name = op.get_attr("shared_name") or private_resource_name(op)
-        checked: set[int] = set()
-
-        def compute(ctx):
-            queue = ctx.resource_mgr.lookup_or_create(container, name, lambda: make(op, name))
-            if id(queue) not in checked:
-                queue.check_compatible(make(op, name))
-                checked.add(id(queue))
-            return queue
-
-        return compute
+        return resource_kernel(
+            container,
+            name,
+            lambda: make(op, name),
+            lambda queue: queue.check_compatible(make(op, name)),
+        )
 
     return builder
 

@@ -30,6 +30,11 @@ from minitf.framework.op_registry import get_kernel_def, register_compute, regis
 from minitf.ops.math import blas_threads
 from minitf.ops.math.math_reductions import range_size_or_error
 
+SMALL_RESULT = 1024
+"""Results of fewer elements than this are not worth a buffer: numpy allocates
+small arrays from a cache of its own, faster than a kernel can check that a
+buffer is free (`reusable`)."""
+
 
 def reusable(buffers: list, i: int, shape: tuple, dtype) -> np.ndarray:
     """An array of ``shape`` and ``dtype`` for a kernel to write into: ``buffers[i]`` if free.
@@ -58,11 +63,6 @@ def reusable(buffers: list, i: int, shape: tuple, dtype) -> np.ndarray:
     return buf
 
 
-def _has_dtype(x: np.ndarray, dtype: np.dtype) -> bool:
-    """Whether ``x`` has ``dtype`` (an identity test first: numpy's dtypes are shared objects)."""
-    return x.dtype is dtype or x.dtype == dtype
-
-
 def _int_division_by_zero(op: ops.Operation) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(op.node_def, op, "Integer division by zero")
 
@@ -73,7 +73,14 @@ def _divides_by_zero(x, y) -> bool:
     An empty result divides nothing: TF checks each element it computes, so
     ``floormod([], 0)`` is ``[]`` (the reduction indices of a scalar in ``_SumGrad``).
     """
-    return not np.all(y) and np.broadcast(x, y).size > 0
+    try:
+        scalar = y.ndim == 0
+    except AttributeError:  # a Python number
+        scalar = True
+    # A scalar's truth is np.all's answer; else the reduction np.all runs,
+    # without its Python layers.
+    has_zero = not y if scalar else not np.logical_and.reduce(y, None, bool)
+    return has_zero and np.broadcast(x, y).size > 0
 
 
 def _truncating_divide(x, y):
@@ -138,7 +145,8 @@ def _elementwise_with_buffers(ufunc, compute):
 
     The result has the shape of the larger input when the other broadcasts to
     it; anything else (scalars, mixed dtypes, two inputs that both broadcast)
-    goes to ``compute``.
+    goes to ``compute``. A small result (`SMALL_RESULT`) is a new array of
+    the ufunc's, which is what ``compute`` returns for two arrays of one dtype.
     """
 
     def with_buffers():
@@ -148,6 +156,8 @@ def _elementwise_with_buffers(ufunc, compute):
             try:
                 big = x if x.size >= y.size else y
                 if big.ndim and (x.dtype is y.dtype or x.dtype == y.dtype):
+                    if big.size < SMALL_RESULT:
+                        return ufunc(x, y)
                     return ufunc(x, y, out=reusable(buffers, 0, big.shape, x.dtype))
             except (AttributeError, ValueError):  # not arrays; or the result is larger than both
                 pass
@@ -272,8 +282,18 @@ def _matmul_kernel(op):
 
         def compute_into(ctx, a, b):
             try:
-                if a.ndim == 2 == b.ndim and _has_dtype(a, dtype) and _has_dtype(b, dtype):
-                    out = reusable(buffers, 0, (a.shape[rows], b.shape[cols]), dtype)
+                # dtype tests by identity first: numpy's dtypes are shared objects.
+                if (
+                    a.ndim == 2 == b.ndim
+                    and (a.dtype is dtype or a.dtype == dtype)
+                    and (b.dtype is dtype or b.dtype == dtype)
+                ):
+                    shape = (a.shape[rows], b.shape[cols])
+                    out = (
+                        None
+                        if shape[0] * shape[1] < SMALL_RESULT
+                        else reusable(buffers, 0, shape, dtype)
+                    )
                     return blas_threads.matmul(a.T if ta else a, b.T if tb else b, out=out)
             except (AttributeError, ValueError):  # not arrays; or their sizes do not match
                 pass
@@ -300,47 +320,75 @@ def _batch_matmul_kernel(op):
     return compute
 
 
-def _mean(x, axes, keepdims, np_type):
-    total = x.sum(axis=axes, keepdims=keepdims, dtype=np_type)
-    count = 1
-    for a in axes:
-        count *= x.shape[a]
-    if not np.issubdtype(np_type, np.integer):
-        # 0 / 0 is NaN, as in TF, for the mean of nothing.
-        return total / np_type(count)
-    return _truncating_divide(total, np_type(max(count, 1))).astype(np_type, copy=False)
-
-
-# ndarray methods rather than ``np.sum(...)``: the same reductions without
-# numpy's dispatch layer, which costs more than the work on small tensors.
-_REDUCERS = {
-    "Sum": lambda x, axes, keep, t: x.sum(axis=axes, keepdims=keep, dtype=t),
-    "Prod": lambda x, axes, keep, t: x.prod(axis=axes, keepdims=keep, dtype=t),
-    "Mean": _mean,
-    "Max": lambda x, axes, keep, t: x.max(axis=axes, keepdims=keep),
-    "Min": lambda x, axes, keep, t: x.min(axis=axes, keepdims=keep),
-    "Any": lambda x, axes, keep, t: x.any(axis=axes, keepdims=keep),
-    "All": lambda x, axes, keep, t: x.all(axis=axes, keepdims=keep),
+# Reductions call the ufunc's ``reduce`` with the arguments that numpy's
+# ``np.sum``/``ndarray.sum`` (and the others) pass it in the end: the same
+# reduction, without numpy's Python layers, which cost more than the work
+# on small tensors. numpy takes negative axes as they are and rejects
+# out-of-range or repeated ones (the executor turns its error into
+# InvalidArgumentError).
+_UFUNC_REDUCTIONS = {
+    # op type: (ufunc, whether the reduction runs in the op's dtype ``T``)
+    "Sum": (np.add, True),
+    "Prod": (np.multiply, True),
+    "Max": (np.maximum, False),
+    "Min": (np.minimum, False),
 }
+_LOGICAL_REDUCTIONS = {"Any": np.logical_or, "All": np.logical_and}
 
 
-def _reduction_kernel(reducer):
-    # numpy takes negative axes as they are and rejects out-of-range or repeated
-    # ones (the executor turns its error into InvalidArgumentError).
+def _static_axes(op: ops.Operation) -> tuple | None:
+    """The reduction's axes if its input ``reduction_indices`` is a constant, else None."""
+    const_axes = tensor_util.constant_value(op.inputs[1])
+    return None if const_axes is None else _axes_tuple(const_axes)
+
+
+def _axes_tuple(axes) -> tuple:
+    return tuple(np.ravel(axes).tolist())
+
+
+def _reduction_kernel(ufunc, dtype_of):
+    """The kernel builder of a reduction by ``ufunc`` in the dtype ``dtype_of(op)``."""
+    reduce = ufunc.reduce
+
     def builder(op):
-        keep = op.get_attr("keep_dims")
-        np_type = op.get_attr("T").as_numpy_dtype
-        const_axes = tensor_util.constant_value(op.inputs[1])
-        if const_axes is not None:
-            fixed = tuple(np.ravel(const_axes).tolist())
-            return lambda ctx, x, axes: reducer(x, fixed, keep, np_type)
-        return lambda ctx, x, axes: reducer(x, tuple(np.ravel(axes).tolist()), keep, np_type)
+        keep, dtype = op.get_attr("keep_dims"), dtype_of(op)
+        fixed = _static_axes(op)
+        if fixed is not None:
+            return lambda ctx, x, axes: reduce(x, fixed, dtype, None, keep)
+        return lambda ctx, x, axes: reduce(x, _axes_tuple(axes), dtype, None, keep)
 
     return builder
 
 
-for _op_type, _fn in _REDUCERS.items():
-    register_kernel(_op_type)(_reduction_kernel(_fn))
+def _op_dtype(op: ops.Operation):
+    return op.get_attr("T").as_numpy_dtype
+
+
+for _op_type, (_ufunc, _typed) in _UFUNC_REDUCTIONS.items():
+    register_kernel(_op_type)(_reduction_kernel(_ufunc, _op_dtype if _typed else lambda op: None))
+for _op_type, _ufunc in _LOGICAL_REDUCTIONS.items():
+    register_kernel(_op_type)(_reduction_kernel(_ufunc, lambda op: bool))
+
+
+@register_kernel("Mean")
+def _mean_kernel(op):
+    keep, np_type = op.get_attr("keep_dims"), _op_dtype(op)
+    is_integer = np.issubdtype(np_type, np.integer)
+    fixed = _static_axes(op)
+    add = np.add.reduce
+
+    def compute(ctx, x, axes):
+        axes = fixed if fixed is not None else _axes_tuple(axes)
+        total = add(x, axes, np_type, None, keep)
+        count = 1
+        for a in axes:
+            count *= x.shape[a]
+        if not is_integer:
+            # 0 / 0 is NaN, as in TF, for the mean of nothing.
+            return total / np_type(count)
+        return _truncating_divide(total, np_type(max(count, 1))).astype(np_type, copy=False)
+
+    return compute
 
 
 def _arg_reduce_kernel(np_fn):
@@ -394,31 +442,47 @@ def _sum_to_shape_kernel(op):
     axes_for: dict[tuple, tuple] = {}
 
     def compute(ctx, grad, target_shape):
-        grad = np.asarray(grad)
+        if type(grad) is not np.ndarray:
+            grad = np.asarray(grad)
         target = tuple(target_shape.tolist())
         key = (grad.shape, target)
-        axes = axes_for.get(key)
-        if axes is None:
-            lead = grad.ndim - len(target)
-            axes = tuple(range(lead)) + tuple(
-                i + lead for i, d in enumerate(target) if d == 1 and grad.shape[i + lead] != 1
-            )
+        found = axes_for.get(key)
+        if found is None:
+            found = _summed_axes(grad.shape, target)
             if len(axes_for) < 64:
-                axes_for[key] = axes
-        return grad.sum(axis=axes, keepdims=True).reshape(target) if axes else grad
+                axes_for[key] = found
+        axes, kept_shape = found
+        if not axes:
+            return grad
+        # np.sum's reduction, without its layers; the reshape only where the
+        # summed array has not already the target's shape (leading axes).
+        total = np.add.reduce(grad, axes, None, None, True)
+        return total if kept_shape == target else total.reshape(target)
 
     return compute
+
+
+def _summed_axes(shape: tuple, target: tuple) -> tuple[tuple, tuple]:
+    """The axes that `SumToShape` sums to bring ``shape`` to ``target``, and the shape
+    the sum keeping its dimensions has."""
+    lead = len(shape) - len(target)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, d in enumerate(target) if d == 1 and shape[i + lead] != 1
+    )
+    return axes, tuple(1 if i in axes else d for i, d in enumerate(shape))
 
 
 @register_compute("BroadcastToShape")
 def _broadcast_to_shape_kernel(ctx, value, shape):
     # A new array, not numpy's read-only broadcast view: callers may fetch and
-    # modify it. copyto raises ValueError when the shapes do not broadcast.
-    value = np.asarray(value)
+    # modify it. The assignment (np.copyto's copy, of one dtype) raises
+    # ValueError when the shapes do not broadcast.
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
     out = np.empty(tuple(shape.tolist()), dtype=value.dtype)
     if value.ndim > out.ndim:
         raise ValueError(f"cannot broadcast shape {value.shape} to {out.shape}")
-    np.copyto(out, value)
+    out[...] = value
     return out
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -127,7 +128,7 @@ class VariableResource:
             and value.dtype == self.np_dtype
             and self.value is not None
             and value.shape == self.value.shape
-            and self.overwrite(lambda stored: np.copyto(stored, value))
+            and self.overwrite(np.copyto, value)
         ):
             return self.value
         new = freeze(value, self.np_dtype)
@@ -136,17 +137,19 @@ class VariableResource:
         self.value = new
         return new
 
-    def overwrite(self, write: Callable[[np.ndarray], object]) -> bool:
-        """Calls ``write`` on the stored array, made writeable, if the variable alone holds it.
+    def overwrite(self, write: Callable[..., object], *args: Any) -> bool:
+        """Calls ``write(array, *args)`` on the stored array if the variable alone holds it.
 
-        The test is TF's ``RefCountIsOne`` on the variable's buffer, in Python:
-        the reference count of the stored array is two (the variable's
-        reference and this call's argument) when no value read earlier is
-        still in use, no queue or other variable holds it, and no fetch or
-        send of it is under way. Callers hold ``lock``.
+        The array is writeable during the call only. The test is TF's
+        ``RefCountIsOne`` on the variable's buffer, in Python: the reference
+        count of the stored array is two (the variable's reference and this
+        call's argument) when no value read earlier is still in use, no queue
+        or other variable holds it, and no fetch or send of it is under way.
+        Callers hold ``lock``.
 
         Args:
-            write: Writes the new value into the array it is given.
+            write: Writes the new value into the array it is given first.
+            *args: What else ``write`` is given.
 
         Returns:
             True if the stored array was written; False if something else
@@ -160,7 +163,7 @@ class VariableResource:
         except ValueError:  # its memory belongs to another object: not ours to write
             return False
         try:
-            write(value)
+            write(value, *args)
         finally:
             value.flags.writeable = False
         return True
@@ -208,8 +211,25 @@ def _resource_kernel(op):
     def create():
         return VariableResource(shared_name, dtype, shape)
 
+    # The resource found last, with the manager it is in and the manager's
+    # count of added and removed resources then: while that count stands,
+    # the manager holds the same resource, and a step need not look it up.
+    # One tuple, read once, so that a thread sees all three of one lookup;
+    # the resource by a weak reference, so that the kernel keeps no variable
+    # alive.
+    found = (None, -1, None)
+
     def compute(ctx):
-        return ctx.resource_mgr.lookup_or_create(container, shared_name, create)
+        nonlocal found
+        manager, (kept_manager, kept_changes, kept) = ctx.resource_mgr, found
+        if kept_manager is manager and kept_changes == manager.changes:
+            resource = kept()
+            if resource is not None:
+                return resource
+        changes = manager.changes
+        resource = manager.lookup_or_create(container, shared_name, create)
+        found = (manager, changes, weakref.ref(resource))
+        return resource
 
     return compute
 

@@ -27,22 +27,58 @@ class Feeds:
     def __init__(self, graph: ops.Graph):
         self._graph = graph
         self._static_dims: dict[ops.Tensor, tuple | None] = {}
+        # Per feed key seen before: its tensor, numpy dtype and static dims
+        # (what a key denotes never changes: ops are never removed).
+        self._known: dict[Any, tuple] = {}
 
     def process(self, feed_dict) -> tuple[list[ops.Tensor], list[Any]]:
+        """The fed tensors and their values, checked (TF's errors for bad ones).
+
+        Args:
+            feed_dict: ``Session.run``'s ``feed_dict``.
+        """
         if not feed_dict:
             return [], []
         tensors, values = [], []
-        seen = set()
-        for key, value in _expand_sparse(feed_dict):
-            tensor = self.tensor(key)
-            converted = self.value(tensor, value, key)
-            if tensor in seen:  # the last value fed to a tensor wins, as in TF
-                values[tensors.index(tensor)] = converted
-                continue
-            seen.add(tensor)
-            tensors.append(tensor)
-            values.append(converted)
+        positions: dict[ops.Tensor, int] = {}
+        known, is_feedable = self._known, self._graph.is_feedable
+        for key, value in feed_dict.items():
+            seen = known.get(key) if type(value) is np.ndarray else None
+            if seen is not None and value.dtype == seen[1] and _fits(seen[2], value.shape):
+                # The common case, without the general checks it passes anyway: an
+                # array of the dtype and shape for a key seen before.
+                tensor = seen[0]
+                if not is_feedable(tensor):
+                    raise not_feedable(tensor)
+                self._add(tensors, values, positions, tensor, read_only_view(value))
+            elif isinstance(key, SparseTensor):
+                for part, part_value in _sparse_parts(key, value):
+                    tensor = self.tensor(part)
+                    converted = self.value(tensor, part_value, part)
+                    self._add(tensors, values, positions, tensor, converted)
+            else:
+                tensor = self.tensor(key)
+                converted = self.value(tensor, value, key)
+                self._remember(key, tensor)
+                self._add(tensors, values, positions, tensor, converted)
         return tensors, values
+
+    @staticmethod
+    def _add(tensors: list, values: list, positions: dict, tensor: ops.Tensor, value) -> None:
+        index = positions.get(tensor)
+        if index is not None:  # the last value fed to a tensor wins, as in TF
+            values[index] = value
+            return
+        positions[tensor] = len(tensors)
+        tensors.append(tensor)
+        values.append(value)
+
+    def _remember(self, key, tensor: ops.Tensor) -> None:
+        """Keeps what the fast path of `process` needs of a key just fed."""
+        if len(self._known) >= 1024:
+            self._known.clear()
+        np_dtype = np.dtype(tensor.dtype.base_dtype.as_numpy_dtype)
+        self._known[key] = (tensor, np_dtype, self._dims(tensor))
 
     def tensor(self, key) -> ops.Tensor:
         try:
@@ -91,33 +127,43 @@ class Feeds:
         return read_only_view(value)
 
     def _fits_static_shape(self, tensor: ops.Tensor, shape: tuple) -> bool:
-        """Whether ``shape`` is compatible with the tensor's static shape (cached)."""
-        if tensor not in self._static_dims:
-            static = tensor.get_shape()
-            self._static_dims[tensor] = None if static.ndims is None else tuple(static.as_list())
-        dims = self._static_dims[tensor]
+        """Whether ``shape`` is compatible with the tensor's static shape."""
+        dims = self._dims(tensor)
         if dims is None or dims == shape:
             return True
         return len(dims) == len(shape) and all(d is None or d == s for d, s in zip(dims, shape))
 
+    def _dims(self, tensor: ops.Tensor) -> tuple | None:
+        """The static dims (None for each unknown one), or None for an unknown rank (cached)."""
+        if tensor not in self._static_dims:
+            static = tensor.get_shape()
+            self._static_dims[tensor] = None if static.ndims is None else tuple(static.as_list())
+        return self._static_dims[tensor]
 
-def _expand_sparse(feed_dict):
-    """The ``(key, value)`` pairs of ``feed_dict``, a `SparseTensor` key as its three tensors.
+
+def _fits(dims: tuple | None, shape: tuple) -> bool:
+    """Whether ``shape`` surely fits static ``dims``: any rank, the same, or all but a batch dim.
+
+    False sends a value to the general check (`Feeds._fits_static_shape`).
+    """
+    if dims is None or dims == shape:
+        return True
+    return len(dims) == len(shape) and dims[0] is None and dims[1:] == shape[1:]
+
+
+def _sparse_parts(key: SparseTensor, value):
+    """The ``(tensor, value)`` pairs of a `SparseTensor` fed: its three tensors.
 
     As in TF, a SparseTensor is fed a ``SparseTensorValue`` or an
     ``(indices, values, dense_shape)`` tuple.
     """
-    for key, value in feed_dict.items():
-        if isinstance(key, SparseTensor):
-            parts = (key.indices, key.values, key.dense_shape)
-            if len(value) != 3:
-                raise ValueError(
-                    f"The feed of SparseTensor {key} must be a SparseTensorValue or a tuple "
-                    f"(indices, values, dense_shape), got {value!r}"
-                )
-            yield from zip(parts, value)
-        else:
-            yield key, value
+    parts = (key.indices, key.values, key.dense_shape)
+    if len(value) != 3:
+        raise ValueError(
+            f"The feed of SparseTensor {key} must be a SparseTensorValue or a tuple "
+            f"(indices, values, dense_shape), got {value!r}"
+        )
+    return zip(parts, value)
 
 
 def not_feedable(tensor: ops.Tensor) -> ValueError:

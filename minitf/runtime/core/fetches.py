@@ -59,16 +59,26 @@ class FetchMapper:
         if fetch is None:
             raise TypeError(f"Fetch argument None has invalid type {type(None)}")
         if isinstance(fetch, Mapping):
-            builders = [(k, self._map(v)) for k, v in fetch.items()]
+            items = [(k, *self._child(v)) for k, v in fetch.items()]
             kind = type(fetch)
-            return lambda vals: _make_mapping(kind, [(k, b(vals)) for k, b in builders])
+            if kind is dict:  # `_value`, inlined: a hooked session's fetches are a dict
+                return lambda vals: {
+                    k: b(vals) if b is not None else None if s is None else vals[s]
+                    for k, s, b in items
+                }
+            return lambda vals: _make_mapping(kind, [(k, _value(vals, s, b)) for k, s, b in items])
         if isinstance(fetch, (list, tuple)):
-            builders = [self._map(f) for f in fetch]
-            if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
-                kind = type(fetch)
-                return lambda vals: kind(*[b(vals) for b in builders])
+            children = [self._child(f) for f in fetch]
             kind = type(fetch)
-            return lambda vals: kind([b(vals) for b in builders])
+            if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
+                return lambda vals: kind(*[_value(vals, s, b) for s, b in children])
+            if all(b is None for _, b in children):
+                # Graph elements only (``[train_op, loss]``): one call rebuilds it.
+                slots = [s for s, _ in children]
+                if kind is list:
+                    return lambda vals: [None if s is None else vals[s] for s in slots]
+                return lambda vals: kind([None if s is None else vals[s] for s in slots])
+            return lambda vals: kind([_value(vals, s, b) for s, b in children])
         if type(fetch).__name__ == "IndexedSlices":
             parts = [fetch.values, fetch.indices]
             if fetch.dense_shape is not None:
@@ -80,9 +90,20 @@ class FetchMapper:
         if isinstance(fetch, SparseTensor):
             builders = [self._map(p) for p in (fetch.indices, fetch.values, fetch.dense_shape)]
             return lambda vals: SparseTensorValue(*[b(vals) for b in builders])
-        return self._map_element(fetch)
+        index = self._slot(fetch)
+        return (lambda vals: None) if index is None else (lambda vals: vals[index])
 
-    def _map_element(self, fetch) -> Callable[[list], Any]:
+    def _child(self, fetch) -> tuple[int | None, Callable[[list], Any] | None]:
+        """``(slot, None)`` for a graph element (its value's index, None for an op), else
+        ``(None, builder)``: what `_value` reads a nested fetch's value from."""
+        if fetch is None or isinstance(fetch, (Mapping, list, tuple, SparseTensor)):
+            return None, self._map(fetch)
+        if type(fetch).__name__ == "IndexedSlices":
+            return None, self._map(fetch)
+        return self._slot(fetch), None
+
+    def _slot(self, fetch) -> int | None:
+        """Maps one graph element: the index of its value, or None for an op."""
         try:
             element = self._graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
         except TypeError as e:
@@ -100,13 +121,20 @@ class FetchMapper:
         if isinstance(element, ops.Operation):
             if element not in self.ops:
                 self.ops.append(element)
-            return lambda vals: None
+            return None
         index = self._tensor_index.get(element)
         if index is None:
             index = len(self.tensors)
             self._tensor_index[element] = index
             self.tensors.append(element)
-        return lambda vals: vals[index]
+        return index
+
+
+def _value(vals: list, slot: int | None, builder):
+    """A nested fetch's value: its builder's, or the value at its slot (None for an op)."""
+    if builder is not None:
+        return builder(vals)
+    return None if slot is None else vals[slot]
 
 
 def _make_mapping(kind, items):
@@ -122,7 +150,19 @@ def _make_mapping(kind, items):
 
 def client_values(results: list) -> list:
     """What the caller receives of a step's fetched values (`client_value` of each)."""
-    return [client_value(v) for v in results] if results else results
+    if not results:
+        return results
+    values = []
+    for value in results:
+        if type(value) is np.ndarray:  # `client_value`, inlined: this runs for every fetch
+            if value.ndim == 0:
+                value = value[()]
+            elif not value.flags.writeable:
+                value = value.copy()
+        elif isinstance(value, np.ndarray):
+            value = client_value(value)
+        values.append(value)
+    return values
 
 
 def client_value(value):
@@ -135,13 +175,36 @@ def client_value(value):
     return value
 
 
-def mapper_key(fetches) -> Any:
-    """What a session keeps the `FetchMapper` of ``fetches`` under, or None if it keeps none.
+class MapperCache:
+    """The `FetchMapper` s a session keeps: one per fetch structure and graph version.
 
     A training loop fetches the same structure every step; a mapper depends
-    only on it (and on the graph's version, which the session adds).
+    only on it and on the graph (whose version counts every change). Kept:
+    graph elements (tensors, ops, names, variables) alone or nested in plain
+    lists, tuples and dicts.
+
+    Args:
+        graph: The session's graph.
     """
-    return _structure_key(fetches, _cached_fetch_types())
+
+    def __init__(self, graph: ops.Graph):
+        self._graph = graph
+        self._mappers: dict[tuple, FetchMapper] = {}
+
+    def get(self, fetches) -> FetchMapper | None:
+        """The kept mapper of ``fetches`` at the graph's version, or None."""
+        key = _structure_key(fetches, _CACHED_FETCH_TYPES or _cached_fetch_types())
+        return None if key is None else self._mappers.get((key, self._graph.version))
+
+    def make(self, fetches) -> FetchMapper:
+        """A new mapper of ``fetches``, kept if its structure is (see `FetchMapper` for errors)."""
+        mapper = FetchMapper(self._graph, fetches)
+        key = _structure_key(fetches, _cached_fetch_types())
+        if key is not None:
+            if len(self._mappers) >= 64:
+                self._mappers.clear()
+            self._mappers[(key, self._graph.version)] = mapper
+        return mapper
 
 
 _CACHED_FETCH_TYPES: frozenset = frozenset()
@@ -152,19 +215,27 @@ def _structure_key(fetches, cached: frozenset):
 
     Kept: graph elements of the ``cached`` types, alone or nested in plain
     lists, tuples and dicts (a dict's keys with their types, in order).
+    Elements are taken in place, without a call each: this runs every step.
     """
     kind = type(fetches)
     if kind in cached:
         return fetches
+    parts = []
     if kind is dict:
-        parts = [(type(k), k, _structure_key(v, cached)) for k, v in fetches.items()]
-        kept = all(part[2] is not None for part in parts)
+        for k, v in fetches.items():
+            part = v if type(v) in cached else _structure_key(v, cached)
+            if part is None:
+                return None
+            parts.append((type(k), k, part))
     elif kind is list or kind is tuple:
-        parts = [_structure_key(f, cached) for f in fetches]
-        kept = all(part is not None for part in parts)
+        for f in fetches:
+            part = f if type(f) in cached else _structure_key(f, cached)
+            if part is None:
+                return None
+            parts.append(part)
     else:
         return None
-    return (kind, tuple(parts)) if kept else None
+    return kind, tuple(parts)
 
 
 def _cached_fetch_types() -> frozenset:

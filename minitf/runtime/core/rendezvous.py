@@ -23,6 +23,7 @@ import numpy as np
 
 from minitf.framework import errors
 from minitf.framework.op_registry import NotDifferentiable, register_kernel
+from minitf.runtime.core.frames import rendezvous_key
 
 _NOT_YET = object()
 
@@ -73,9 +74,7 @@ class Rendezvous:
                 table = self._steps.setdefault(step_id, {})
                 value = table.pop(key, _NOT_YET)
                 if value is _NOT_YET:
-                    waiter = _Waiter(self, step_id, key, done)
-                    table[key] = waiter
-                    waiter.register(ctx)
+                    table[key] = _Waiter(self, step_id, key, done, ctx)
                     return
         done(error if error is not None else value)
 
@@ -123,27 +122,25 @@ class Rendezvous:
 
 
 class _Waiter:
-    __slots__ = ("rendezvous", "step_id", "key", "done", "ctx", "token", "_once")
+    """A waiting ``_Recv``; also the callback its step's cancellation calls (no closure per wait).
 
-    def __init__(self, rendezvous: Rendezvous, step_id: int, key: str, done):
-        self.rendezvous = rendezvous
-        self.step_id = step_id
-        self.key = key
-        self.done = done
-        self.ctx = None
-        self.token = None
-        self._once = threading.Lock()
+    Exactly one of `Rendezvous.send`, `abort` and `_cancel` takes it out of its
+    step's table, under the lock, and only that one delivers: it needs no guard.
+    """
 
-    def register(self, ctx) -> None:
-        if ctx is not None and ctx.cancellation is not None:
-            self.ctx = ctx
-            self.token = ctx.cancellation.register(lambda: self.rendezvous._cancel(self))
+    __slots__ = ("rendezvous", "step_id", "key", "done", "cancellation", "token")
+
+    def __init__(self, rendezvous: Rendezvous, step_id: int, key: str, done, ctx):
+        self.rendezvous, self.step_id, self.key, self.done = rendezvous, step_id, key, done
+        self.cancellation = cancellation = None if ctx is None else ctx.cancellation
+        self.token = None if cancellation is None else cancellation.register(self)
+
+    def __call__(self) -> None:
+        self.rendezvous._cancel(self)
 
     def deliver(self, value) -> None:
-        if not self._once.acquire(blocking=False):
-            return
         if self.token is not None:
-            self.ctx.cancellation.deregister(self.token)
+            self.cancellation.deregister(self.token)
         self.done(value)
 
 
@@ -167,8 +164,11 @@ def _send_kernel(op):
                 f"{source.op.type} op {source.op.name!r} produced {tensor.dtype} for its "
                 f"{source.dtype.name} output {source.name}",
             )
-        where = ctx.rendezvous_key(key)
-        ctx.post(recv_task, where, tensor, op)
+        where = rendezvous_key(key, ctx.frame_iter) if ctx.frame_iter else key
+        if ctx.outbox is None:  # what `post` does then, without its call: the tensor goes now
+            ctx.transport.send_tensor(recv_task, ctx.step_id, where, tensor)
+        else:
+            ctx.post(recv_task, where, tensor, op)
         if ctx.trace is not None:
             ctx.note(op.name, "transfer", _transfer("send", where, tensor))
 
@@ -180,7 +180,7 @@ def _recv_kernel(op):
     base = op.get_attr("tensor_name")
 
     def compute(ctx, done):
-        key = ctx.rendezvous_key(base)
+        key = rendezvous_key(base, ctx.frame_iter) if ctx.frame_iter else base
         if ctx.trace is None:
             ctx.rendezvous.recv(ctx.step_id, key, ctx, done)
             return

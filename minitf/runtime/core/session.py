@@ -99,7 +99,7 @@ class BaseSession:
         self._build_lock = threading.Lock()
         self._kernels: dict[ops.Operation, KernelInfo] = {}
         self._plans: dict[tuple, Plan] = {}
-        self._mappers: dict[tuple, fetch_lib.FetchMapper] = {}
+        self._mappers = fetch_lib.MapperCache(graph)
         self._feeds = Feeds(graph)
         self._active_steps: set[StepContext] = set()
         self._resource_mgr = ResourceMgr()
@@ -251,34 +251,18 @@ class BaseSession:
             OpError: the TF error of a failing op.
         """
         self._check_open()
-        if not self._graph.get_operations():
-            raise RuntimeError(
-                "The Session graph is empty.  Add operations to the graph before calling run()."
-            )
-        mapper = self._mapper(fetches)
+        mapper = self._mappers.get(fetches)  # kept: the graph has ops
+        if mapper is None:
+            if not self._graph.get_operations():
+                raise RuntimeError(
+                    "The Session graph is empty.  Add operations to the graph before calling run()."
+                )
+            mapper = self._mappers.make(fetches)
         feed_tensors, feed_values = self._feeds.process(feed_dict)
         values = self._run_signature(
             mapper.tensors, mapper.ops, feed_tensors, feed_values, options, run_metadata
         )
         return mapper.build(values)
-
-    def _mapper(self, fetches) -> fetch_lib.FetchMapper:
-        """The `FetchMapper` of ``fetches``, kept when they are graph elements in plain nestings.
-
-        A training loop fetches the same structure every step; a mapper depends
-        only on the fetches and the graph (its version counts every change).
-        """
-        key = fetch_lib.mapper_key(fetches)
-        if key is None:
-            return fetch_lib.FetchMapper(self._graph, fetches)
-        key = (key, self._graph.version)
-        mapper = self._mappers.get(key)
-        if mapper is None:
-            mapper = fetch_lib.FetchMapper(self._graph, fetches)
-            if len(self._mappers) >= 64:
-                self._mappers.clear()
-            self._mappers[key] = mapper
-        return mapper
 
     def make_callable(
         self, fetches: Any, feed_list: list | None = None, accept_options: bool = False

@@ -24,20 +24,21 @@ _container_lock = threading.Lock()  # makes a step's container once (see `step_c
 
 
 class CancellationManager:
-    """Lets blocked kernels register how to wake up when a step is cancelled."""
+    """Lets blocked kernels register how to wake up when a step is cancelled.
 
-    __slots__ = ("_lock", "_callbacks", "_tokens", "_cancelled")
+    Attributes:
+        is_cancelled: True once `start_cancel` has been called (read it; only
+            `start_cancel` sets it). A plain attribute, not a property: every
+            waiting kernel reads it, and a property read is a call.
+    """
+
+    __slots__ = ("_lock", "_callbacks", "_tokens", "is_cancelled")
 
     def __init__(self):
         self._lock = threading.Lock()
         self._callbacks: dict[int, Callable[[], None]] = {}
         self._tokens = 0  # the last token given
-        self._cancelled = False
-
-    @property
-    def is_cancelled(self) -> bool:
-        """True once `start_cancel` has been called."""
-        return self._cancelled
+        self.is_cancelled = False
 
     def register(self, callback: Callable[[], None]) -> int | None:
         """Registers ``callback``; returns a token, or None if already cancelled.
@@ -46,7 +47,7 @@ class CancellationManager:
             callback: Called with no arguments when the step is cancelled.
         """
         with self._lock:
-            if self._cancelled:
+            if self.is_cancelled:
                 return None
             token = self._tokens = self._tokens + 1
             self._callbacks[token] = callback
@@ -66,9 +67,9 @@ class CancellationManager:
     def start_cancel(self) -> None:
         """Cancels: calls every registered callback once."""
         with self._lock:
-            if self._cancelled:
+            if self.is_cancelled:
                 return
-            self._cancelled = True
+            self.is_cancelled = True
             callbacks = list(self._callbacks.values())
             self._callbacks.clear()
         for callback in callbacks:

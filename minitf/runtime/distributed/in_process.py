@@ -109,12 +109,18 @@ class InProcessTransport:
         ``carry`` and ``carried_to`` do not apply (virtual time has no
         deadline, a simulation's trace is its event log).
         """
-        call = Call(notify)
+        call = Call(notify, finished=True)  # no threading.Event: a `_Flag` instead
+        call.event = _Flag()
         loss, gradients = self._registered.get((task, handle), (None, False))
         self._simulation.start_run(
             task, handle, step_id, feeds, call, self._task_name, loss, gradients
         )
         return call
+
+    @staticmethod
+    def new_event() -> _Flag:
+        """What a master's run waits on (``threading.Event``'s part that it uses)."""
+        return _Flag()
 
     def wait(self, event: threading.Event, timeout: float | None) -> bool:
         """Parks the calling client until ``event`` is set and its step is over (or failed).
@@ -173,6 +179,32 @@ class InProcessTransport:
         for step_id in active_steps:
             for task in self._simulation.tasks():
                 self._simulation.abort(task, step_id, cancelled)
+
+
+class _Flag:
+    """A ``threading.Event`` as a simulated step's calls use it: no lock, no condition.
+
+    Only the simulation sets one (a part ended), under its lock, and nobody
+    waits on it: a client that waits parks in the simulation
+    (`Simulation.wait_for`), which reads the flag under that lock.
+    """
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        """Whether it is set."""
+        return self._set
+
+    def set(self) -> None:
+        """Sets it."""
+        self._set = True
+
+    def clear(self) -> None:
+        """Clears it."""
+        self._set = False
 
 
 def _base(tensor_name: str) -> str:

@@ -108,6 +108,8 @@ class Master(Observers):
         self._active: set[int] = set()  # steps running now, aborted by close()
         self._active_lock = threading.Lock()
         self._step_ids = self._transport.step_ids(self.task_name)
+        # What a run's replies set: an in-process transport's needs no lock (`new_event`).
+        self._new_event = getattr(self._transport, "new_event", threading.Event)
         self._closed = False
 
     def _forget_plans(self) -> None:
@@ -218,11 +220,9 @@ class Master(Observers):
                 "session and waits until the model is ready).",
             )
         calls = []
-        answered = threading.Event()  # set whenever a task answers
+        answered = self._new_event()  # set whenever a task answers
         # This process's worker, when it serves the session's own task.
-        here = (
-            transport.local_worker() if any(t == self.task_name for t, _, _ in plan.parts) else None
-        )
+        here = transport.local_worker() if self.task_name in plan.partitions else None
         # With this task's part run here, a task's reply may carry the tensors
         # its last ops send to this task (`Server._start`).
         carry = here is not None and not trace and config.fast()
@@ -331,8 +331,8 @@ class Master(Observers):
                 except errors.OpError as exc:
                     return results, exc
             waiting = still
-            if not waiting or any(p.event.is_set() for _, p in waiting):
-                continue  # an answer came while the others were read
+            if not waiting:  # (an answer that came during the scan set `answered`: no wait)
+                break
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self._transport.wait(answered, remaining):
                 return results, self._deadline_error(waiting)

@@ -18,10 +18,12 @@ the values are the same bit for bit (``MINITF_FAST=0`` turns it off).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from minitf.framework.ops import Operation
+from minitf.ops.math.math_kernels import SMALL_RESULT
 from minitf.ops.nn.nn_kernels import EPILOGUES, fused_matmul
 from minitf.runtime.core.plan import (
     SHAPE_READERS,
@@ -35,10 +37,8 @@ from minitf.runtime.core.plan import (
 MAX_IDLE_WALKS = 4
 """How many walks (each with its buffers) a plan keeps for the steps to come."""
 
-MIN_BUFFERED_ELEMENTS = 1024
-"""Outputs known to be smaller than this are not worth a buffer: numpy allocates
-small arrays from a cache of its own, faster than a kernel can check that a
-buffer is free."""
+MIN_BUFFERED_ELEMENTS = SMALL_RESULT
+"""Outputs known to be smaller than this are not worth a buffer (`SMALL_RESULT`)."""
 
 
 def _worth_buffers(op: Operation) -> bool:
@@ -130,7 +130,9 @@ class Walks:
 
     def __init__(self, build: Callable[[], tuple], chains: tuple, unfused_rest: dict):
         self._build = build
-        self._idle: list[tuple] = []
+        # At most MAX_IDLE_WALKS: a walk given back to a full deque pushes out
+        # the oldest, and any one walk serves as well as another.
+        self._idle: deque[tuple] = deque(maxlen=MAX_IDLE_WALKS)
         self._taken = 0
         self.chains = chains
         self.unfused_rest = unfused_rest
@@ -150,8 +152,7 @@ class Walks:
         Args:
             walk: The walk.
         """
-        if len(self._idle) < MAX_IDLE_WALKS:
-            self._idle.append(walk)
+        self._idle.append(walk)
 
 
 def walks_of(

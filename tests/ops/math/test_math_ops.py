@@ -91,6 +91,16 @@ def test_integer_division_by_zero_is_an_invalid_argument_error():
         run(tf.floormod(tf.constant([1]), tf.constant([0])))
 
 
+@pytest.mark.parametrize("divisor", [np.int32(0), np.array(0, np.int32), np.array([0], np.int32)])
+def test_integer_division_by_a_fed_zero_fails_unless_there_is_nothing_to_divide(divisor):
+    x, y = tf.placeholder(tf.int32), tf.placeholder(tf.int32)
+    for op in (tf.floordiv(x, y), tf.floormod(x, y)):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
+            run(op, {x: np.array([7, -7], np.int32), y: divisor})
+        assert run(op, {x: np.zeros(0, np.int32), y: divisor}).shape == (0,)
+    assert run(tf.floordiv(x, y), {x: np.int32(-7), y: np.int32(2)}) == -4  # -7 // 2 by hand
+
+
 # -- division ---------------------------------------------------------------------------------
 
 
@@ -434,6 +444,33 @@ def test_reductions_match_numpy(fn, np_fn, op_type, axis, keepdims):
     np.testing.assert_allclose(result, expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("fn, np_fn, op_type", REDUCTIONS)
+@pytest.mark.parametrize("axis", [[0], [-1], [0, 2], []])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions_of_fed_values_give_numpys_bits(fn, np_fn, op_type, axis, keepdims):
+    # Fed, so nothing is folded: the kernel runs on the values of the step,
+    # with the axes known when the graph is built and with the axes fed.
+    value = R / 8 if op_type == "Prod" else R
+    x, axes = tf.placeholder(tf.float32), tf.placeholder(tf.int32)
+    fixed, fed = fn(x, axis=axis, keepdims=keepdims), fn(x, axis=axes, keepdims=keepdims)
+    feed = {x: value, axes: np.array(axis, np.int32)}
+    expected = np_fn(value, axis=tuple(axis), keepdims=keepdims)
+    if op_type == "Mean":  # a sum in float32, then one division by the count
+        count = np.prod([value.shape[a] for a in axis], dtype=np.int64)
+        expected = np.sum(value, axis=tuple(axis), keepdims=keepdims) / np.float32(count)
+    for got in run([fixed, fed], feed):
+        assert got.dtype == np.float32 and got.shape == np.shape(expected)
+        assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()
+
+
+def test_reduction_of_axes_out_of_range_or_repeated_is_an_invalid_argument_error():
+    x, axes = tf.placeholder(tf.float32), tf.placeholder(tf.int32)
+    total = tf.reduce_sum(x, axis=axes)
+    for bad in ([3], [0, 0]):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            run(total, {x: R, axes: np.array(bad, np.int32)})
+
+
 def test_reduction_of_integers_keeps_dtype_and_mean_truncates():
     x = tf.constant([[1, 2], [3, 5]])
     assert run(tf.reduce_sum(x)) == 11 and run(tf.reduce_sum(x)).dtype == np.int32
@@ -754,6 +791,34 @@ REDUCTION_GRADS = [tf.reduce_sum, tf.reduce_mean, tf.reduce_max, tf.reduce_min, 
 def test_reduction_gradients(fn, axis, keepdims):
     value = rand(2, 3, 2)
     assert grad_error(lambda v: fn(v, axis=axis, keepdims=keepdims), value) < 1e-4
+
+
+def _sum_to_shape(grad, shape):
+    return (
+        tf.get_default_graph()
+        .create_op("SumToShape", [grad, shape], [tf.float32], attrs={"T": tf.float32})
+        .outputs[0]
+    )
+
+
+@pytest.mark.parametrize(
+    "grad_shape, target, axes",
+    [
+        ((2, 3, 4), [3, 1], (0, 2)),  # a leading axis and a broadcast one
+        ((2, 3, 4), [1, 3, 4], (0,)),
+        ((2, 3, 4), [2, 1, 1], (1, 2)),
+        ((2, 3, 4), [], (0, 1, 2)),  # to a scalar
+        ((2, 3, 4), [4], (0, 1)),
+        ((1, 3), [1, 3], ()),
+    ],
+)
+def test_sum_to_shape_sums_the_leading_and_broadcast_axes(grad_shape, target, axes):
+    value = np.arange(np.prod(grad_shape), dtype=np.float32).reshape(grad_shape) / 7
+    grad, shape = tf.placeholder(tf.float32), tf.placeholder(tf.int32)
+    got = run(_sum_to_shape(grad, shape), {grad: value, shape: np.array(target, np.int32)})
+    expected = np.sum(value, axis=axes).reshape(target)
+    assert got.shape == tuple(target) and got.dtype == np.float32
+    assert np.asarray(got).tobytes() == expected.tobytes()
 
 
 def test_reduction_gradient_with_unknown_batch_dimension():

@@ -1,9 +1,13 @@
 """Specification tests for the state ops: Assign*, scatter updates, resource-variable ops."""
 
+import weakref
+
 import numpy as np
 import pytest
 
 import minitf as tf
+from minitf.framework.op_registry import get_kernel_def
+from minitf.runtime.core.resource_mgr import ResourceMgr
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -314,3 +318,27 @@ def test_count_up_to_of_an_uninitialized_variable_fails_precondition():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
             sess.run(w.count_up_to(2))
+
+
+class _Context:
+    """What a variable's kernel reads of a step: the task's resource manager."""
+
+    def __init__(self, resource_mgr):
+        self.resource_mgr = resource_mgr
+
+
+def test_a_variable_kernel_finds_the_resource_its_task_holds_now():
+    op = tf.Variable(np.zeros(3, np.float32), name="v").op
+    compute = get_kernel_def("VariableV2").builder(op)
+    manager, other = ResourceMgr(), ResourceMgr()
+    first = compute(_Context(manager))
+    assert compute(_Context(manager)) is first is manager.lookup("", "v")
+    assert compute(_Context(other)) is other.lookup("", "v") is not first
+    manager.delete("", "v")  # as a session's reset or close drops it
+    again = compute(_Context(manager))
+    assert again is not first and again is manager.lookup("", "v")
+    manager.clear()
+    collected = weakref.ref(again)
+    del again, first
+    assert collected() is None  # the kernel keeps no variable alive
+    assert compute(_Context(manager)) is manager.lookup("", "v")

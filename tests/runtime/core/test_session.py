@@ -235,6 +235,35 @@ def test_two_keys_for_the_same_tensor_the_last_one_wins():
         assert sess.run(tf.identity(p), {p: 1.0, "p:0": 2.0}) == 2.0
 
 
+def test_a_key_fed_before_is_checked_again_on_every_run():
+    # The second and later feeds of a key take a shorter path: the checks still hold.
+    p = tf.placeholder(tf.float32, shape=[None, 2], name="p")
+    doubled = p * 2.0
+    with tf.Session() as sess:
+        first = np.array([[1.0, 2.0]], np.float32)
+        np.testing.assert_array_equal(sess.run(doubled, {p: first}), [[2.0, 4.0]])
+        three = np.ones((3, 2), np.float32)
+        np.testing.assert_array_equal(sess.run(doubled, {p: three}), np.full((3, 2), 2.0))
+        expected = "Cannot feed value of shape (1, 3) for Tensor 'p:0', which has shape '(?, 2)'"
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            sess.run(doubled, {p: np.ones((1, 3), np.float32)})
+        ints = np.array([[1, 2]], np.int64)  # another dtype: converted, as the first time
+        np.testing.assert_array_equal(sess.run(doubled, {p: ints}), [[2.0, 4.0]])
+        assert sess.run(doubled, {p: first, "p:0": three}).shape == (3, 2)  # the last one wins
+        tf.get_default_graph().prevent_feeding(p)
+        with pytest.raises(ValueError, match="may not be fed"):
+            sess.run(doubled, {p: first})
+
+
+def test_a_kept_fetch_structure_is_mapped_again_when_the_graph_changes():
+    a = tf.constant(1.0, name="a")
+    with tf.Session() as sess:
+        assert sess.run({"x": [a, a], 0: (a,)}) == {"x": [1.0, 1.0], 0: (1.0,)}
+        b = tf.constant(2.0, name="b")
+        assert sess.run({"x": [a, b], 0: (b,)}) == {"x": [1.0, 2.0], 0: (2.0,)}
+        assert sess.run({"x": [a, "b:0"], 1: [b.op]}) == {"x": [1.0, 2.0], 1: [None]}
+
+
 def test_fetching_an_unfetchable_op_raises_value_error():
     c = tf.constant(1.0, name="hidden")
     tf.get_default_graph().prevent_fetching(c.op)
