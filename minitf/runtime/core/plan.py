@@ -18,8 +18,9 @@ speed-ups make (`Plan.units`, `minitf.runtime.speedups`).
 from __future__ import annotations
 
 import functools
+import operator
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,9 +241,10 @@ def prune(fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) 
         if op in needed:
             continue
         needed.add(op)
-        stack.extend(t.op for t in op.inputs if t not in fed)
-        stack.extend(c for c in op.control_inputs if not _fed_placeholder(c, fed))
-    return [op for op in _creation_order(needed)]
+        # The private fields: the public properties copy lists (planning is hot).
+        stack.extend(t._op for t in op._inputs if t not in fed)
+        stack.extend(c for c in op._control_inputs if not _fed_placeholder(c, fed))
+    return _creation_order(needed)
 
 
 def _fed_placeholder(op: Operation, fed: set[Tensor]) -> bool:
@@ -251,11 +253,14 @@ def _fed_placeholder(op: Operation, fed: set[Tensor]) -> bool:
     (``subgraph.cc``'s ``FeedInputs``): an op that waits on it waits for
     nothing, since the fed value is there when the step starts.
     """
-    return op.type in ("Placeholder", "PlaceholderV2") and op.outputs[0] in fed
+    return op._type in ("Placeholder", "PlaceholderV2") and op._outputs[0] in fed
 
 
-def _creation_order(ops: set[Operation]) -> list[Operation]:
-    return sorted(ops, key=lambda op: op._id)
+_CREATION_ID = operator.attrgetter("_id")
+
+
+def _creation_order(ops: Iterable[Operation]) -> list[Operation]:
+    return sorted(ops, key=_CREATION_ID)
 
 
 def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operation]:
@@ -270,12 +275,11 @@ def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operatio
     Raises:
         InvalidArgumentError: if the ops contain a cycle.
     """
-    in_set = set(ops)
-    indegree = {op: 0 for op in ops}
+    indegree = dict.fromkeys(ops, 0)  # also the set of ops to order
     consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
-        for pred in predecessors(op, in_set, feeds):
-            if pred.type == "NextIteration":
+        for pred in predecessors(op, indegree, feeds):
+            if pred._type == "NextIteration":
                 continue  # a loop's back edge: the cycle a frame runs, not an order
             indegree[op] += 1
             consumers[pred].append(op)
@@ -296,10 +300,12 @@ def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operatio
     return order
 
 
-def predecessors(op: Operation, in_set: set[Operation], feeds: set[Tensor]) -> list[Operation]:
-    preds = {t.op for t in op.inputs if t not in feeds and t.op in in_set}
-    preds.update(c for c in op.control_inputs if c in in_set)
-    return sorted(preds, key=lambda p: p._id)
+def predecessors(
+    op: Operation, in_set: Container[Operation], feeds: Container[Tensor]
+) -> list[Operation]:
+    preds = {t._op for t in op._inputs if t not in feeds and t._op in in_set}
+    preds.update(c for c in op._control_inputs if c in in_set)
+    return sorted(preds, key=_CREATION_ID)
 
 
 @dataclass(frozen=True)
