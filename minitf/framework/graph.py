@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 from minitf.framework import device as pydev
@@ -113,14 +114,9 @@ class Graph(GraphCollections):
 
     # -- default graph -------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def as_default(self) -> Iterator[Graph]:
+    def as_default(self) -> AbstractContextManager[Graph]:
         """Makes this graph the default graph of the current thread for a block."""
-        _default_graph_stack.push(self)
-        try:
-            yield self
-        finally:
-            _default_graph_stack.pop(self)
+        return _AsDefault(self)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -230,8 +226,7 @@ class Graph(GraphCollections):
         """
         return self._names.unique_name(name, mark_as_used)
 
-    @contextlib.contextmanager
-    def name_scope(self, name: str | None) -> Iterator[str]:
+    def name_scope(self, name: str | None) -> AbstractContextManager[str]:
         """Opens a name scope; yields the scope string with a trailing ``/``.
 
         ``None`` or ``""`` resets to the root scope; a name ending in ``/`` re-enters
@@ -243,8 +238,7 @@ class Graph(GraphCollections):
         Raises:
             ValueError: if ``name`` is not a valid scope name.
         """
-        with self._names.scope(name) as scope:
-            yield scope
+        return self._names.scope(name)
 
     # -- devices, colocation, control dependencies ----------------------------------------
 
@@ -487,6 +481,22 @@ def _ref_inputs(op_type: str, inputs: list[Tensor]) -> list[Tensor]:
     if kernel_def is None or not kernel_def.ref_inputs:
         return []
     return [t for i, t in enumerate(inputs) if i in kernel_def.ref_inputs and t.dtype._is_ref_dtype]
+
+
+class _AsDefault:
+    """The block of `Graph.as_default` (a class: every ``tf.name_scope`` enters one)."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: Graph):
+        self._graph = graph
+
+    def __enter__(self) -> Graph:
+        _default_graph_stack.push(self._graph)
+        return self._graph
+
+    def __exit__(self, *exc_info) -> None:
+        _default_graph_stack.pop(self._graph)
 
 
 class _DefaultGraphStack(_DefaultStack):
