@@ -136,8 +136,10 @@ class Graph(GraphCollections):
         """
         if not isinstance(name, str):
             raise TypeError(f"Operation names are strings (or similar), not {type(name).__name__}.")
-        op = self.as_graph_element(name, allow_tensor=False, allow_operation=True)
-        return op
+        op = self._ops_by_name.get(name)
+        if op is not None and ":" not in name:
+            return op  # the common case (a partition rebuilt): no lock needed
+        return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
     def get_tensor_by_name(self, name: str) -> Tensor:
         """Returns the tensor called ``name`` (``"op:index"``).
@@ -151,6 +153,12 @@ class Graph(GraphCollections):
         """
         if not isinstance(name, str):
             raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
+        # The common case (a partition rebuilt) without the lock; anything else
+        # (a bad index, a missing op) takes the full path and its errors.
+        op_name, _, index = name.rpartition(":")
+        op = self._ops_by_name.get(op_name)
+        if op is not None and index.isdecimal() and int(index) < len(op._outputs):
+            return op._outputs[int(index)]
         return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
     def as_graph_element(
@@ -438,15 +446,9 @@ class Graph(GraphCollections):
             if name in self._ops_by_name:
                 raise ValueError(f"Duplicate node name in graph: '{name}'")
             self._names.reserve(name)
+            # Operation copies the inputs, control inputs and attributes.
             op = Operation(
-                self,
-                op_type,
-                name,
-                list(inputs),
-                list(out_dtypes),
-                list(shapes),
-                list(control_inputs),
-                dict(attrs),
+                self, op_type, name, inputs, list(out_dtypes), list(shapes), control_inputs, attrs
             )
             for source, assigned in device_assignments:
                 op._set_device(assigned, source)
