@@ -341,10 +341,11 @@ def reads_variable(t: Tensor) -> bool:
     Args:
         t: A tensor.
     """
-    while not t.dtype._is_ref_dtype:
-        if t.op.type != "Identity":
+    while not t._dtype._is_ref_dtype:  # the fields: planning asks this of every input
+        op = t._op
+        if op._type != "Identity":
             return False
-        t = t.op.inputs[0]
+        t = op._inputs[0]
     return True
 
 
@@ -372,25 +373,25 @@ def bind_kernel(op: Operation) -> KernelInfo:
     Raises:
         InvalidArgumentError: if no kernel is registered for the op type.
     """
-    kernel_def = get_kernel_def(op.type)
+    op_type = op.type
+    kernel_def = get_kernel_def(op_type)
     if kernel_def is None:
         raise errors.InvalidArgumentError(
             op.node_def,
             op,
-            f"No OpKernel was registered to support Op '{op.type}' used by node {op.name}.",
+            f"No OpKernel was registered to support Op '{op_type}' used by node {op.name}.",
         )
     compute = kernel_def.builder(op)
-    if op.type == "Identity" and reads_variable(op.inputs[0]):
+    inputs = op.inputs
+    if op_type == "Identity" and reads_variable(inputs[0]):
         return KernelInfo(_forward_variable, False, kernel_def.stateful)
     # Merge reads only the input that is not dead (its kernel does): a dead
     # input must not be read.
     deref = (
         ()
-        if op.type == "Merge"
+        if op_type == "Merge"
         else tuple(
-            i
-            for i, t in enumerate(op.inputs)
-            if i not in kernel_def.ref_inputs and reads_variable(t)
+            i for i, t in enumerate(inputs) if i not in kernel_def.ref_inputs and reads_variable(t)
         )
     )
     factory = None if kernel_def.is_async else getattr(compute, "with_buffers", None)
