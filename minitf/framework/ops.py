@@ -56,6 +56,9 @@ from minitf.framework.tensor_conversion import (
 def _graph_elements(values) -> list:
     found = []
     for v in values or ():
+        if type(v) is Tensor:  # the common case, without looking for a conversion
+            found.append(v)
+            continue
         conv = getattr(v, "_as_graph_element", None)
         if conv is not None and callable(conv):
             v = conv()
