@@ -302,10 +302,21 @@ def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operatio
 
 def predecessors(
     op: Operation, in_set: Container[Operation], feeds: Container[Tensor]
-) -> list[Operation]:
+) -> set[Operation]:
+    """The ops of ``in_set`` that ``op`` waits for: producers of its unfed inputs, control inputs.
+
+    A set, in no order: the orders built from it go op by op, each op counting
+    its predecessors and adding itself to their successors, so they do not
+    depend on the order in which it sees them.
+
+    Args:
+        op: The op.
+        in_set: The ops of the step.
+        feeds: The fed tensors (their edges are cut).
+    """
     preds = {t._op for t in op._inputs if t not in feeds and t._op in in_set}
     preds.update(c for c in op._control_inputs if c in in_set)
-    return sorted(preds, key=_CREATION_ID)
+    return preds
 
 
 @dataclass(frozen=True)
