@@ -264,7 +264,9 @@ class DeviceSpec:
         as `*`; an index without a type is not printed. An empty spec gives `""`.
         """
         if self._as_string is None:
-            self._as_string = _components_to_string(**self._fields())
+            self._as_string = _components_to_string(
+                self._job, self._replica, self._task, self._device_type, self._device_index
+            )
         return self._as_string
 
     def make_merged_spec(self, dev: DeviceSpec) -> DeviceSpec:
@@ -276,6 +278,14 @@ class DeviceSpec:
         Returns:
           A new `DeviceSpec`; neither input is changed.
         """
+        if type(self) is DeviceSpec and type(dev) is DeviceSpec:
+            # Both specs' fields are coerced: merge the slots directly (ops are placed so).
+            return _trusted(
+                tuple(
+                    mine if theirs is None else theirs
+                    for mine, theirs in zip(_slot_values(self), _slot_values(dev))
+                )
+            )
         merged = _combined_fields(self, dev)
         if type(self) is DeviceSpec:
             return _trusted(tuple(merged.values()))  # both specs' fields are coerced
@@ -355,6 +365,11 @@ def _trusted(values: tuple) -> DeviceSpec:
     spec._job, spec._replica, spec._task, spec._device_type, spec._device_index = values
     spec._as_string = None
     return spec
+
+
+def _slot_values(spec: DeviceSpec) -> tuple:
+    """A `DeviceSpec`'s five fields, in `_FIELDS` order, read from its slots."""
+    return (spec._job, spec._replica, spec._task, spec._device_type, spec._device_index)
 
 
 def _combined_fields(base: DeviceSpec, override: DeviceSpec) -> dict[str, Any]:

@@ -33,6 +33,8 @@ class _DeviceEntry:
         self.spec = _as_device_spec(device_name_or_function)
         self.is_null_merge = self.spec.to_string() == ""
         self.function = self._merge
+        # The merge of each device an op had before this entry (a block sees a few).
+        self._merged: dict[str, str] = {}
 
     def describe(self) -> str:
         """How pictures name this entry: ``tf.device('/job:ps')`` or the device function."""
@@ -46,8 +48,12 @@ class _DeviceEntry:
     def _merge(self, op) -> str:
         # The op's current device (set by inner scopes) wins field by field; a
         # "*" index counts as unset because DeviceSpec parses it as None.
-        current = pydev.DeviceSpec.from_string(op.device)
-        return self.spec.make_merged_spec(current).to_string()
+        current = op.device
+        merged = self._merged.get(current)
+        if merged is None:
+            spec = self.spec.make_merged_spec(pydev.DeviceSpec.from_string(current))
+            merged = self._merged[current] = spec.to_string()
+        return merged
 
 
 def _as_device_spec(device) -> pydev.DeviceSpec:

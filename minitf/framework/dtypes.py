@@ -176,7 +176,7 @@ class DType:
     @property
     def base_dtype(self) -> DType:
         """The non-reference type: `float32` for both `float32` and `float32_ref`."""
-        if self._is_ref_dtype:
+        if self._type_enum > _REF_OFFSET:  # _is_ref_dtype, without a second property call
             return _INTERN_TABLE[self._type_enum - _REF_OFFSET]
         return self
 
@@ -485,6 +485,8 @@ def as_dtype(type_value: Any) -> DType:
     Raises:
         TypeError: If `type_value` names no supported type.
     """
+    if type(type_value) is DType:  # the common case: every op's output types
+        return _INTERN_TABLE[type_value._type_enum]
     if isinstance(type_value, DType):
         return _INTERN_TABLE[type_value.as_datatype_enum]
     if isinstance(type_value, np.dtype):

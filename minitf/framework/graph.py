@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 from minitf.framework import device as pydev
@@ -113,14 +114,9 @@ class Graph(GraphCollections):
 
     # -- default graph -------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def as_default(self) -> Iterator[Graph]:
+    def as_default(self) -> AbstractContextManager[Graph]:
         """Makes this graph the default graph of the current thread for a block."""
-        _default_graph_stack.push(self)
-        try:
-            yield self
-        finally:
-            _default_graph_stack.pop(self)
+        return _AsDefault(self)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -140,8 +136,10 @@ class Graph(GraphCollections):
         """
         if not isinstance(name, str):
             raise TypeError(f"Operation names are strings (or similar), not {type(name).__name__}.")
-        op = self.as_graph_element(name, allow_tensor=False, allow_operation=True)
-        return op
+        op = self._ops_by_name.get(name)
+        if op is not None and ":" not in name:
+            return op  # the common case (a partition rebuilt): no lock needed
+        return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
     def get_tensor_by_name(self, name: str) -> Tensor:
         """Returns the tensor called ``name`` (``"op:index"``).
@@ -155,6 +153,12 @@ class Graph(GraphCollections):
         """
         if not isinstance(name, str):
             raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
+        # The common case (a partition rebuilt) without the lock; anything else
+        # (a bad index, a missing op) takes the full path and its errors.
+        op_name, _, index = name.rpartition(":")
+        op = self._ops_by_name.get(op_name)
+        if op is not None and index.isdecimal() and int(index) < len(op._outputs):
+            return op._outputs[int(index)]
         return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
     def as_graph_element(
@@ -230,8 +234,7 @@ class Graph(GraphCollections):
         """
         return self._names.unique_name(name, mark_as_used)
 
-    @contextlib.contextmanager
-    def name_scope(self, name: str | None) -> Iterator[str]:
+    def name_scope(self, name: str | None) -> AbstractContextManager[str]:
         """Opens a name scope; yields the scope string with a trailing ``/``.
 
         ``None`` or ``""`` resets to the root scope; a name ending in ``/`` re-enters
@@ -243,8 +246,7 @@ class Graph(GraphCollections):
         Raises:
             ValueError: if ``name`` is not a valid scope name.
         """
-        with self._names.scope(name) as scope:
-            yield scope
+        return self._names.scope(name)
 
     # -- devices, colocation, control dependencies ----------------------------------------
 
@@ -444,15 +446,9 @@ class Graph(GraphCollections):
             if name in self._ops_by_name:
                 raise ValueError(f"Duplicate node name in graph: '{name}'")
             self._names.reserve(name)
+            # Operation copies the inputs, control inputs and attributes.
             op = Operation(
-                self,
-                op_type,
-                name,
-                list(inputs),
-                list(out_dtypes),
-                list(shapes),
-                list(control_inputs),
-                dict(attrs),
+                self, op_type, name, inputs, list(out_dtypes), list(shapes), control_inputs, attrs
             )
             for source, assigned in device_assignments:
                 op._set_device(assigned, source)
@@ -487,6 +483,22 @@ def _ref_inputs(op_type: str, inputs: list[Tensor]) -> list[Tensor]:
     if kernel_def is None or not kernel_def.ref_inputs:
         return []
     return [t for i, t in enumerate(inputs) if i in kernel_def.ref_inputs and t.dtype._is_ref_dtype]
+
+
+class _AsDefault:
+    """The block of `Graph.as_default` (a class: every ``tf.name_scope`` enters one)."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: Graph):
+        self._graph = graph
+
+    def __enter__(self) -> Graph:
+        _default_graph_stack.push(self._graph)
+        return self._graph
+
+    def __exit__(self, *exc_info) -> None:
+        _default_graph_stack.pop(self._graph)
 
 
 class _DefaultGraphStack(_DefaultStack):

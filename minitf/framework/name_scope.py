@@ -9,10 +9,8 @@ stacks belong to the graph and all its threads see them).
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
-from collections.abc import Iterator
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
@@ -72,18 +70,32 @@ class GraphNames:
             name = f"{name}_{i - 1}"
         return name
 
-    @contextlib.contextmanager
-    def scope(self, name: str | None) -> Iterator[str]:
-        """Opens a name scope on this thread; yields it with a trailing ``/``.
+    def scope(self, name: str | None) -> _NameScope:
+        """Opens a name scope on this thread for a ``with`` block; it yields the scope with a ``/``.
 
         Args:
             name: The scope name: None or "" for the root, a name ending in
                 ``/`` to re-enter a scope verbatim, any other to make unique.
 
         Raises:
-            ValueError: if ``name`` is not a valid scope name.
+            ValueError: (on entering) if ``name`` is not a valid scope name.
         """
-        old_scope = self.current_scope
+        return _NameScope(self, name)
+
+
+class _NameScope:
+    """The block `GraphNames.scope` opens (a class: every op constructor opens one)."""
+
+    __slots__ = ("_names", "_name", "_old_scope")
+
+    def __init__(self, names: GraphNames, name: str | None):
+        self._names = names
+        self._name = name
+        self._old_scope = ""
+
+    def __enter__(self) -> str:
+        names, name = self._names, self._name
+        old_scope = self._old_scope = names.current_scope
         if name:
             pattern = _VALID_SCOPE_NAME if old_scope else _VALID_OP_NAME
             if not pattern.match(name):
@@ -93,10 +105,10 @@ class GraphNames:
         elif name.endswith("/"):
             new_scope, returned = name[:-1], name
         else:
-            new_scope = self.unique_name(name)
+            new_scope = names.unique_name(name)
             returned = new_scope + "/"
-        self._thread_local.name_stack = new_scope
-        try:
-            yield returned
-        finally:
-            self._thread_local.name_stack = old_scope
+        names._thread_local.name_stack = new_scope
+        return returned
+
+    def __exit__(self, *exc_info) -> None:
+        self._names._thread_local.name_stack = self._old_scope

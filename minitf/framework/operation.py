@@ -74,7 +74,7 @@ class Operation:
             Tensor(self, i, dt, shape) for i, (dt, shape) in enumerate(zip(output_types, shapes))
         ]
         for t in self._inputs:
-            t._add_consumer(self)
+            t._consumers.append(self)  # Tensor._add_consumer, without a call per input
 
     @property
     def name(self) -> str:

@@ -56,6 +56,9 @@ from minitf.framework.tensor_conversion import (
 def _graph_elements(values) -> list:
     found = []
     for v in values or ():
+        if type(v) is Tensor:  # the common case, without looking for a conversion
+            found.append(v)
+            continue
         conv = getattr(v, "_as_graph_element", None)
         if conv is not None and callable(conv):
             v = conv()
@@ -85,10 +88,9 @@ def _get_graph_from_inputs(values) -> Graph:
     return graph if graph is not None else get_default_graph()
 
 
-@contextlib.contextmanager
 def name_scope(
     name: str | None, default_name: str | None = None, values: list | None = None
-) -> Iterator[str]:
+) -> contextlib.AbstractContextManager[str]:
     """Opens a name scope in the graph of ``values`` (TF1's ``tf.name_scope``).
 
     Enters the graph of ``values`` (or the default graph) and opens
@@ -105,14 +107,37 @@ def name_scope(
             ``default_name``, if ``values`` come from different graphs, or if
             the name is not a valid scope name.
     """
-    scope_name = default_name if name is None else name
-    if scope_name is None and values is not None:
-        raise ValueError(
-            f"At least one of name ({name}) and default_name ({default_name}) must be provided."
-        )
-    graph = _get_graph_from_inputs(values)
-    with graph.as_default(), graph.name_scope(scope_name) as scope:
-        yield scope
+    return _NameScopeBlock(name, default_name, values)
+
+
+class _NameScopeBlock:
+    """The block `name_scope` opens (a class: every op constructor opens one)."""
+
+    __slots__ = ("_args", "_as_default", "_scope")
+
+    def __init__(self, name: str | None, default_name: str | None, values: list | None):
+        self._args = (name, default_name, values)
+
+    def __enter__(self) -> str:
+        name, default_name, values = self._args
+        scope_name = default_name if name is None else name
+        if scope_name is None and values is not None:
+            raise ValueError(
+                f"At least one of name ({name}) and default_name ({default_name}) must be provided."
+            )
+        graph = _get_graph_from_inputs(values)
+        self._as_default = graph.as_default()
+        self._scope = graph.name_scope(scope_name)
+        self._as_default.__enter__()
+        try:
+            return self._scope.__enter__()
+        except BaseException:
+            self._as_default.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc_info) -> None:
+        self._scope.__exit__(*exc_info)
+        self._as_default.__exit__(*exc_info)
 
 
 def device(device_name_or_function: str | pydev.DeviceSpec | Callable | None):

@@ -636,6 +636,24 @@ def test_nested_device_scopes_merge_inner_fields_win():
     assert d.device == "/job:ps/device:CPU:0"
 
 
+def test_a_device_scope_merges_each_op_with_the_device_its_inner_scopes_set():
+    # One outer entry sees, in turn, ops that inner scopes put on different tasks.
+    devices = []
+    with tf.device("/job:ps/device:CPU:0"):
+        for task in (1, 2, 1, None):
+            if task is None:
+                devices.append(tf.constant(1.0).device)
+                continue
+            with tf.device(f"/task:{task}"):
+                devices.append(tf.constant(1.0).device)
+    assert devices == [
+        "/job:ps/task:1/device:CPU:0",
+        "/job:ps/task:2/device:CPU:0",
+        "/job:ps/task:1/device:CPU:0",
+        "/job:ps/device:CPU:0",
+    ]
+
+
 def test_star_device_index_counts_as_unset():
     with tf.device("/device:GPU:7"):
         with tf.device("/device:GPU:*"):

@@ -60,18 +60,20 @@ inputs is called once per plan (TF's ``py_func_test.testStateless``)."""
 
 def _try_fold(op: Operation, info: KernelInfo, known: dict[Tensor, object]) -> list | None:
     """Returns the op's output values if it can be computed now, else None."""
-    if info.stateful or info.is_async or op.control_inputs or op.type in _NEVER_FOLDED:
+    # The op's fields, not its properties, which copy lists: every op of a plan comes here.
+    inputs, outputs = op._inputs, op._outputs
+    if info.stateful or info.is_async or op._control_inputs or op._type in _NEVER_FOLDED:
         return None
-    if op.type not in _FOLDED_WITHOUT_INPUTS and (
-        not op.inputs or any(t not in known for t in op.inputs)
+    if op._type not in _FOLDED_WITHOUT_INPUTS and (
+        not inputs or any(t not in known for t in inputs)
     ):
         return None
     try:
-        result = info.compute(_FoldingContext(), *[known[t] for t in op.inputs])
+        result = info.compute(_FoldingContext(), *[known[t] for t in inputs])
     except Exception:  # noqa: BLE001 - the run reports the error, with its step
         return None
-    values = [result] if len(op.outputs) == 1 else list(result or [])
-    if len(values) != len(op.outputs):
+    values = [result] if len(outputs) == 1 else list(result or [])
+    if len(values) != len(outputs):
         return None
     for value in values:
         if isinstance(value, np.ndarray):
@@ -92,7 +94,7 @@ def _materialized_shape(op: Operation, info: KernelInfo, feeds: set[Tensor]) -> 
     handles are left to the run: their value's shape is only known then.
     The op's own kernel computes the value, from a stand-in of that shape.
     """
-    if op.type not in SHAPE_READERS:
+    if op._type not in SHAPE_READERS:
         return None
     stand_ins = {}
     for t in op.inputs:
@@ -129,13 +131,13 @@ def fold_constants(
     known: dict[Tensor, object] = {}
     folded: list[Operation] = []
     for op in order:
-        if any(t in feeds for t in op.outputs):
+        if any(t in feeds for t in op._outputs):
             continue
         values = _try_fold(op, kernels[op], known)
         if values is None and not has_control_flow:
             values = _materialized_shape(op, kernels[op], feeds)
         if values is not None:
-            known.update(zip(op.outputs, values))
+            known.update(zip(op._outputs, values))
             folded.append(op)
     return known, folded
 

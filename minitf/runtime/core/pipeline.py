@@ -100,12 +100,12 @@ def build_plan(
             if t not in feed_set:
                 slots[t] = len(slots)
     scratch = len(slots)
-    index = {op: i for i, op in enumerate(order)}
+    index = {op: i for i, op in enumerate(order)}  # also the set of planned ops
     cut = feed_set | set(known)
     successors: list[list[int]] = [[] for _ in order]
     num_preds = [0] * len(order)
     for i, op in enumerate(order):
-        for pred in predecessors(op, set(index), cut):
+        for pred in predecessors(op, index, cut):
             successors[index[pred]].append(i)
             num_preds[i] += 1
     steps = []

@@ -18,8 +18,9 @@ speed-ups make (`Plan.units`, `minitf.runtime.speedups`).
 from __future__ import annotations
 
 import functools
+import operator
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,9 +241,10 @@ def prune(fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) 
         if op in needed:
             continue
         needed.add(op)
-        stack.extend(t.op for t in op.inputs if t not in fed)
-        stack.extend(c for c in op.control_inputs if not _fed_placeholder(c, fed))
-    return [op for op in _creation_order(needed)]
+        # The private fields: the public properties copy lists (planning is hot).
+        stack.extend(t._op for t in op._inputs if t not in fed)
+        stack.extend(c for c in op._control_inputs if not _fed_placeholder(c, fed))
+    return _creation_order(needed)
 
 
 def _fed_placeholder(op: Operation, fed: set[Tensor]) -> bool:
@@ -251,11 +253,14 @@ def _fed_placeholder(op: Operation, fed: set[Tensor]) -> bool:
     (``subgraph.cc``'s ``FeedInputs``): an op that waits on it waits for
     nothing, since the fed value is there when the step starts.
     """
-    return op.type in ("Placeholder", "PlaceholderV2") and op.outputs[0] in fed
+    return op._type in ("Placeholder", "PlaceholderV2") and op._outputs[0] in fed
 
 
-def _creation_order(ops: set[Operation]) -> list[Operation]:
-    return sorted(ops, key=lambda op: op._id)
+_CREATION_ID = operator.attrgetter("_id")
+
+
+def _creation_order(ops: Iterable[Operation]) -> list[Operation]:
+    return sorted(ops, key=_CREATION_ID)
 
 
 def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operation]:
@@ -270,12 +275,11 @@ def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operatio
     Raises:
         InvalidArgumentError: if the ops contain a cycle.
     """
-    in_set = set(ops)
-    indegree = {op: 0 for op in ops}
+    indegree = dict.fromkeys(ops, 0)  # also the set of ops to order
     consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
-        for pred in predecessors(op, in_set, feeds):
-            if pred.type == "NextIteration":
+        for pred in predecessors(op, indegree, feeds):
+            if pred._type == "NextIteration":
                 continue  # a loop's back edge: the cycle a frame runs, not an order
             indegree[op] += 1
             consumers[pred].append(op)
@@ -296,10 +300,23 @@ def topological_order(ops: list[Operation], feeds: set[Tensor]) -> list[Operatio
     return order
 
 
-def predecessors(op: Operation, in_set: set[Operation], feeds: set[Tensor]) -> list[Operation]:
-    preds = {t.op for t in op.inputs if t not in feeds and t.op in in_set}
-    preds.update(c for c in op.control_inputs if c in in_set)
-    return sorted(preds, key=lambda p: p._id)
+def predecessors(
+    op: Operation, in_set: Container[Operation], feeds: Container[Tensor]
+) -> set[Operation]:
+    """The ops of ``in_set`` that ``op`` waits for: producers of its unfed inputs, control inputs.
+
+    A set, in no order: the orders built from it go op by op, each op counting
+    its predecessors and adding itself to their successors, so they do not
+    depend on the order in which it sees them.
+
+    Args:
+        op: The op.
+        in_set: The ops of the step.
+        feeds: The fed tensors (their edges are cut).
+    """
+    preds = {t._op for t in op._inputs if t not in feeds and t._op in in_set}
+    preds.update(c for c in op._control_inputs if c in in_set)
+    return preds
 
 
 @dataclass(frozen=True)
@@ -335,10 +352,11 @@ def reads_variable(t: Tensor) -> bool:
     Args:
         t: A tensor.
     """
-    while not t.dtype._is_ref_dtype:
-        if t.op.type != "Identity":
+    while not t._dtype._is_ref_dtype:  # the fields: planning asks this of every input
+        op = t._op
+        if op._type != "Identity":
             return False
-        t = t.op.inputs[0]
+        t = op._inputs[0]
     return True
 
 
@@ -366,25 +384,25 @@ def bind_kernel(op: Operation) -> KernelInfo:
     Raises:
         InvalidArgumentError: if no kernel is registered for the op type.
     """
-    kernel_def = get_kernel_def(op.type)
+    op_type = op.type
+    kernel_def = get_kernel_def(op_type)
     if kernel_def is None:
         raise errors.InvalidArgumentError(
             op.node_def,
             op,
-            f"No OpKernel was registered to support Op '{op.type}' used by node {op.name}.",
+            f"No OpKernel was registered to support Op '{op_type}' used by node {op.name}.",
         )
     compute = kernel_def.builder(op)
-    if op.type == "Identity" and reads_variable(op.inputs[0]):
+    inputs = op.inputs
+    if op_type == "Identity" and reads_variable(inputs[0]):
         return KernelInfo(_forward_variable, False, kernel_def.stateful)
     # Merge reads only the input that is not dead (its kernel does): a dead
     # input must not be read.
     deref = (
         ()
-        if op.type == "Merge"
+        if op_type == "Merge"
         else tuple(
-            i
-            for i, t in enumerate(op.inputs)
-            if i not in kernel_def.ref_inputs and reads_variable(t)
+            i for i, t in enumerate(inputs) if i not in kernel_def.ref_inputs and reads_variable(t)
         )
     )
     factory = None if kernel_def.is_async else getattr(compute, "with_buffers", None)

@@ -150,7 +150,7 @@ def _requested_device(op, default_job, default_task, tasks, allow_soft_placement
 def _resource_producer(op: Operation) -> Operation | None:
     """The op whose resource (or reference) ``op`` uses, if any: ``op`` must run next to it."""
     for t in op.inputs:
-        if t.dtype == dtypes.resource or t.dtype._is_ref_dtype:
+        if t.dtype is dtypes.resource or t.dtype._is_ref_dtype:  # interned DTypes
             return t.op
     return None
 

@@ -163,6 +163,27 @@ def test_build_plan_steps_are_ordered_and_wired():
     assert plan.fetch_slots == plan.steps[1].out_slots
 
 
+def test_plan_successors_are_every_consumer_once_in_plan_order():
+    # Inputs listed against creation order, one producer read twice, a control edge.
+    p = tf.placeholder(tf.float32, shape=[2], name="p")
+    a = tf.identity(p, name="a")
+    b = tf.negative(p, name="b")
+    c = tf.abs(p, name="c")
+    d = tf.add_n([c, b, a, c], name="d")
+    with tf.control_dependencies([b.op]):
+        e = tf.identity(a, name="e")
+    plan = pipeline.build_plan([d, e], [], [p], _kernel_for, fold_constants=False)
+    assert _names(plan.ops) == ["a", "b", "c", "e", "d"]  # e is ready before d (Kahn's)
+    ops = plan.ops
+    for step in plan.steps:
+        waits_for = {t.op for t in step.op.inputs} | set(step.op.control_inputs)
+        assert step.num_predecessors == len(waits_for & set(ops))
+        readers = [j for j, other in enumerate(ops) if step.op in {t.op for t in other.inputs}]
+        controlled = [j for j, other in enumerate(ops) if step.op in other.control_inputs]
+        assert step.successors == tuple(sorted(set(readers + controlled)))
+    assert plan.steps[1].successors == (3, 4)  # b: orders e, read by d
+
+
 def test_every_tensor_gets_its_own_slot():
     a = tf.constant(1.0)
     b = tf.identity(a)
