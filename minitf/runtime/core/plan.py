@@ -398,7 +398,8 @@ def bind_kernel(op: Operation) -> KernelInfo:
 
 def _forward_variable(ctx, variable):
     """``Identity`` of a variable: checks it has a value (TF's executor does) and forwards it."""
-    if not isinstance(variable, np.ndarray) and not variable.is_initialized:
+    # A variable's ``value`` is None until assigned (``is_initialized``, a property, is a call).
+    if not isinstance(variable, np.ndarray) and variable.value is None:
         variable.read()  # raises FailedPreconditionError naming the variable
     return variable
 
