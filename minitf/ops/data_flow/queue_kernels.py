@@ -193,7 +193,8 @@ def _outputs(element: tuple):
 def _dequeue_kernel(op):
     def compute(ctx, done, queue):
         taken = Taken(1)  # run_dequeue keeps only the id of the element in it
-        done = _traced(op, ctx, queue, done, "dequeue", taken)
+        if ctx.trace is not None:  # (tested here too: an untraced step's dequeue calls less)
+            done = _traced(op, ctx, queue, done, "dequeue", taken)
 
         def deliver(result):  # `_outputs`, inlined: a call less per dequeue
             if isinstance(result, (Exception, Offer)) or len(result) != 1:
