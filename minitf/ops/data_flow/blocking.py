@@ -163,19 +163,19 @@ class BlockingResource:
                 it, a held step is offered the attempt instead (see above).
         """
         attempt = Attempt(run, done, ctx, cancel_message, state, ready)
-        if cancellable and ctx is not None and ctx.cancellation is not None:
-            attempt.token = ctx.cancellation.register(lambda: self._cancel(direction, attempt))
-            if attempt.token is None:
-                done(errors.CancelledError(None, None, cancel_message))
-                return
+        cancellation = ctx.cancellation if cancellable and ctx is not None else None
         with self.lock:
-            if attempt.token is not None and ctx.cancellation.is_cancelled:
-                # Cancelled between registering and here: its callback found nothing to remove.
+            if cancellation is not None and cancellation.is_cancelled:
                 attempt.result = errors.CancelledError(None, None, cancel_message)
                 finished = [attempt]
             else:
                 self._attempts[direction].append(attempt)
                 finished = self._flush_locked()
+        if cancellation is not None and attempt not in finished:
+            # Only one left waiting registers (most finish at once); cancelled meanwhile: undo it.
+            attempt.token = cancellation.register(lambda: self._cancel(direction, attempt))
+            if attempt.token is None:
+                self._cancel(direction, attempt)
         self._finish(finished)
 
     def mutate(self, change: Callable[[], Any]) -> Any:

@@ -50,6 +50,9 @@ class FIFOQueue(QueueResource):
         """How many elements are queued."""
         return len(self._elements) - self._start
 
+    # Every queued element may be dequeued: the same method, without a call in between.
+    available_locked = size_locked
+
     def _push(self, element: tuple) -> None:
         self._elements.append(element)
         self.pushed += 1
@@ -190,13 +193,19 @@ def _outputs(element: tuple):
 def _dequeue_kernel(op):
     def compute(ctx, done, queue):
         taken = Taken(1)  # run_dequeue keeps only the id of the element in it
-        done = _traced(op, ctx, queue, done, "dequeue", taken)
+        if ctx.trace is not None:  # (tested here too: an untraced step's dequeue calls less)
+            done = _traced(op, ctx, queue, done, "dequeue", taken)
+
+        def deliver(result):  # `_outputs`, inlined: a call less per dequeue
+            if isinstance(result, (Exception, Offer)) or len(result) != 1:
+                done(result)
+            else:
+                done(result[0])
+
         queue.try_attempt(
             DEQUEUE,
             ctx,
-            lambda result: done(
-                result if isinstance(result, (Exception, Offer)) else _outputs(result)
-            ),
+            deliver,
             queue.run_dequeue,
             "Dequeue operation was cancelled",
             taken,

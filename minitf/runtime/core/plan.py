@@ -416,30 +416,49 @@ def bind_kernel(op: Operation) -> KernelInfo:
 
 def _forward_variable(ctx, variable):
     """``Identity`` of a variable: checks it has a value (TF's executor does) and forwards it."""
-    if not isinstance(variable, np.ndarray) and not variable.is_initialized:
+    # A variable's ``value`` is None until assigned (``is_initialized``, a property, is a call).
+    if not isinstance(variable, np.ndarray) and variable.value is None:
         variable.read()  # raises FailedPreconditionError naming the variable
     return variable
 
 
 def dereferencing(compute, deref: tuple[int, ...], is_async: bool):
-    """Wraps a kernel so that inputs reading a variable arrive as its value now."""
+    """Wraps a kernel so that inputs reading a variable arrive as its value now.
+
+    The wrappers of one or two such inputs test for an array themselves
+    (`dereference`, inlined) and take a variable's ``value`` as it is, calling
+    its ``read`` only for the error of a variable without one: two calls less
+    per input and step.
+    """
     positions = tuple(i + 1 if is_async else i for i in deref)
     if positions == (0,):
 
         def read_first(ctx, a, *rest):
-            return compute(ctx, dereference(a), *rest)
+            if not isinstance(a, np.ndarray) and a is not DEAD:
+                value = a.value  # None until assigned
+                a = a.read() if value is None else value
+            return compute(ctx, a, *rest)
 
         return read_first
     if positions == (1,):
 
         def read_second(ctx, a, b, *rest):  # matmul(x, w): the hot case
-            return compute(ctx, a, dereference(b), *rest)
+            if not isinstance(b, np.ndarray) and b is not DEAD:
+                value = b.value  # None until assigned
+                b = b.read() if value is None else value
+            return compute(ctx, a, b, *rest)
 
         return read_second
     if positions == (1, 2):
 
         def read_second_and_third(ctx, a, b, c, *rest):  # matmul(x, w) + b, fused
-            return compute(ctx, a, dereference(b), dereference(c), *rest)
+            if not isinstance(b, np.ndarray) and b is not DEAD:
+                value = b.value  # None until assigned
+                b = b.read() if value is None else value
+            if not isinstance(c, np.ndarray) and c is not DEAD:
+                value = c.value  # None until assigned
+                c = c.read() if value is None else value
+            return compute(ctx, a, b, c, *rest)
 
         return read_second_and_third
 
