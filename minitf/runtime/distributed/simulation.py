@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import gc
 import heapq
 import itertools
@@ -166,13 +167,13 @@ class _Part:
         self.start = 0.0
         self.ready_at: dict[int, float] = {}
         self.pushed: set[int] = set()  # ops put in the simulation's heap to run
-        self.dirty = False
         self.delay = 0.0  # the worker's delay before this part (computing its gradients)
         self.epoch = 0  # heap entries of an older epoch are void (the part was cancelled)
         self.info: Any = ()  # per unit of its execution: a `_UnitInfo`
         self.ended = False
         self.error: BaseException | None = None
-        self._dirty: list | None = None
+        # Its execution's completions, until the loop takes them in (`Simulation._collect`).
+        self.inbox = _Inbox()
         # Who makes its moves, as the event log names them (`Simulation.events`).
         self.who = (task, step.client, step.key[1], step.step_id)
 
@@ -182,17 +183,26 @@ class _Part:
         self.execution = run.execution
         self.loops = run.execution.plan.has_loops
         self.start = start
-        self._dirty = dirty
-        self.execution.on_arrival = self._arrived
-
-    def _arrived(self) -> None:
-        # A completion reached this part (it is taken in after the move that made it).
-        if not self.dirty:
-            self.dirty = True
-            self._dirty.append(self)
+        if run.execution.plan.has_async:
+            run.execution.gather(self.inbox)
+        # A completion reached this part: it is taken in after the move that made it.
+        # (``list.append`` itself, no Python call; a part listed again has nothing new.)
+        self.execution.on_arrival = functools.partial(dirty.append, self)
 
     def available(self, i: int) -> float:
         return self.ready_at.get(i, self.start)
+
+
+class _Inbox(list):
+    """A part's completions ``(index, result, arrival ns)``, in the order they arrived.
+
+    Only moves (on the loop's thread) and clients holding the simulation's
+    lock make them: a list, put by ``list.append`` itself, spares the
+    ``queue.SimpleQueue`` round trip of a real task's inbox.
+    """
+
+    __slots__ = ()
+    put = list.append
 
 
 class _Step:
@@ -299,7 +309,8 @@ class Simulation(Scheduler):
         self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
         self._now: deque = deque()  # isolated ops to make at once: (part, op, epoch)
-        self._dirty: list[_Part] = []  # parts a completion reached since the last look
+        # Parts a completion reached since the last look, in the order the first one did.
+        self._dirty: list[_Part] = []
         self._moves: list[tuple] = []  # every move, cheaply: see `events`
         self._made = 0  # ops the moves ran or delivered: `move_count`
         self._listed = 0  # moves listed op by op in `events` so far
@@ -822,7 +833,7 @@ class Simulation(Scheduler):
         Args:
             moved: The op that just ran or was delivered, if the part moved.
         """
-        if part.dirty:
+        if part.inbox:
             self._collect(part, time)
         # New ready ops are among the successors of the op that just moved
         # (all ready ops when the step starts); each is pushed once. With
@@ -852,7 +863,7 @@ class Simulation(Scheduler):
         Its successors may start no earlier; those it made ready are offered
         (`_offer`, in one pass over the successors).
         """
-        if part.dirty:
+        if part.inbox:
             self._collect(part, end)  # none of them is a successor: those wait for it
         ready_at, first, pushed = part.ready_at, part.start, part.pushed
         pending, epoch = part.execution.pending, part.epoch
@@ -875,22 +886,23 @@ class Simulation(Scheduler):
 
     def _collect(self, part: _Part, time: float) -> None:
         """Puts the completions that reached ``part`` in the heap, deliverable from ``time`` on."""
-        part.dirty = False
-        execution, ready_at, start = part.execution, part.ready_at, part.start
-        arrived = execution.arrived
-        before = len(arrived)
-        execution.collect()
-        for n in range(before, len(arrived)):
-            i = arrived[n]
-            unit = part.info[i]
+        inbox = part.inbox
+        items = inbox.copy()
+        del inbox[: len(items)]
+        part.execution.take(items)
+        info, ready_at, start, epoch = part.info, part.ready_at, part.start, part.epoch
+        heap, seq, order, key = self._heap, self._seq, part.order, part.key
+        for i, _, _ in items:
+            unit = info[i]
             if unit.offered:
                 # On a held real task this attempt is first offered to its
                 # step, which runs it as a move of its own (ops.data_flow.blocking).
                 self._offered.append((self._made, part.task, part.step.step_id, unit.op.name))
-            when = max(ready_at.get(i, start), time)
+            when = ready_at.get(i, start)
+            if when < time:
+                when = time
             ready_at[i] = when
-            entry = (when, part.order, part.key, 0, i, next(self._seq), part, part.epoch)
-            heapq.heappush(self._heap, entry)
+            heapq.heappush(heap, (when, order, key, 0, i, next(seq), part, epoch))
 
     def _absorb(self, time: float) -> None:
         """Takes in the completions that moves made (they arrive at ``time``)."""
@@ -899,7 +911,7 @@ class Simulation(Scheduler):
             self._dirty.clear()  # the parts hold this list: empty it, never replace it
             for part in dirty:
                 # Only a move makes ops ready, and each move offered them.
-                if part.dirty and not part.ended:
+                if part.inbox and not part.ended:
                     self._collect(part, time)
 
     def _make(self, part: _Part, running: bool, i: int, start: float) -> None:
@@ -963,7 +975,7 @@ class Simulation(Scheduler):
             self._offer(part, end, i)
         elif running and i in execution.waiting:
             part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
-            if part.dirty:  # (nothing is ready: its successors wait for it)
+            if part.inbox:  # (nothing is ready: its successors wait for it)
                 self._collect(part, end)
         else:
             self._follow(part, unit, end)
