@@ -399,7 +399,9 @@ class Simulation(Scheduler):
 
     def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
         """A ``_Send``'s tensor reaches ``task`` now, copied as the wire copies it."""
-        self._workers[task].deliver_tensor(step_id, key, _copied(value))
+        # Most often an array: copied here, without the call of _copied.
+        copied = value.copy() if type(value) is np.ndarray else _copied(value)
+        self._workers[task].deliver_tensor(step_id, key, copied)
 
     # -- the clients -----------------------------------------------------------------------
 
@@ -681,16 +683,22 @@ class Simulation(Scheduler):
         if error is not None:
             reply = ("error", 0, *error_message(error))
         else:
-            if part.loss is not None and part.step.loss is None and np.ndim(values[part.loss]) == 0:
-                part.step.loss = float(values[part.loss])
-            reply = ("ok", 0, [_copied(v) for v in values], [])  # no op stats: see `events`
+            if part.loss is not None and part.step.loss is None:
+                loss = values[part.loss]
+                if getattr(loss, "ndim", None) == 0 or np.ndim(loss) == 0:
+                    part.step.loss = float(loss)
+            copies = []
+            if values:  # (a training step fetches nothing); an array is copied without a call
+                copies = [v.copy() if type(v) is np.ndarray else _copied(v) for v in values]
+            reply = ("ok", 0, copies, [])  # no op stats: see `events`
         part.call.finish(reply)
 
     def _part_ended(self, part: _Part, time: float) -> None:
         """Counts an ended part of its step at virtual ``time``; the last one ends the step."""
         step = part.step
         step.outstanding -= 1
-        step.end = max(step.end, time)
+        if time > step.end:
+            step.end = time
         if part.error is not None and not step.failed:
             step.failed = True
             self._wake(step.client)  # its master aborts the other parts
@@ -703,9 +711,13 @@ class Simulation(Scheduler):
         step.done = True
         self._steps.discard(step)
         client = step.client
-        client.time = max(client.time, step.end)
+        if step.end > client.time:
+            client.time = step.end
         if not step.failed:
-            planned = sum(len(p.execution.steps) for p in step.parts if p.execution is not None)
+            planned = 0
+            for part in step.parts:
+                if part.execution is not None:
+                    planned += len(part.execution.steps)
             self.completed.append((client.name, step.key[1], planned))
             if step.loss is not None:
                 self.losses.append((client.time, step.task, step.loss))
@@ -1083,27 +1095,34 @@ class Simulation(Scheduler):
             cancelled: Whether the move was made by a step whose computation was cancelled.
         """
         seen = self._accumulator_seen
-        for key, resource in self._accumulators_of(task):
+        kept = self._accumulators.get(task)
+        if kept is None or kept[0] != self._workers[task].resource_mgr.changes:
+            kept = self._accumulators_of(task)
+        for key, resource in kept[1]:
             new = resource.events - seen.get(key, 0)
             if new > 0:
                 history = resource.history
                 timed = self.accumulator_events.setdefault(key, [])
-                back = range(min(new, len(history)), 0, -1)  # the newest, oldest first
-                timed.extend((history[-k], time, cancelled) for k in back)
+                if new == 1 and history:  # most often: one new entry
+                    timed.append((history[-1], time, cancelled))
+                else:
+                    back = range(min(new, len(history)), 0, -1)  # the newest, oldest first
+                    timed.extend((history[-k], time, cancelled) for k in back)
                 seen[key] = resource.events
 
-    def _accumulators_of(self, task: str) -> list[tuple[tuple[str, str], Any]]:
-        """The task's resources that keep a history (its accumulators), found again on a change."""
+    def _accumulators_of(self, task: str) -> tuple[int, list[tuple[tuple[str, str], Any]]]:
+        """The task's resources that keep a history (its accumulators), and when they were found.
+
+        Kept until the task's resources change (``resource_mgr.changes``).
+        """
         manager = self._workers[task].resource_mgr
-        kept = self._accumulators.get(task)
-        if kept is None or kept[0] != manager.changes:
-            found = [
-                ((task, name), resource)
-                for _, name, resource in manager.items()
-                if getattr(resource, "history", None) is not None
-            ]
-            kept = self._accumulators[task] = (manager.changes, found)
-        return kept[1]
+        found = [
+            ((task, name), resource)
+            for _, name, resource in manager.items()
+            if getattr(resource, "history", None) is not None
+        ]
+        kept = self._accumulators[task] = (manager.changes, found)
+        return kept
 
     def _cancel_in_flight(self, time: float) -> None:
         """An update was made: every worker still computing gradients stops now.
