@@ -401,7 +401,7 @@ def start_waiting(step: PlanStep, ctx: Any, done: Callable[[Any], None], vals: l
         OpError: the kernel's error, naming its op, if it fails at once.
     """
     try:
-        step.compute(ctx, done, *[vals[j] for j in step.in_slots])
+        step.compute(ctx, done, *map(vals.__getitem__, step.in_slots))  # no comprehension frame
     except Exception as exc:
         raise as_op_error(exc, step.op) from exc
 
