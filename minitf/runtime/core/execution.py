@@ -97,12 +97,9 @@ def fetched(plan: Plan, vals: list[Any]) -> list[Any]:
     if plan.has_control_flow:
         for i, value in enumerate(values):
             if value is DEAD:
-                raise errors.InvalidArgumentError(
-                    None,
-                    None,
-                    f"Retval[{i}] does not have value: it is on a tf.cond branch that was not "
-                    "taken",
-                )
+                what = "it is on a tf.cond branch that was not taken"
+                message = f"Retval[{i}] does not have value: {what}"
+                raise errors.InvalidArgumentError(None, None, message)
     return values
 
 
@@ -303,8 +300,7 @@ class StepExecution:
             # It ends when the step takes its outputs; it waited from its kernel
             # returning until its completion arrived.
             start, returned = self._starts.pop(i)
-            wait = max(0, arrived_ns - returned)
-            end = self.ctx.clock.now_ns()
+            wait, end = max(0, arrived_ns - returned), self.ctx.clock.now_ns()
             event = OpEvent.of(step, start, end, self.vals, self.ctx, self._thread, wait)
             event.frames = where
             self.ctx.trace.append(event)
@@ -330,7 +326,7 @@ class StepExecution:
         """Takes the completions that have arrived into ``arrived`` (driver thread only)."""
         inbox = self._inbox
         while not inbox.empty():
-            self._take(inbox.get_nowait())
+            self.take((inbox.get_nowait(),))
 
     def wait_for_arrival(self, timeout: float | None) -> bool:
         """Blocks until a completion arrives and collects it (True), or ``timeout`` passes.
@@ -339,10 +335,9 @@ class StepExecution:
             timeout: The longest wait in seconds, or None.
         """
         try:
-            item = self._inbox.get(timeout=timeout)
+            self.take((self._inbox.get(timeout=timeout),))
         except queue.Empty:
             return False
-        self._take(item)
         self.collect()
         return True
 
@@ -358,10 +353,16 @@ class StepExecution:
         self._results.clear()
         self.on_arrival = None
 
-    def _take(self, item: tuple) -> None:
-        i, result, arrived_ns = item
-        self._results[i] = (result, arrived_ns)
-        self.arrived.append(i)
+    def take(self, items: list[tuple]) -> None:
+        """Takes completions ``(index, result, arrival ns)`` into ``arrived``, in their order."""
+        results, arrived = self._results, self.arrived
+        for i, result, arrived_ns in items:
+            results[i] = (result, arrived_ns)
+            arrived.append(i)
+
+    def gather(self, inbox: Any) -> None:
+        """Completions go to ``inbox.put`` from now on: a driver that `take` s them itself."""
+        self._inbox = inbox
 
     def _completion(self, i: int):
         inbox, clock = self._inbox, self.ctx.clock
@@ -400,7 +401,7 @@ def start_waiting(step: PlanStep, ctx: Any, done: Callable[[Any], None], vals: l
         OpError: the kernel's error, naming its op, if it fails at once.
     """
     try:
-        step.compute(ctx, done, *[vals[j] for j in step.in_slots])
+        step.compute(ctx, done, *map(vals.__getitem__, step.in_slots))  # no comprehension frame
     except Exception as exc:
         raise as_op_error(exc, step.op) from exc
 

@@ -416,11 +416,10 @@ class _Started:
         """Ends the step if nothing is left to run or deliver."""
         if self.execution.finished:
             try:
-                values = self.execution.fetches()
+                values, error = self.execution.fetches(), None
             except BaseException as exc:  # noqa: BLE001 - a fetch of a branch not taken
-                self._end(None, exc)
-                return
-            self._end(values, None)
+                values, error = None, exc
+            self._end(values, error)
 
     def fail(self, error: BaseException) -> None:
         """Ends the step with ``error``; its waiting ops are cancelled."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import gc
 import heapq
 import itertools
@@ -166,13 +167,13 @@ class _Part:
         self.start = 0.0
         self.ready_at: dict[int, float] = {}
         self.pushed: set[int] = set()  # ops put in the simulation's heap to run
-        self.dirty = False
         self.delay = 0.0  # the worker's delay before this part (computing its gradients)
         self.epoch = 0  # heap entries of an older epoch are void (the part was cancelled)
         self.info: Any = ()  # per unit of its execution: a `_UnitInfo`
         self.ended = False
         self.error: BaseException | None = None
-        self._dirty: list | None = None
+        # Its execution's completions, until the loop takes them in (`Simulation._collect`).
+        self.inbox = _Inbox()
         # Who makes its moves, as the event log names them (`Simulation.events`).
         self.who = (task, step.client, step.key[1], step.step_id)
 
@@ -182,17 +183,26 @@ class _Part:
         self.execution = run.execution
         self.loops = run.execution.plan.has_loops
         self.start = start
-        self._dirty = dirty
-        self.execution.on_arrival = self._arrived
-
-    def _arrived(self) -> None:
-        # A completion reached this part (it is taken in after the move that made it).
-        if not self.dirty:
-            self.dirty = True
-            self._dirty.append(self)
+        if run.execution.plan.has_async:
+            run.execution.gather(self.inbox)
+        # A completion reached this part: it is taken in after the move that made it.
+        # (``list.append`` itself, no Python call; a part listed again has nothing new.)
+        self.execution.on_arrival = functools.partial(dirty.append, self)
 
     def available(self, i: int) -> float:
         return self.ready_at.get(i, self.start)
+
+
+class _Inbox(list):
+    """A part's completions ``(index, result, arrival ns)``, in the order they arrived.
+
+    Only moves (on the loop's thread) and clients holding the simulation's
+    lock make them: a list, put by ``list.append`` itself, spares the
+    ``queue.SimpleQueue`` round trip of a real task's inbox.
+    """
+
+    __slots__ = ()
+    put = list.append
 
 
 class _Step:
@@ -299,7 +309,8 @@ class Simulation(Scheduler):
         self.cancelled: list[tuple[float, str]] = []  # (time, worker task) of each cancel
         self._seq = itertools.count()  # breaks the last ties in the heap
         self._now: deque = deque()  # isolated ops to make at once: (part, op, epoch)
-        self._dirty: list[_Part] = []  # parts a completion reached since the last look
+        # Parts a completion reached since the last look, in the order the first one did.
+        self._dirty: list[_Part] = []
         self._moves: list[tuple] = []  # every move, cheaply: see `events`
         self._made = 0  # ops the moves ran or delivered: `move_count`
         self._listed = 0  # moves listed op by op in `events` so far
@@ -388,7 +399,9 @@ class Simulation(Scheduler):
 
     def send_tensor(self, task: str, step_id: int, key: str, value) -> None:
         """A ``_Send``'s tensor reaches ``task`` now, copied as the wire copies it."""
-        self._workers[task].deliver_tensor(step_id, key, _copied(value))
+        # Most often an array: copied here, without the call of _copied.
+        copied = value.copy() if type(value) is np.ndarray else _copied(value)
+        self._workers[task].deliver_tensor(step_id, key, copied)
 
     # -- the clients -----------------------------------------------------------------------
 
@@ -670,16 +683,22 @@ class Simulation(Scheduler):
         if error is not None:
             reply = ("error", 0, *error_message(error))
         else:
-            if part.loss is not None and part.step.loss is None and np.ndim(values[part.loss]) == 0:
-                part.step.loss = float(values[part.loss])
-            reply = ("ok", 0, [_copied(v) for v in values], [])  # no op stats: see `events`
+            if part.loss is not None and part.step.loss is None:
+                loss = values[part.loss]
+                if getattr(loss, "ndim", None) == 0 or np.ndim(loss) == 0:
+                    part.step.loss = float(loss)
+            copies = []
+            if values:  # (a training step fetches nothing); an array is copied without a call
+                copies = [v.copy() if type(v) is np.ndarray else _copied(v) for v in values]
+            reply = ("ok", 0, copies, [])  # no op stats: see `events`
         part.call.finish(reply)
 
     def _part_ended(self, part: _Part, time: float) -> None:
         """Counts an ended part of its step at virtual ``time``; the last one ends the step."""
         step = part.step
         step.outstanding -= 1
-        step.end = max(step.end, time)
+        if time > step.end:
+            step.end = time
         if part.error is not None and not step.failed:
             step.failed = True
             self._wake(step.client)  # its master aborts the other parts
@@ -692,9 +711,13 @@ class Simulation(Scheduler):
         step.done = True
         self._steps.discard(step)
         client = step.client
-        client.time = max(client.time, step.end)
+        if step.end > client.time:
+            client.time = step.end
         if not step.failed:
-            planned = sum(len(p.execution.steps) for p in step.parts if p.execution is not None)
+            planned = 0
+            for part in step.parts:
+                if part.execution is not None:
+                    planned += len(part.execution.steps)
             self.completed.append((client.name, step.key[1], planned))
             if step.loss is not None:
                 self.losses.append((client.time, step.task, step.loss))
@@ -822,7 +845,7 @@ class Simulation(Scheduler):
         Args:
             moved: The op that just ran or was delivered, if the part moved.
         """
-        if part.dirty:
+        if part.inbox:
             self._collect(part, time)
         # New ready ops are among the successors of the op that just moved
         # (all ready ops when the step starts); each is pushed once. With
@@ -852,7 +875,7 @@ class Simulation(Scheduler):
         Its successors may start no earlier; those it made ready are offered
         (`_offer`, in one pass over the successors).
         """
-        if part.dirty:
+        if part.inbox:
             self._collect(part, end)  # none of them is a successor: those wait for it
         ready_at, first, pushed = part.ready_at, part.start, part.pushed
         pending, epoch = part.execution.pending, part.epoch
@@ -875,22 +898,23 @@ class Simulation(Scheduler):
 
     def _collect(self, part: _Part, time: float) -> None:
         """Puts the completions that reached ``part`` in the heap, deliverable from ``time`` on."""
-        part.dirty = False
-        execution, ready_at, start = part.execution, part.ready_at, part.start
-        arrived = execution.arrived
-        before = len(arrived)
-        execution.collect()
-        for n in range(before, len(arrived)):
-            i = arrived[n]
-            unit = part.info[i]
+        inbox = part.inbox
+        items = inbox.copy()
+        del inbox[: len(items)]
+        part.execution.take(items)
+        info, ready_at, start, epoch = part.info, part.ready_at, part.start, part.epoch
+        heap, seq, order, key = self._heap, self._seq, part.order, part.key
+        for i, _, _ in items:
+            unit = info[i]
             if unit.offered:
                 # On a held real task this attempt is first offered to its
                 # step, which runs it as a move of its own (ops.data_flow.blocking).
                 self._offered.append((self._made, part.task, part.step.step_id, unit.op.name))
-            when = max(ready_at.get(i, start), time)
+            when = ready_at.get(i, start)
+            if when < time:
+                when = time
             ready_at[i] = when
-            entry = (when, part.order, part.key, 0, i, next(self._seq), part, part.epoch)
-            heapq.heappush(self._heap, entry)
+            heapq.heappush(heap, (when, order, key, 0, i, next(seq), part, epoch))
 
     def _absorb(self, time: float) -> None:
         """Takes in the completions that moves made (they arrive at ``time``)."""
@@ -899,7 +923,7 @@ class Simulation(Scheduler):
             self._dirty.clear()  # the parts hold this list: empty it, never replace it
             for part in dirty:
                 # Only a move makes ops ready, and each move offered them.
-                if part.dirty and not part.ended:
+                if part.inbox and not part.ended:
                     self._collect(part, time)
 
     def _make(self, part: _Part, running: bool, i: int, start: float) -> None:
@@ -963,7 +987,7 @@ class Simulation(Scheduler):
             self._offer(part, end, i)
         elif running and i in execution.waiting:
             part.ready_at[i] = end  # an asynchronous op's completion arrives no earlier
-            if part.dirty:  # (nothing is ready: its successors wait for it)
+            if part.inbox:  # (nothing is ready: its successors wait for it)
                 self._collect(part, end)
         else:
             self._follow(part, unit, end)
@@ -1071,27 +1095,34 @@ class Simulation(Scheduler):
             cancelled: Whether the move was made by a step whose computation was cancelled.
         """
         seen = self._accumulator_seen
-        for key, resource in self._accumulators_of(task):
+        kept = self._accumulators.get(task)
+        if kept is None or kept[0] != self._workers[task].resource_mgr.changes:
+            kept = self._accumulators_of(task)
+        for key, resource in kept[1]:
             new = resource.events - seen.get(key, 0)
             if new > 0:
                 history = resource.history
                 timed = self.accumulator_events.setdefault(key, [])
-                back = range(min(new, len(history)), 0, -1)  # the newest, oldest first
-                timed.extend((history[-k], time, cancelled) for k in back)
+                if new == 1 and history:  # most often: one new entry
+                    timed.append((history[-1], time, cancelled))
+                else:
+                    back = range(min(new, len(history)), 0, -1)  # the newest, oldest first
+                    timed.extend((history[-k], time, cancelled) for k in back)
                 seen[key] = resource.events
 
-    def _accumulators_of(self, task: str) -> list[tuple[tuple[str, str], Any]]:
-        """The task's resources that keep a history (its accumulators), found again on a change."""
+    def _accumulators_of(self, task: str) -> tuple[int, list[tuple[tuple[str, str], Any]]]:
+        """The task's resources that keep a history (its accumulators), and when they were found.
+
+        Kept until the task's resources change (``resource_mgr.changes``).
+        """
         manager = self._workers[task].resource_mgr
-        kept = self._accumulators.get(task)
-        if kept is None or kept[0] != manager.changes:
-            found = [
-                ((task, name), resource)
-                for _, name, resource in manager.items()
-                if getattr(resource, "history", None) is not None
-            ]
-            kept = self._accumulators[task] = (manager.changes, found)
-        return kept[1]
+        found = [
+            ((task, name), resource)
+            for _, name, resource in manager.items()
+            if getattr(resource, "history", None) is not None
+        ]
+        kept = self._accumulators[task] = (manager.changes, found)
+        return kept
 
     def _cancel_in_flight(self, time: float) -> None:
         """An update was made: every worker still computing gradients stops now.

@@ -61,7 +61,7 @@ class Call:
         Args:
             reply: ``("ok", call id, values, ...)`` or ``("error", call id, code, message, op)``.
         """
-        if len(reply) > 4 and reply[0] == "ok" and self.carried_to is not None:
+        if self.carried_to is not None and len(reply) > 4 and reply[0] == "ok":
             worker, step_id = self.carried_to
             for key, value in reply[4]:
                 worker.deliver_tensor(step_id, key, value)
@@ -70,7 +70,7 @@ class Call:
             self.event.set()
         if self.notify is not None:
             self.notify.set()
-        if reply[0] == "error" and self.on_error is not None:
+        if self.on_error is not None and reply[0] == "error":
             self.on_error(reply)
 
 

@@ -258,6 +258,41 @@ def test_any_order_the_scheduler_chooses_gives_the_same_values():
     assert kinds[: kinds.index(DELIVER)].count(RUN) == len(plan.steps) - 1
 
 
+class _ListInbox(list):
+    """A driver's own inbox (`StepExecution.gather`): ``all_in`` is set once ``n`` have come."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self.all_in = threading.Event()
+
+    def put(self, item):
+        self.append(item)
+        if len(self) == self.n:
+            self.all_in.set()
+
+
+def test_a_driver_may_gather_the_completions_itself_and_take_them_in_in_arrival_order():
+    p, fetches = _two_waits()
+    plan = pipeline.build_plan(fetches, [], [p], _kernel_for)
+    execution = StepExecution(plan, _ctx(), [np.float32(1.0)], by_op=True)
+    inbox = _ListInbox(2)
+    execution.gather(inbox)
+    while execution.ready:
+        execution.run_op(execution.ready[0])
+    assert inbox.all_in.wait(10)
+    assert not execution.arrived  # nothing is taken in until the driver takes it
+    execution.take(list(inbox))
+    assert list(execution.arrived) == [i for i, _, _ in inbox]
+    assert sorted(execution.steps[i].op.name for i in execution.arrived) == ["first", "second"]
+    while execution.arrived:
+        execution.deliver(execution.arrived[0])
+        while execution.ready:
+            execution.run_op(execution.ready[0])
+    assert execution.finished
+    assert execution.fetches() == [2.0 + 11.0, 2.0, 11.0]  # (1 + 1) + (10 + 1)
+
+
 def test_a_session_takes_a_scheduler_for_its_steps():
     p, fetches = _two_waits()
     scheduler = _RecordingScheduler()
