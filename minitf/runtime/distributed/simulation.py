@@ -150,6 +150,13 @@ class _Part:
         computes_gradients: Whether a worker's delay comes before it.
     """
 
+    # Slots: a part is made for every task of every step (17 per update of a 6-of-8 run).
+    __slots__ = (
+        "step", "task", "order", "key", "loops", "call", "loss", "computes_gradients", "run",
+        "execution", "start", "ready_at", "pushed", "dirty", "delay", "epoch", "info", "ended",
+        "error", "_dirty", "who",
+    )  # fmt: skip
+
     def __init__(
         self, step, task: str, order: int, call: Call, loss: int | None,
         computes_gradients: bool,
@@ -207,6 +214,11 @@ class _Inbox(list):
 
 class _Step:
     """A client's run of one step: its parts on the tasks, until every one has ended."""
+
+    __slots__ = (
+        "client", "key", "step_id", "task", "parts", "outstanding", "sealed", "failed", "loss",
+        "done", "end", "cancels", "cancelled",
+    )  # fmt: skip
 
     def __init__(self, client: _Client, number: int, step_id: int, task: str):
         self.client = client
@@ -287,6 +299,7 @@ class Simulation(Scheduler):
         self.seed = seed
         self._delays = _delay_models(worker_delay)
         self._rngs: dict[int, np.random.Generator] = {}
+        self._delay_of: dict[str, tuple] = {}  # task -> (its delay model or None, its index)
         self._cost = _cost_function(op_cost)
         self._lock = threading.RLock()
         # The simulation's loop waits on _cond for every client to park; each
@@ -651,8 +664,9 @@ class Simulation(Scheduler):
         part = self._starting
         part.delay = delay = self._delay(part.task, part.computes_gradients)
         part.attach(run, part.step.client.time + delay, self._dirty)
-        part.info = self._units_of(run.execution)
-        if run.execution.finished:
+        execution = run.execution
+        part.info = self._units_of(execution)
+        if not execution.ready and not execution.waiting:  # finished (nothing to run)
             run.settle()
 
     def take_up(self, run: _Started) -> None:
@@ -1171,9 +1185,16 @@ class Simulation(Scheduler):
                 self._part_ended(part, self.clock.seconds)
 
     def _delay(self, task_name: str, computes_gradients: bool) -> float:
-        job, index = partition_lib.parse_task(task_name)
-        model = self._delays.get(index, self._delays.get("*")) if job == "worker" else None
-        if model is None or not computes_gradients:
+        """The virtual seconds a part on ``task_name`` waits before it starts (drawn now)."""
+        if not computes_gradients:
+            return 0.0
+        kept = self._delay_of.get(task_name)
+        if kept is None:  # a task's model, found once
+            job, index = partition_lib.parse_task(task_name)
+            model = self._delays.get(index, self._delays.get("*")) if job == "worker" else None
+            kept = self._delay_of[task_name] = (model, index)
+        model, index = kept
+        if model is None:
             return 0.0
         rng = self._rngs.get(index)
         if rng is None:
