@@ -153,8 +153,8 @@ class _Part:
     # Slots: a part is made for every task of every step (17 per update of a 6-of-8 run).
     __slots__ = (
         "step", "task", "order", "key", "loops", "call", "loss", "computes_gradients", "run",
-        "execution", "start", "ready_at", "pushed", "dirty", "delay", "epoch", "info", "ended",
-        "error", "_dirty", "who",
+        "execution", "start", "ready_at", "pushed", "delay", "epoch", "info", "ended", "error",
+        "inbox", "who",
     )  # fmt: skip
 
     def __init__(
