@@ -49,6 +49,7 @@ TRACED_STEPS = 6  # global steps recorded for the trace and timeline
 # that the pictures fit a projector.
 COLLAPSE = ["gradients", "Adam", "save", "report_uninitialized_variables"]
 _LOCAL_STEPS = re.compile(r'^\[worker/(\d+)\] (\{"worker": .*\})$')
+_TRAINS = re.compile(r"^\[worker/(\d+)\] worker \d+: global step")  # a worker's first step
 
 
 class _Output:
@@ -56,11 +57,15 @@ class _Output:
 
     def __init__(self):
         self.local_steps: dict[int, int] = {}
+        self.training: set[int] = set()  # the workers that have reported a step
         self.lines: list[str] = []
 
     def write(self, text: str) -> None:
         for line in text.splitlines():
             self.lines.append(line)
+            training = _TRAINS.match(line)
+            if training:
+                self.training.add(int(training.group(1)))
             match = _LOCAL_STEPS.match(line)
             if match:
                 report = json.loads(match.group(2))
@@ -218,7 +223,7 @@ def main(args) -> int:
         cluster.start(jobs=["worker"])
         with sess:
             reporter = _Reporter(SyncRecord(sess) if settings.sync else None, report_every)
-            trace = _train_and_trace(cluster, sess, model, settings, reporter)
+            trace = _train_and_trace(cluster, sess, model, settings, reporter, output)
             failed = {k: c for k, c in cluster.poll().items() if k[0] != "ps" and c}
             if failed:
                 print("a worker failed:", failed, *output.lines[-20:], sep="\n")
@@ -309,13 +314,17 @@ def _every_worker_listens(cluster: LocalCluster) -> bool:
     return True
 
 
-def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter: _Reporter):
+def _train_and_trace(
+    cluster, sess: tf.Session, model: dict, settings, reporter: _Reporter, output: _Output
+):
     """Follows the global step until the workers are done; traces a few steps midway.
 
     The trace spans `TRACED_STEPS` global steps, and with a straggler at least
     five times its mean delay, so that its waits show. It starts at a quarter
-    of the steps and ends soon after half of them at the latest: the workers
-    must still be running when it stops, or what they recorded goes with them.
+    of the steps, once every worker has reported a step (on a loaded machine
+    a worker's process can start seconds after the others have trained), and
+    ends soon after half of them at the latest: the workers must still be
+    running when it stops, or what they recorded goes with them.
 
     Returns the traced span's step stats (None if a worker ended before it began).
     """
@@ -326,7 +335,14 @@ def _train_and_trace(cluster, sess: tf.Session, model: dict, settings, reporter:
     while _workers_running(cluster):
         global_step = _global_step(sess, model)
         bar.update(min(steps, global_step) - bar.n)
-        if trace is None and tracer is None and not missed and global_step >= steps // 4:
+        everyone = len(output.training) == settings.workers
+        if (
+            trace is None
+            and tracer is None
+            and not missed
+            and global_step >= steps // 4
+            and everyone
+        ):
             missed = not _every_worker_listens(cluster)
             if not missed:
                 tracer, traced_from = Tracer(sess).start(), global_step

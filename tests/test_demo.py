@@ -112,8 +112,11 @@ def test_sync_demo_trains_exactly_to_the_step_and_draws_the_chiefs_step(tmp_path
     assert demo.main(args) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["global_steps"] == 60  # synchronous: the last update is exactly the target
-    # Each update releases 2 tokens and there were 2 initial ones: one token per step.
-    assert sum(metrics["local_steps"].values()) == 2 * 60 + 2
+    # Each update releases 2 tokens and there were 2 initial ones: one token per
+    # step, but for the last update's token of a worker that never trained (on a
+    # loaded machine its process may start after the other has made every update).
+    idle = sum(1 for steps in metrics["local_steps"].values() if steps == 0)
+    assert sum(metrics["local_steps"].values()) == 2 * 60 + 2 - idle
     # Every step pushed a gradient, applied (at least 2 per update) or dropped.
     applied, dropped = metrics["applied"], metrics["dropped"]
     assert sum(applied.values()) >= 2 * 60
