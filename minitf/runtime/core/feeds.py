@@ -20,15 +20,20 @@ from minitf.framework.sparse_tensor import SparseTensor
 class Feeds:
     """The feed checks of one session's graph (the static shapes it has seen are kept).
 
+    A kept shape is read again once the tensor's static shape is another object:
+    ``Tensor.set_shape`` makes a new one, and a feed is checked against the
+    shape the tensor has at that run, as in TF.
+
     Args:
         graph: The session's graph.
     """
 
     def __init__(self, graph: ops.Graph):
         self._graph = graph
-        self._static_dims: dict[ops.Tensor, tuple | None] = {}
-        # Per feed key seen before: its tensor, numpy dtype and static dims
-        # (what a key denotes never changes: ops are never removed).
+        self._static_dims: dict[ops.Tensor, tuple] = {}  # tensor -> (static shape, its dims)
+        # Per feed key seen before: its tensor, numpy dtype, static dims and the
+        # static shape they are of (what a key denotes never changes: ops are
+        # never removed; its shape may be refined).
         self._known: dict[Any, tuple] = {}
 
     def process(self, feed_dict) -> tuple[list[ops.Tensor], list[Any]]:
@@ -44,7 +49,12 @@ class Feeds:
         known, is_feedable = self._known, self._graph.is_feedable
         for key, value in feed_dict.items():
             seen = known.get(key) if type(value) is np.ndarray else None
-            if seen is not None and value.dtype == seen[1] and _fits(seen[2], value.shape):
+            if (
+                seen is not None
+                and value.dtype == seen[1]
+                and seen[0].get_shape() is seen[3]
+                and _fits(seen[2], value.shape)
+            ):
                 # The common case, without the general checks it passes anyway: an
                 # array of the dtype and shape for a key seen before.
                 tensor = seen[0]
@@ -78,7 +88,7 @@ class Feeds:
         if len(self._known) >= 1024:
             self._known.clear()
         np_dtype = np.dtype(tensor.dtype.base_dtype.as_numpy_dtype)
-        self._known[key] = (tensor, np_dtype, self._dims(tensor))
+        self._known[key] = (tensor, np_dtype, self._dims(tensor), tensor.get_shape())
 
     def tensor(self, key) -> ops.Tensor:
         try:
@@ -135,10 +145,12 @@ class Feeds:
 
     def _dims(self, tensor: ops.Tensor) -> tuple | None:
         """The static dims (None for each unknown one), or None for an unknown rank (cached)."""
-        if tensor not in self._static_dims:
-            static = tensor.get_shape()
-            self._static_dims[tensor] = None if static.ndims is None else tuple(static.as_list())
-        return self._static_dims[tensor]
+        static = tensor.get_shape()
+        kept = self._static_dims.get(tensor)
+        if kept is None or kept[0] is not static:
+            dims = None if static.ndims is None else tuple(static.as_list())
+            kept = self._static_dims[tensor] = (static, dims)
+        return kept[1]
 
 
 def _fits(dims: tuple | None, shape: tuple) -> bool:

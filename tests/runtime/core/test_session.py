@@ -199,6 +199,22 @@ def test_feed_of_the_wrong_shape_raises_tf_value_error():
             sess.run(p, {p: [1.0, 2.0, 3.0]})
 
 
+def test_a_feed_is_checked_against_the_shape_the_tensor_has_at_that_run():
+    # TF1's Session.run checks each feed against the tensor's static shape when
+    # it runs: a set_shape after a first run refines what the next run accepts.
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        doubled = x * 2.0
+        with tf.Session() as sess:
+            two_rows = np.ones((2, 3), np.float32)
+            np.testing.assert_array_equal(sess.run(doubled, {x: two_rows}), 2 * two_rows)
+            x.set_shape([4, 3])
+            with pytest.raises(ValueError, match=r"Cannot feed value of shape \(2, 3\)"):
+                sess.run(doubled, {x: two_rows})
+            four_rows = np.full((4, 3), 0.5, np.float32)
+            np.testing.assert_array_equal(sess.run(doubled, {x: four_rows}), np.ones((4, 3)))
+
+
 def test_feed_of_an_overflowing_python_int_raises_type_error():
     p = tf.placeholder(tf.int32, shape=[], name="p")
     with tf.Session() as sess:
