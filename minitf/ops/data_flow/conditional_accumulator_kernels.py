@@ -53,7 +53,7 @@ from minitf.ops.data_flow.blocking import (
     RunResult,
     private_resource_name,
 )
-from minitf.ops.data_flow.resource_kernels import resource_kernel
+from minitf.ops.resource_kernels import resource_kernel
 
 logger = logging.getLogger("minitf")
 

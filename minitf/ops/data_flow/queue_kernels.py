@@ -24,7 +24,7 @@ from minitf.framework import errors
 from minitf.framework.op_registry import NotDifferentiable, register_kernel
 from minitf.ops.data_flow.blocking import Offer, frozen, private_resource_name
 from minitf.ops.data_flow.queue_base import DEQUEUE, ENQUEUE, Pending, QueueResource, Taken
-from minitf.ops.data_flow.resource_kernels import resource_kernel
+from minitf.ops.resource_kernels import resource_kernel
 
 __all__ = ["DEQUEUE", "ENQUEUE", "FIFOQueue", "declared_shapes", "queue_op_kernel"]
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +35,7 @@ from minitf.framework.op_registry import (
 )
 from minitf.ops.common_shapes import shape_str
 from minitf.ops.op_def_library import INT32_64, check_dtype
+from minitf.ops.resource_kernels import resource_kernel
 
 __all__ = [
     "assign",
@@ -211,27 +211,7 @@ def _resource_kernel(op):
     def create():
         return VariableResource(shared_name, dtype, shape)
 
-    # The resource found last, with the manager it is in and the manager's
-    # count of added and removed resources then: while that count stands,
-    # the manager holds the same resource, and a step need not look it up.
-    # One tuple, read once, so that a thread sees all three of one lookup;
-    # the resource by a weak reference, so that the kernel keeps no variable
-    # alive.
-    found = (None, -1, None)
-
-    def compute(ctx):
-        nonlocal found
-        manager, (kept_manager, kept_changes, kept) = ctx.resource_mgr, found
-        if kept_manager is manager and kept_changes == manager.changes:
-            resource = kept()
-            if resource is not None:
-                return resource
-        changes = manager.changes
-        resource = manager.lookup_or_create(container, shared_name, create)
-        found = (manager, changes, weakref.ref(resource))
-        return resource
-
-    return compute
+    return resource_kernel(container, shared_name, create)
 
 
 register_kernel("VariableV2", stateful=True)(_resource_kernel)

@@ -1,4 +1,4 @@
-"""Tests for minitf.ops.data_flow.resource_kernels: a resource op's kernel and what it remembers.
+"""Tests for minitf.ops.resource_kernels: a resource op's kernel and what it remembers.
 
 Pinned behaviour: the kernel finds (or makes) the resource named by its op in
 the step's resource manager; it remembers it, but never past a change of that
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from minitf.framework import errors
-from minitf.ops.data_flow.resource_kernels import resource_kernel
+from minitf.ops.resource_kernels import resource_kernel
 from minitf.runtime.core.resource_mgr import ResourceMgr
 
 
