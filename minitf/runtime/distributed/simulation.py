@@ -697,10 +697,8 @@ class Simulation(Scheduler):
         if error is not None:
             reply = ("error", 0, *error_message(error))
         else:
-            if part.loss is not None and part.step.loss is None:
-                loss = values[part.loss]
-                if getattr(loss, "ndim", None) == 0 or np.ndim(loss) == 0:
-                    part.step.loss = float(loss)
+            if part.loss is not None and part.step.loss is None and np.ndim(values[part.loss]) == 0:
+                part.step.loss = float(values[part.loss])
             copies = []
             if values:  # (a training step fetches nothing); an array is copied without a call
                 copies = [v.copy() if type(v) is np.ndarray else _copied(v) for v in values]
@@ -854,26 +852,21 @@ class Simulation(Scheduler):
                 return True
 
     def _offer(self, part: _Part, time: float, moved: int | None = None) -> None:
-        """Puts the part's newly ready ops, and completions arrived by ``time``, in the heap.
+        """Puts the part's ready ops not offered yet, and completions by ``time``, in the heap.
+
+        When the part starts, and after each move of a part with loops (a move
+        names an iteration too, so every ready move is looked at); a move of a
+        part without loops offers its successors itself (`_follow`).
 
         Args:
             moved: The op that just ran or was delivered, if the part moved.
         """
         if part.inbox:
             self._collect(part, time)
-        # New ready ops are among the successors of the op that just moved
-        # (all ready ops when the step starts); each is pushed once. With
-        # loops a move names an iteration too: look at every ready move.
-        if moved is None or part.loops:
-            candidates = part.execution.ready
-        else:
-            candidates = part.info[moved].successors
-            if not candidates:
-                return
         pushed, pending = part.pushed, part.execution.pending
         info, ready_at, start, epoch = part.info, part.ready_at, part.start, part.epoch
         now = self._now if moved is not None and self._cost is None else None
-        for i in candidates:
+        for i in part.execution.ready:
             if i not in pushed and not pending[i]:
                 pushed.add(i)
                 available = ready_at.get(i, start)
@@ -1125,9 +1118,10 @@ class Simulation(Scheduler):
                 seen[key] = resource.events
 
     def _accumulators_of(self, task: str) -> tuple[int, list[tuple[tuple[str, str], Any]]]:
-        """The task's resources that keep a history (its accumulators), and when they were found.
+        """Finds the task's resources that keep a history (its accumulators).
 
-        Kept until the task's resources change (``resource_mgr.changes``).
+        Kept with the task's ``resource_mgr.changes`` then: `_note_accumulators`
+        reads the kept ones while that count stands.
         """
         manager = self._workers[task].resource_mgr
         found = [
