@@ -61,11 +61,8 @@ class FetchMapper:
         if isinstance(fetch, Mapping):
             items = [(k, *self._child(v)) for k, v in fetch.items()]
             kind = type(fetch)
-            if kind is dict:  # `_value`, inlined: a hooked session's fetches are a dict
-                return lambda vals: {
-                    k: b(vals) if b is not None else None if s is None else vals[s]
-                    for k, s, b in items
-                }
+            if kind is dict:  # a hooked session's fetches: no `_make_mapping` call
+                return lambda vals: {k: _value(vals, s, b) for k, s, b in items}
             return lambda vals: _make_mapping(kind, [(k, _value(vals, s, b)) for k, s, b in items])
         if isinstance(fetch, (list, tuple)):
             children = [self._child(f) for f in fetch]
@@ -150,19 +147,7 @@ def _make_mapping(kind, items):
 
 def client_values(results: list) -> list:
     """What the caller receives of a step's fetched values (`client_value` of each)."""
-    if not results:
-        return results
-    values = []
-    for value in results:
-        if type(value) is np.ndarray:  # `client_value`, inlined: this runs for every fetch
-            if value.ndim == 0:
-                value = value[()]
-            elif not value.flags.writeable:
-                value = value.copy()
-        elif isinstance(value, np.ndarray):
-            value = client_value(value)
-        values.append(value)
-    return values
+    return [client_value(v) for v in results] if results else results
 
 
 def client_value(value):
